@@ -1,0 +1,1 @@
+"""Downstream of the simulator: checkers over records (checks.py); sweeps and reports later."""

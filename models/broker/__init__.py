@@ -1,0 +1,1 @@
+"""Broker models: store (CommitLog, ConsumeQueue, flush, dispatch), processors, services."""

@@ -1,0 +1,217 @@
+"""broker.BrokerController with its request processors (Send, Pull, ConsumerManage, ClientManage).
+
+One Broker is one broker JVM (a master, brokerId 0) on its own node. Start-up = store recovery,
+loading `consumerOffset.json`, then `registerBrokerAll` to every NameServer at once and every
+`registerNameServerPeriod` (first after 10 s).
+
+Send path (SendMessageProcessor): checks (role, topic, queue id, size) → CommitLog append (a
+delay level > 0 parks the message in SCHEDULE_TOPIC_XXXX) → `broker.stored` → with SYNC_FLUSH
+the answer waits for GroupCommitService (PUT_OK or FLUSH_DISK_TIMEOUT; the message is stored
+either way). A 5.x SYNC_MASTER with the default `inSyncReplicas` = 1 answers like an async master.
+
+Pull path (PullMessageProcessor): apply the piggy-backed commit offset (first processing only),
+getMessage, map GetMessageStatus to a response code, and park "not found" pulls in long polling.
+
+Simplified: no slaves/HA (SLAVE roles are rejected by validation), no request queues or
+BrokerFastFailure, request processing costs no simulated time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from models.broker.config import REGISTER_INITIAL_DELAY_US, BrokerConfig, FlushDiskType, MessageStoreConfig
+from models.broker.consumer_manager import ConsumerManager
+from models.broker.long_polling import PullRequestHoldService
+from models.broker.message_store import (
+    FOUND, NO_MATCHED_LOGIC_QUEUE, NO_MATCHED_MESSAGE, NO_MESSAGE_IN_QUEUE, OFFSET_OVERFLOW_ONE,
+    MessageStore,
+)
+from models.broker.offsets import ConsumerOffsetManager
+from models.broker.schedule import ScheduleMessageService
+from models.message import SCHEDULE_TOPIC, Message, dlq_topic, record_bytes, retry_topic
+from models.protocol import (
+    INVALID_PARAMETER, MESSAGE_ILLEGAL, PULL_NOT_FOUND, PULL_OFFSET_MOVED, PULL_RETRY_IMMEDIATELY,
+    QUERY_NOT_FOUND, SUCCESS, TOPIC_NOT_EXIST, CodeResponse, ConsumerList, ConsumerSendMsgBack,
+    GetConsumerList, GetMaxOffset, Heartbeat, OffsetResponse, PullMessage, PullResponse,
+    QueryConsumerOffset, RegisterBroker, SendMessage, SendResponse, UpdateConsumerOffset,
+)
+from models.protocol import FLUSH_DISK_TIMEOUT as CODE_FLUSH_DISK_TIMEOUT
+from models.records import BROKER_REGISTERED, BROKER_SEND_REJECTED, BROKER_STORED
+from sim.disk import Disk, DiskConfig
+from sim.env import ms
+from sim.node import Node
+
+RETRY_QUEUE_NUMS = 1  # SubscriptionGroupConfig.retryQueueNums
+DLQ_NUMS_PER_GROUP = 1  # MixAll.DLQ_NUMS_PER_GROUP
+RETRY_MAX_TIMES = 16  # SubscriptionGroupConfig.retryMaxTimes
+NAMESRV_RPC_TIMEOUT_US = 24_000_000  # registerBrokerTimeoutMills (5.x)
+
+
+class Broker:
+    def __init__(self, env: Any, name: str, zone: str, store_cfg: MessageStoreConfig,
+                 broker_cfg: BrokerConfig, disk_cfg: DiskConfig, topics: dict[str, int],
+                 namesrvs: list[str]) -> None:
+        self.name = name  # brokerName; the node name doubles as its address
+        self.node = node = Node(env, name, zone)
+        node.startup_us = ms(broker_cfg.startup_ms)
+        node.disk = Disk(env, disk_cfg, env.rng.stream(f"{name}.disk"))
+        self.cfg, self.store_cfg = broker_cfg, store_cfg
+        self.topics = dict(topics)  # TopicConfigManager: topic -> queue count (read = write)
+        self.namesrvs = namesrvs
+        self.store = MessageStore(node, store_cfg)
+        self.commit_log = self.store.commit_log
+        self.group_commit = self.commit_log.group_commit
+        if store_cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+            self.commit_log.on_flushed = self.store.reput.wake
+        hold_us = ms(broker_cfg.short_polling_time_mills) if not broker_cfg.long_polling_enable else None
+        self.hold = PullRequestHoldService(node, self.store.max_offset, self.execute_pull,
+                                           **({"scan_interval_us": hold_us} if hold_us else {}))
+        self.store.reput.listeners.append(self.hold.notify_message_arriving)
+        self.offsets = ConsumerOffsetManager(node, broker_cfg)
+        self.consumers = ConsumerManager(node, broker_cfg)
+        self.schedule = ScheduleMessageService(node, store_cfg.message_delay_level, self.store.queues,
+                                               self.put_internal, store_cfg.flush_delay_offset_interval_ms)
+        self.store.reput.schedule_listener = self.schedule.on_dispatched
+        self._register_handlers()
+        node.add_service(self.register_loop)
+
+    def _register_handlers(self) -> None:
+        node = self.node
+        node.handle(SendMessage, self.on_send)
+        node.handle(PullMessage, self.on_pull)
+        node.handle(QueryConsumerOffset, self.on_query_offset)
+        node.handle(GetMaxOffset, self.on_get_max_offset)
+        node.handle(UpdateConsumerOffset, self.on_update_offset)
+        node.handle(Heartbeat, self.on_heartbeat)
+        node.handle(GetConsumerList, self.on_get_consumer_list)
+        node.handle(ConsumerSendMsgBack, self.on_send_back)
+
+    # --- NameServer registration --------------------------------------------------------------
+    def registration(self) -> RegisterBroker:
+        topics = tuple((t, n, n) for t, n in self.topics.items())
+        return RegisterBroker(self.name, 0, self.node.name, topics)
+
+    def register_all(self) -> None:
+        for namesrv in self.namesrvs:
+            self.node.rpc(namesrv, self.registration(), NAMESRV_RPC_TIMEOUT_US, lambda _r: None)
+            self.node.trace(BROKER_REGISTERED, namesrv)
+
+    def register_loop(self) -> Generator:
+        self.register_all()
+        yield self.node.sleep_us(REGISTER_INITIAL_DELAY_US)
+        while True:
+            self.register_all()
+            yield self.node.sleep_us(ms(self.cfg.register_name_server_period_ms))
+
+    # --- SendMessageProcessor -----------------------------------------------------------------
+    def on_send(self, src: str, req_id: int, req: SendMessage) -> None:
+        msg, node = req.msg, self.node
+        queue_nums = self.topics.get(msg.topic)
+        code = SUCCESS
+        if queue_nums is None:
+            code = TOPIC_NOT_EXIST
+        elif not 0 <= req.queue_id < queue_nums:
+            code = INVALID_PARAMETER
+        elif record_bytes(msg) > self.store_cfg.max_message_size_bytes:
+            code = MESSAGE_ILLEGAL
+        if code != SUCCESS:
+            node.trace(BROKER_SEND_REJECTED, msg.uniq_key, msg.topic, code)
+            node.reply(src, req_id, SendResponse(code))
+            return
+        record = self.put_internal(msg, req.queue_id)
+        if self.group_commit is None:
+            node.reply(src, req_id, SendResponse(SUCCESS, record[4], record[0]))
+            return
+        end = record[0] + record[1]
+        self.group_commit.put_request(end, lambda status: node.reply(
+            src, req_id, SendResponse(SUCCESS if status == "PUT_OK" else CODE_FLUSH_DISK_TIMEOUT,
+                                      record[4], record[0])))
+
+    def put_internal(self, msg: Message, queue_id: int) -> tuple:
+        """CommitLog.asyncPutMessage: delay levels are re-routed to the schedule topic."""
+        if msg.delay_level > 0:
+            level = min(msg.delay_level, self.schedule.max_level())
+            msg = msg._replace(real_topic=msg.topic, real_queue_id=queue_id, topic=SCHEDULE_TOPIC,
+                               delay_level=level)
+            queue_id = level - 1
+        record = self.commit_log.append(msg, queue_id)
+        self.node.trace(BROKER_STORED, msg.uniq_key, msg.topic, queue_id, record[4], record[0],
+                        record[1], msg.reconsume_times)
+        self.store.reput.wake()
+        return record
+
+    # --- PullMessageProcessor -----------------------------------------------------------------
+    def on_pull(self, src: str, req_id: int, req: PullMessage) -> None:
+        if req.commit_offset >= 0:
+            self.offsets.commit(req.group, req.topic, req.queue_id, req.commit_offset)
+        self.execute_pull(src, req_id, req, allow_suspend=True)
+
+    def execute_pull(self, src: str, req_id: int, req: PullMessage, allow_suspend: bool = False) -> None:
+        status, next_offset, max_offset, records = self.store.get_message(
+            req.topic, req.queue_id, req.queue_offset, req.max_msg_nums, req.tags)
+        if status is FOUND:
+            code = SUCCESS
+        elif status is NO_MATCHED_MESSAGE:
+            code = PULL_RETRY_IMMEDIATELY
+        elif status is OFFSET_OVERFLOW_ONE or (
+                status in (NO_MESSAGE_IN_QUEUE, NO_MATCHED_LOGIC_QUEUE) and req.queue_offset == 0):
+            code = PULL_NOT_FOUND
+        else:
+            code = PULL_OFFSET_MOVED
+        if code == PULL_NOT_FOUND and allow_suspend and req.suspend_timeout_us > 0:
+            timeout = req.suspend_timeout_us if self.cfg.long_polling_enable else ms(self.cfg.short_polling_time_mills)
+            self.hold.suspend(src, req_id, req, timeout)
+            return
+        self.node.reply(src, req_id, PullResponse(code, next_offset, 0, max_offset, tuple(records)))
+
+    # --- ConsumerManageProcessor --------------------------------------------------------------
+    def on_query_offset(self, src: str, req_id: int, req: QueryConsumerOffset) -> None:
+        offset = self.offsets.query(req.group, req.topic, req.queue_id)
+        if offset < 0 and self.store.head_in_memory(req.topic, req.queue_id):
+            offset = 0  # 5.1.0+: a hot queue head makes a brand-new group start at 0
+        response = OffsetResponse(SUCCESS, offset) if offset >= 0 else OffsetResponse(QUERY_NOT_FOUND)
+        self.node.reply(src, req_id, response)
+
+    def on_get_max_offset(self, src: str, req_id: int, req: GetMaxOffset) -> None:
+        self.node.reply(src, req_id, OffsetResponse(SUCCESS, self.store.max_offset(req.topic, req.queue_id)))
+
+    def on_update_offset(self, src: str, req_id: int, req: UpdateConsumerOffset) -> None:
+        self.offsets.commit(req.group, req.topic, req.queue_id, req.offset)
+        self.node.reply(src, req_id, CodeResponse(SUCCESS))
+
+    # --- ClientManageProcessor ----------------------------------------------------------------
+    def on_heartbeat(self, src: str, req_id: int, req: Heartbeat) -> None:
+        created = False
+        for group, _topics in req.consumer_groups:
+            topic = retry_topic(group)
+            if topic not in self.topics:  # createTopicInSendMessageBackMethod on heartbeat
+                self.topics[topic] = RETRY_QUEUE_NUMS
+                created = True
+        if created:
+            self.register_all()
+        self.consumers.heartbeat(req.client_id, req.consumer_groups)
+        self.node.reply(src, req_id, CodeResponse(SUCCESS))
+
+    def on_get_consumer_list(self, src: str, req_id: int, req: GetConsumerList) -> None:
+        self.node.reply(src, req_id, ConsumerList(SUCCESS, self.consumers.client_ids(req.group)))
+
+    def on_send_back(self, src: str, req_id: int, req: ConsumerSendMsgBack) -> None:
+        """consumerSendMsgBack: to %RETRY%group with delay 3 + reconsumeTimes, or the DLQ."""
+        msg = req.msg
+        max_times = req.max_reconsume_times if req.max_reconsume_times >= 0 else RETRY_MAX_TIMES
+        origin = msg.origin_topic or msg.topic
+        if msg.reconsume_times >= max_times or req.delay_level < 0:
+            topic = dlq_topic(req.group)
+            self.topics.setdefault(topic, DLQ_NUMS_PER_GROUP)
+            new = msg._replace(topic=topic, origin_topic=origin, reconsume_times=msg.reconsume_times + 1,
+                               delay_level=0)
+        else:
+            topic = retry_topic(req.group)
+            self.topics.setdefault(topic, RETRY_QUEUE_NUMS)
+            level = req.delay_level or 3 + msg.reconsume_times
+            new = msg._replace(topic=topic, origin_topic=origin, reconsume_times=msg.reconsume_times + 1,
+                               delay_level=level)
+        self.put_internal(new, 0)
+        self.node.reply(src, req_id, CodeResponse(SUCCESS))

@@ -1,0 +1,61 @@
+"""broker.client.ConsumerManager + ClientHousekeepingService: who is in each consumer group.
+
+Members are learnt from heartbeats. A new member, a closed connection (the client process died:
+the OS resets the socket) or an expired channel (no heartbeat for 120 s, scanned every 10 s)
+changes the group, and the broker then sends NOTIFY_CONSUMER_IDS_CHANGED oneway to every
+member, which makes them rebalance at once. The table lives in heap memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from models.broker.config import CHANNEL_EXPIRED_TIMEOUT_US, CONSUMER_SCAN_INTERVAL_US, BrokerConfig
+from models.protocol import NotifyConsumerIdsChanged
+from models.records import BROKER_CONSUMER_IDS_CHANGED
+
+
+class ConsumerManager:
+    def __init__(self, node: Any, cfg: BrokerConfig) -> None:
+        self.node = node
+        self.cfg = cfg
+        self.groups: dict[str, dict[str, int]] = {}  # group -> client id -> last heartbeat µs
+        node.on_crash(self.groups.clear)
+        node.add_service(self.scan_not_active_channels)
+
+    def heartbeat(self, client_id: str, groups: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+        now = self.node.env._now
+        for group, _topics in groups:
+            members = self.groups.setdefault(group, {})
+            is_new = client_id not in members
+            members[client_id] = now
+            if is_new:
+                self.node.env.network.watch(self.node, client_id, self.channel_closed)
+                self._changed(group, "registered")
+
+    def client_ids(self, group: str) -> tuple[str, ...]:
+        return tuple(self.groups.get(group, {}))
+
+    def channel_closed(self, client_id: str) -> None:
+        for group, members in self.groups.items():
+            if members.pop(client_id, None) is not None:
+                self._changed(group, "closed")
+
+    def scan_not_active_channels(self) -> Generator:
+        while True:
+            yield self.node.sleep_us(CONSUMER_SCAN_INTERVAL_US)
+            now = self.node.env._now
+            for group, members in self.groups.items():
+                expired = [c for c, t in members.items() if now - t > CHANNEL_EXPIRED_TIMEOUT_US]
+                for client_id in expired:
+                    del members[client_id]
+                if expired:
+                    self._changed(group, "expired")
+
+    def _changed(self, group: str, reason: str) -> None:
+        members = self.groups.get(group, {})
+        self.node.trace(BROKER_CONSUMER_IDS_CHANGED, group, len(members), reason)
+        if self.cfg.notify_consumer_ids_changed_enable:
+            for client_id in members:
+                self.node.send(client_id, NotifyConsumerIdsChanged(group))

@@ -1,0 +1,70 @@
+"""broker.longpolling.PullRequestHoldService: pulls that found nothing wait for new data.
+
+A suspended pull is parked under (topic, queue id) until (a) dispatch reports a new max offset
+beyond the request's offset (`notify_message_arriving`), or (b) the periodic scan (every 5 s with
+long polling) finds data or sees the suspend time elapsed. Either way the request is executed
+again, never held twice, and answered even if still nothing is found. Held requests live in heap
+memory: a broker crash loses them and the clients' 30 s RPC timeout fires.
+
+Simplified: arrival wakes a held pull whatever the new message's tag (the real service checks the
+tags code first); a woken pull that matches nothing answers NO_MATCHED_MSG and the client pulls
+again at once, so only the count of round trips differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+from models.broker.config import HOLD_SCAN_INTERVAL_US
+
+
+class PullRequestHoldService:
+    def __init__(self, node: Any, max_offset: Callable[[str, int], int],
+                 execute: Callable[[str, int, Any], None], scan_interval_us: int = HOLD_SCAN_INTERVAL_US) -> None:
+        self.node = node
+        self.max_offset = max_offset
+        self.execute = execute  # re-run a held pull: (src, req_id, request) → replies
+        self.scan_interval_us = scan_interval_us
+        self.held: dict[tuple[str, int], list[tuple]] = {}
+        node.on_crash(self.held.clear)
+        node.add_service(self.run)
+
+    def suspend(self, src: str, req_id: int, request: Any, timeout_us: int) -> None:
+        key = (request.topic, request.queue_id)
+        entry = (src, req_id, request, self.node.env._now + timeout_us)
+        waiting = self.held.get(key)
+        if waiting is None:
+            self.held[key] = [entry]
+        else:
+            waiting.append(entry)
+
+    def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int) -> None:
+        waiting = self.held.get((topic, queue_id))
+        if not waiting:
+            return
+        keep = []
+        for entry in waiting:
+            request = entry[2]
+            if max_offset > request.queue_offset:
+                self.execute(entry[0], entry[1], request)
+            else:
+                keep.append(entry)
+        self.held[(topic, queue_id)] = keep
+
+    def run(self) -> Generator:
+        while True:
+            yield self.node.sleep_us(self.scan_interval_us)
+            self.scan()
+
+    def scan(self) -> None:
+        now = self.node.env._now
+        for key in list(self.held):
+            max_offset = self.max_offset(*key)
+            keep = []
+            for entry in self.held[key]:
+                if max_offset > entry[2].queue_offset or now >= entry[3]:
+                    self.execute(entry[0], entry[1], entry[2])
+                else:
+                    keep.append(entry)
+            self.held[key] = keep

@@ -1,0 +1,1 @@
+"""Push consumer models: rebalance, allocation strategies, ProcessQueue, offset stores."""

@@ -1,0 +1,61 @@
+"""Consumer tunables: DefaultMQPushConsumer and ClientConfig subsets (5.3.3 defaults)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US = 50_000  # DefaultMQPushConsumerImpl
+BROKER_SUSPEND_MAX_TIME_US = 15_000_000  # DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS
+CONSUMER_TIMEOUT_WHEN_SUSPEND_US = 30_000_000  # CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND
+PULL_MAX_IDLE_TIME_US = 120_000_000  # ProcessQueue.PULL_MAX_IDLE_TIME
+REBALANCE_WAIT_INTERVAL_US = 20_000_000  # RebalanceService waitInterval
+REBALANCE_MIN_INTERVAL_US = 1_000_000  # RebalanceService minInterval (5.2.0+)
+NEW_PULL_REQUEST_DELAY_US = 500_000  # RebalancePushImpl dispatchPullRequest delay (5.x)
+PERSIST_INITIAL_DELAY_US = 10_000_000  # MQClientInstance.startScheduledTask
+HEARTBEAT_INITIAL_DELAY_US = 1_000_000  # MQClientInstance.startScheduledTask
+ROUTE_POLL_INITIAL_DELAY_US = 10_000  # MQClientInstance.startScheduledTask
+SEND_BACK_TIMEOUT_US = 5_000_000  # sendMessageBack RPC timeout
+LOCAL_RETRY_DELAY_US = 5_000_000  # ConsumeMessageConcurrentlyService.submitConsumeRequestLater
+DEFAULT_MAX_RECONSUME_TIMES = 16  # maxReconsumeTimes -1 → 16 for concurrent consumption
+
+
+class MessageModel(str, Enum):
+    CLUSTERING = "CLUSTERING"
+    BROADCASTING = "BROADCASTING"
+
+
+class ConsumeFromWhere(str, Enum):
+    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+
+
+class AllocateStrategy(str, Enum):
+    AVG = "AVG"
+    AVG_BY_CIRCLE = "AVG_BY_CIRCLE"
+    CONSISTENT_HASH = "CONSISTENT_HASH"
+    CONFIG = "CONFIG"
+    MACHINE_ROOM = "MACHINE_ROOM"
+
+
+class PushConsumerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    message_model: MessageModel = MessageModel.CLUSTERING  # messageModel
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET  # consumeFromWhere
+    allocate_message_queue_strategy: AllocateStrategy = AllocateStrategy.AVG  # allocateMessageQueueStrategy
+    consume_thread_max: int = Field(20, gt=0)  # consumeThreadMin / consumeThreadMax
+    consume_concurrently_max_span: int = Field(2_000, gt=0)  # consumeConcurrentlyMaxSpan
+    pull_threshold_for_queue: int = Field(1_000, gt=0)  # pullThresholdForQueue
+    pull_threshold_size_for_queue_mib: int = Field(100, gt=0)  # pullThresholdSizeForQueue (MiB)
+    pull_batch_size: int = Field(32, gt=0)  # pullBatchSize
+    pull_interval_ms: int = Field(0, ge=0)  # pullInterval
+    max_reconsume_times: int = Field(-1, ge=-1)  # maxReconsumeTimes (-1 → 16)
+    persist_consumer_offset_interval_ms: int = Field(5_000, gt=0)  # persistConsumerOffsetInterval
+    pull_time_delay_mills_when_exception: int = Field(1_000, ge=0)  # pullTimeDelayMillsWhenException
+    heartbeat_broker_interval_ms: int = Field(30_000, gt=0)  # heartbeatBrokerInterval
+    poll_name_server_interval_ms: int = Field(30_000, gt=0)  # pollNameServerInterval
+    mq_client_api_timeout_ms: int = Field(3_000, gt=0)  # mqClientApiTimeout
+    virtual_node_cnt: int = Field(10, ge=0)  # AllocateMessageQueueConsistentHash.virtualNodeCnt
+    consumeridcs: list[str] = []  # AllocateMessageQueueByMachineRoom.consumeridcs

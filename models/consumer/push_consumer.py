@@ -1,0 +1,201 @@
+"""client.impl.consumer.DefaultMQPushConsumerImpl with its client instance (MQClientInstance).
+
+One PushConsumer is one client process (node) with one consumer group. Start-up: fetch routes
+of the subscribed topics (plus `%RETRY%<group>` in CLUSTERING), heartbeat to every broker, then
+rebalance at once. Timers: route poll every 30 s (first after 10 ms), heartbeat every 30 s
+(first after 1 s), offset persist every 5 s (first after 10 s), rebalance every 20 s.
+
+Pull loop (`pullMessage`), one outstanding PullRequest per owned queue: flow control
+(count > 1000, size > 100 MiB, span > 2000 → retry in 50 ms), then PULL_MESSAGE to the queue's
+master with the in-memory offset piggy-backed (commitOffset), suspend 15 s, RPC timeout 30 s.
+FOUND → cache and submit, pull again; NO_NEW_MSG / NO_MATCHED_MSG → move on (and commit the new
+offset if nothing is cached); OFFSET_ILLEGAL → 5.2.0+ update-and-persist the corrected offset,
+drop the queue, rebalance now; errors → retry after `pullTimeDelayMillsWhenException` (1 s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from models.broker.commit_log import R_MSG
+from models.consumer.allocate import make_strategy
+from models.consumer.config import (
+    BROKER_SUSPEND_MAX_TIME_US, CONSUMER_TIMEOUT_WHEN_SUSPEND_US, HEARTBEAT_INITIAL_DELAY_US,
+    PERSIST_INITIAL_DELAY_US, PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US,
+    ROUTE_POLL_INITIAL_DELAY_US, MessageModel, PushConsumerConfig,
+)
+from models.consumer.consume_service import ConsumeService
+from models.consumer.offset_store import OffsetStore
+from models.consumer.process_queue import ProcessQueue
+from models.consumer.rebalance import Rebalancer
+from models.message import MessageQueue, retry_topic
+from models.protocol import (
+    PULL_NOT_FOUND, PULL_OFFSET_MOVED, PULL_RETRY_IMMEDIATELY, SUCCESS, GetRouteInfo, Heartbeat,
+    NotifyConsumerIdsChanged, PullMessage, TopicRouteData,
+)
+from models.records import CONSUMER_OFFSET_MOVED, CONSUMER_PULL_FAILED
+from sim.env import ms
+from sim.node import Node
+
+MIB = 1024 * 1024
+
+
+class PushConsumer:
+    def __init__(self, env: Any, name: str, zone: str, group: str, topic: str, tags: list[str] | None,
+                 cfg: PushConsumerConfig, namesrvs: list[str], consume_time: Any,
+                 failure_probability: float) -> None:
+        self.node = node = Node(env, name, zone)
+        self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one
+        self.group = group
+        self.cfg = cfg
+        self.namesrvs = namesrvs
+        self.broadcasting = cfg.message_model is MessageModel.BROADCASTING
+        self.subscriptions: dict[str, frozenset | None] = {topic: frozenset(tags) if tags else None}
+        if not self.broadcasting:
+            self.subscriptions[retry_topic(group)] = None
+        self.subscribe_info: dict[str, list[MessageQueue]] = {}  # topicSubscribeInfoTable
+        self.routes: dict[str, TopicRouteData] = {}
+        self.process_queues: dict[MessageQueue, ProcessQueue] = {}
+        self.offset_store = OffsetStore(node, group, self.broadcasting)
+        self.consume = ConsumeService(self, consume_time, failure_probability)
+        self.rebalancer = Rebalancer(self, make_strategy(cfg.allocate_message_queue_strategy.value,
+                                                         cfg.virtual_node_cnt, (), cfg.consumeridcs))
+        self.stream = env.rng.stream(f"{name}.client")
+        node.handle(NotifyConsumerIdsChanged, lambda src, rid, req: self.rebalancer.wakeup())
+        node.on_crash(self._lose_heap)
+        node.on_start(self._start)
+        node.add_service(self.poll_name_server)
+        node.add_service(self.heartbeat_loop)
+        node.add_service(self.persist_loop)
+
+    def _lose_heap(self) -> None:
+        self.process_queues.clear()
+        self.subscribe_info.clear()
+        self.routes.clear()
+
+    def _start(self) -> None:
+        for topic in self.subscriptions:
+            self.fetch_route(topic, then_start=True)
+
+    # --- routes and heartbeats ------------------------------------------------------------------
+    def fetch_route(self, topic: str, then_start: bool = False) -> None:
+        namesrv = self.namesrvs[self.stream.randrange(len(self.namesrvs))]
+        self.node.rpc(namesrv, GetRouteInfo(topic), ms(self.cfg.mq_client_api_timeout_ms),
+                      lambda r: self._on_route(topic, r, then_start))
+
+    def _on_route(self, topic: str, route: Any, then_start: bool) -> None:
+        if isinstance(route, TopicRouteData) and self.routes.get(topic) != route:
+            self.routes[topic] = route
+            self.subscribe_info[topic] = [MessageQueue(topic, qd.broker_name, i)
+                                          for qd in route.queue_datas for i in range(qd.read_queue_nums)]
+        if then_start and all(t in self.routes for t in self.subscriptions):
+            self.send_heartbeats()
+            self.rebalancer.wakeup()
+
+    def broker_addr(self, broker_name: str) -> str | None:
+        """findBrokerAddressInSubscribe: the master if present, else any address of the group."""
+        for route in self.routes.values():
+            for bd in route.broker_datas:
+                if bd.broker_name == broker_name and bd.addrs:
+                    return dict(bd.addrs).get(0, bd.addrs[0][1])
+        return None
+
+    def all_broker_addrs(self) -> list[str]:
+        addrs = {addr: None for route in self.routes.values() for bd in route.broker_datas for _, addr in bd.addrs}
+        return sorted(addrs)
+
+    def send_heartbeats(self) -> None:
+        beat = Heartbeat(self.client_id, ((self.group, tuple(self.subscriptions)),))
+        for addr in self.all_broker_addrs():
+            self.node.rpc(addr, beat, ms(self.cfg.mq_client_api_timeout_ms), lambda r: None)
+
+    def poll_name_server(self) -> Generator:
+        yield self.node.sleep_us(ROUTE_POLL_INITIAL_DELAY_US)
+        while True:
+            for topic in self.subscriptions:
+                self.fetch_route(topic)
+            yield self.node.sleep_us(ms(self.cfg.poll_name_server_interval_ms))
+
+    def heartbeat_loop(self) -> Generator:
+        yield self.node.sleep_us(HEARTBEAT_INITIAL_DELAY_US)
+        while True:
+            self.send_heartbeats()
+            yield self.node.sleep_us(ms(self.cfg.heartbeat_broker_interval_ms))
+
+    def persist_loop(self) -> Generator:
+        yield self.node.sleep_us(PERSIST_INITIAL_DELAY_US)
+        while True:
+            self.offset_store.persist_all(self.process_queues, self.broker_addr)
+            yield self.node.sleep_us(ms(self.cfg.persist_consumer_offset_interval_ms))
+
+    # --- queues ---------------------------------------------------------------------------------
+    def drop_queue(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """removeUnnecessaryMessageQueue (concurrent): persist, forget the offset, drop."""
+        pq.dropped = True
+        self.offset_store.persist(mq, self.broker_addr)
+        self.offset_store.remove(mq)
+        self.process_queues.pop(mq, None)
+
+    # --- PullMessageService ---------------------------------------------------------------------
+    def pull_later(self, mq: MessageQueue, pq: ProcessQueue, delay_us: int) -> None:
+        self.node.call_later(delay_us, self.pull, mq, pq)
+
+    def pull(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        if pq.dropped:
+            return
+        cfg = self.cfg
+        pq.last_pull_us = self.node.env._now
+        if (len(pq.msgs) > cfg.pull_threshold_for_queue
+                or pq.msg_size_bytes // MIB > cfg.pull_threshold_size_for_queue_mib
+                or pq.max_span() > cfg.consume_concurrently_max_span):
+            return self.pull_later(mq, pq, PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US)
+        addr = self.broker_addr(mq.broker_name)
+        if addr is None:
+            return self._pull_failed(mq, pq, "no_broker_address")
+        commit = self.offset_store.read_memory(mq) if not self.broadcasting else -1
+        request = PullMessage(self.group, mq.topic, mq.queue_id, pq.next_offset, cfg.pull_batch_size,
+                              commit if commit > 0 else -1, BROKER_SUSPEND_MAX_TIME_US,
+                              self.subscriptions.get(mq.topic))
+        self.node.rpc(addr, request, CONSUMER_TIMEOUT_WHEN_SUSPEND_US, lambda r: self._on_pull(mq, pq, r))
+        return None
+
+    def _pull_failed(self, mq: MessageQueue, pq: ProcessQueue, reason: str) -> None:
+        self.node.trace(CONSUMER_PULL_FAILED, self.group, mq.broker_name, mq.queue_id, reason)
+        self.pull_later(mq, pq, ms(self.cfg.pull_time_delay_mills_when_exception))
+
+    def _on_pull(self, mq: MessageQueue, pq: ProcessQueue, response: Any) -> None:
+        if pq.dropped:
+            return None
+        if response is None or not hasattr(response, "next_begin_offset"):
+            return self._pull_failed(mq, pq, "timeout" if response is None else "connect_failed")
+        code = response.code
+        if code == SUCCESS:
+            pq.next_offset = response.next_begin_offset
+            tags = self.subscriptions.get(mq.topic)
+            records = [r for r in response.records if tags is None or r[R_MSG].tags in tags]
+            if records:
+                pq.put(records)
+                self.consume.submit(pq, mq, records)
+        elif code in (PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY):
+            pq.next_offset = response.next_begin_offset
+            if not pq.msgs:
+                self.offset_store.update(mq, pq.next_offset, increase_only=True)
+        elif code == PULL_OFFSET_MOVED:
+            return self._offset_illegal(mq, pq, response.next_begin_offset)
+        else:
+            return self._pull_failed(mq, pq, f"code_{code}")
+        if self.cfg.pull_interval_ms:
+            return self.pull_later(mq, pq, ms(self.cfg.pull_interval_ms))
+        return self.pull(mq, pq)
+
+    def _offset_illegal(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
+        """5.2.0+: update-and-freeze the offset, persist it, drop the queue, rebalance now."""
+        self.node.trace(CONSUMER_OFFSET_MOVED, self.group, mq.broker_name, mq.queue_id, pq.next_offset,
+                        next_offset)
+        pq.dropped = True
+        self.offset_store.update(mq, next_offset, increase_only=False)
+        self.offset_store.persist(mq, self.broker_addr)
+        self.offset_store.remove(mq)
+        self.process_queues.pop(mq, None)
+        self.rebalancer.wakeup()

@@ -1,0 +1,149 @@
+"""client.impl.consumer.RebalanceImpl / RebalancePushImpl / RebalanceService.
+
+Per subscribed topic (the retry topic included): CLUSTERING asks one randomly chosen broker of
+the topic for the group's member list, sorts `mqAll` and `cidAll`, allocates, and updates the
+ProcessQueue table; BROADCASTING takes every readable queue. Removed queues are dropped after a
+oneway offset persist; added queues start at `computePullFromWhere` (the broker's committed
+offset; else the max offset for CONSUME_FROM_LAST_OFFSET, 0 for retry topics and
+CONSUME_FROM_FIRST_OFFSET), and their first pull is dispatched after 500 ms (5.x). Queues with
+no pull for 120 s are dropped and re-added. An empty or missing member list changes nothing.
+
+RebalanceService runs every 20 s and on wake-ups (start, NOTIFY_CONSUMER_IDS_CHANGED, an
+OFFSET_ILLEGAL correction), at least 1 s apart (5.2.0+).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models.consumer.config import (
+    NEW_PULL_REQUEST_DELAY_US, PULL_MAX_IDLE_TIME_US, REBALANCE_MIN_INTERVAL_US,
+    REBALANCE_WAIT_INTERVAL_US, ConsumeFromWhere,
+)
+from models.consumer.process_queue import ProcessQueue
+from models.message import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
+from models.protocol import SUCCESS, ConsumerList, GetConsumerList, GetMaxOffset, OffsetResponse, QueryConsumerOffset
+from models.records import CONSUMER_REBALANCED
+from sim.env import ms
+
+
+class Rebalancer:
+    def __init__(self, consumer: Any, strategy: Any) -> None:
+        self.consumer = consumer
+        self.node = consumer.node
+        self.strategy = strategy
+        self.stream = self.node.env.rng.stream(f"{self.node.name}.rebalance")
+        self.last_round_us = -REBALANCE_MIN_INTERVAL_US
+        self.timer: Any = None
+        self.adding: dict[MessageQueue, None] = {}
+        self.node.on_crash(self.adding.clear)
+
+    # --- RebalanceService -----------------------------------------------------------------------
+    def schedule(self, delay_us: int) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = self.node.call_later(delay_us, self.run_round)
+
+    def wakeup(self) -> None:
+        gap = self.node.env._now - self.last_round_us
+        self.schedule(max(0, REBALANCE_MIN_INTERVAL_US - gap))
+
+    def run_round(self) -> None:
+        self.timer = None
+        self.last_round_us = self.node.env._now
+        for topic in list(self.consumer.subscriptions):
+            self.rebalance_by_topic(topic)
+        self.schedule(REBALANCE_WAIT_INTERVAL_US)
+
+    # --- RebalanceImpl --------------------------------------------------------------------------
+    def rebalance_by_topic(self, topic: str) -> None:
+        consumer = self.consumer
+        mq_all = sorted(consumer.subscribe_info.get(topic, ()))
+        if not mq_all:
+            return
+        if consumer.broadcasting:
+            self.update_table(topic, mq_all)
+            return
+        brokers = sorted({mq.broker_name for mq in mq_all})
+        addr = consumer.broker_addr(brokers[self.stream.randrange(len(brokers))])
+        if addr is None:
+            return
+        self.node.rpc(addr, GetConsumerList(consumer.group), ms(consumer.cfg.mq_client_api_timeout_ms),
+                      lambda r: self._on_members(topic, r))
+
+    def _on_members(self, topic: str, response: Any) -> None:
+        if not isinstance(response, ConsumerList) or response.code != SUCCESS or not response.client_ids:
+            return
+        consumer = self.consumer
+        mq_all = sorted(consumer.subscribe_info.get(topic, ()))
+        if not mq_all:
+            return
+        cid_all = sorted(response.client_ids)
+        try:
+            target = self.strategy(consumer.group, consumer.client_id, mq_all, cid_all)
+        except ValueError:
+            return
+        self.update_table(topic, target)
+
+    def update_table(self, topic: str, target: list[MessageQueue]) -> None:
+        consumer, now = self.consumer, self.node.env._now
+        wanted = dict.fromkeys(target)
+        removed = added = 0
+        for mq, pq in list(consumer.process_queues.items()):
+            if mq.topic != topic:
+                continue
+            if mq not in wanted or now - pq.last_pull_us > PULL_MAX_IDLE_TIME_US:
+                consumer.drop_queue(mq, pq)
+                removed += 1
+        for mq in wanted:
+            if mq not in consumer.process_queues and mq not in self.adding:
+                self.adding[mq] = None
+                self.compute_pull_from_where(mq)
+                added += 1
+        if removed or added:
+            owned = sum(1 for mq in consumer.process_queues if mq.topic == topic)
+            self.node.trace(CONSUMER_REBALANCED, consumer.group, topic, owned + added, added, removed)
+
+    def compute_pull_from_where(self, mq: MessageQueue) -> None:
+        consumer = self.consumer
+        if consumer.broadcasting:
+            self._offset_known(mq, consumer.offset_store.read_local_file(mq))
+            return
+        addr = consumer.broker_addr(mq.broker_name)
+        if addr is None:
+            self.adding.pop(mq, None)
+            return
+        request = QueryConsumerOffset(consumer.group, mq.topic, mq.queue_id)
+        self.node.rpc(addr, request, ms(consumer.cfg.mq_client_api_timeout_ms),
+                      lambda r: self._on_offset(mq, addr, r))
+
+    def _on_offset(self, mq: MessageQueue, addr: str, response: Any) -> None:
+        if not isinstance(response, OffsetResponse):
+            self.adding.pop(mq, None)  # 5.x: -2 → exception → queue skipped this round
+            return
+        self._offset_known(mq, response.offset if response.code == SUCCESS else -1, addr)
+
+    def _offset_known(self, mq: MessageQueue, offset: int, addr: str | None = None) -> None:
+        if offset >= 0:
+            return self._add(mq, offset)
+        retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        if self.consumer.cfg.consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or retry:
+            return self._add(mq, 0)
+        addr = addr or self.consumer.broker_addr(mq.broker_name)
+        if addr is None:
+            self.adding.pop(mq, None)
+            return None
+        self.node.rpc(addr, GetMaxOffset(mq.topic, mq.queue_id), ms(self.consumer.cfg.mq_client_api_timeout_ms),
+                      lambda r: self._add(mq, r.offset) if isinstance(r, OffsetResponse) else self.adding.pop(mq, None))
+        return None
+
+    def _add(self, mq: MessageQueue, offset: int) -> None:
+        self.adding.pop(mq, None)
+        consumer = self.consumer
+        if mq in consumer.process_queues or mq.topic not in consumer.subscriptions:
+            return
+        consumer.offset_store.remove(mq)
+        consumer.offset_store.update(mq, offset, increase_only=False)  # readOffset caches it
+        pq = ProcessQueue(offset, self.node.env._now)
+        consumer.process_queues[mq] = pq
+        self.node.call_later(NEW_PULL_REQUEST_DELAY_US, consumer.pull, mq, pq)

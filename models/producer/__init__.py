@@ -1,0 +1,1 @@
+"""Producer models: DefaultMQProducer send paths, queue selection, application workload."""

@@ -1,0 +1,138 @@
+"""Remoting requests and responses (remoting.protocol.*), and the status enums.
+
+Payloads are NamedTuples: cheap to build, immutable, and dispatched by type at the receiving
+node. Response codes are ResponseCode's integers.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from models.message import Message
+
+# ResponseCode / RemotingSysResponseCode
+SUCCESS, SYSTEM_ERROR, SYSTEM_BUSY = 0, 1, 2
+FLUSH_DISK_TIMEOUT, SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT = 10, 11, 12
+MESSAGE_ILLEGAL, SERVICE_NOT_AVAILABLE, NO_PERMISSION, TOPIC_NOT_EXIST = 13, 14, 16, 17
+PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED, QUERY_NOT_FOUND = 19, 20, 21, 22
+INVALID_PARAMETER = 29
+
+# SendStatus (client)
+SEND_OK = "SEND_OK"
+SEND_STATUS_BY_CODE = {SUCCESS: SEND_OK, FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
+                       FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
+                       SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE"}
+# DefaultMQProducer.retryResponseCodes (5.3.3: SYSTEM_BUSY added in 5.3.0)
+RETRY_RESPONSE_CODES = frozenset({TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR,
+                                  NO_PERMISSION, 204, 205, SYSTEM_BUSY})
+
+
+class QueueData(NamedTuple):
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int = 6  # PermName.PERM_READ | PERM_WRITE
+
+
+class BrokerData(NamedTuple):
+    broker_name: str
+    addrs: tuple[tuple[int, str], ...]  # (brokerId, node name), brokerId 0 = master
+
+
+class TopicRouteData(NamedTuple):
+    topic: str
+    queue_datas: tuple[QueueData, ...]
+    broker_datas: tuple[BrokerData, ...]
+
+
+class RegisterBroker(NamedTuple):
+    broker_name: str
+    broker_id: int
+    addr: str
+    topics: tuple[tuple[str, int, int], ...]  # (topic, read queues, write queues)
+
+
+class GetRouteInfo(NamedTuple):
+    topic: str
+
+
+class SendMessage(NamedTuple):
+    msg: Message
+    queue_id: int
+
+
+class SendResponse(NamedTuple):
+    code: int
+    queue_offset: int = -1
+    phys_offset: int = -1
+
+
+class PullMessage(NamedTuple):
+    group: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    max_msg_nums: int
+    commit_offset: int  # -1: FLAG_COMMIT_OFFSET not set
+    suspend_timeout_us: int  # 0: FLAG_SUSPEND not set
+    tags: frozenset | None  # subscription tag set; None = '*'
+
+
+class PullResponse(NamedTuple):
+    code: int
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    records: tuple = ()  # CommitLog records (see commit_log.R_*)
+
+
+class QueryConsumerOffset(NamedTuple):
+    group: str
+    topic: str
+    queue_id: int
+
+
+class GetMaxOffset(NamedTuple):
+    topic: str
+    queue_id: int
+
+
+class OffsetResponse(NamedTuple):
+    code: int
+    offset: int = -1
+
+
+class UpdateConsumerOffset(NamedTuple):
+    group: str
+    topic: str
+    queue_id: int
+    offset: int
+
+
+class Heartbeat(NamedTuple):
+    client_id: str
+    consumer_groups: tuple[tuple[str, tuple[str, ...]], ...]  # (group, subscribed topics)
+
+
+class GetConsumerList(NamedTuple):
+    group: str
+
+
+class ConsumerList(NamedTuple):
+    code: int
+    client_ids: tuple[str, ...] = ()
+
+
+class NotifyConsumerIdsChanged(NamedTuple):
+    group: str
+
+
+class ConsumerSendMsgBack(NamedTuple):
+    group: str
+    msg: Message
+    delay_level: int
+    max_reconsume_times: int
+
+
+class CodeResponse(NamedTuple):
+    code: int

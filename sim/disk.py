@@ -1,0 +1,58 @@
+"""Disk: write and fsync latency, bandwidth, and the slow-disk and fsync-stall faults.
+
+Only durable I/O costs time here: page-cache writes (a broker appending into its mmap) are
+memory copies and are free. `fsync_duration_us(n)` returns how long forcing `n` dirty bytes takes
+from now: the fsync latency draw plus `n / bandwidth`, multiplied by the `disk_slow` factor,
+starting when the device is free (one flush at a time) and not before an `fsync_stall` ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sim.dist import Constant, Dist
+
+
+class DiskConfig(BaseModel):
+    """Device parameters (ms for latencies, like the rest of the scenario)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    write_latency_ms: Dist = Constant(value=0.02)
+    fsync_latency_ms: Dist = Constant(value=2.0)
+    bandwidth_bytes_per_s: int = Field(default=500 * 1024 * 1024, gt=0)
+
+
+class Disk:
+    def __init__(self, env: Any, cfg: DiskConfig, stream: Any) -> None:
+        self.env = env
+        self.cfg = cfg
+        self.stream = stream
+        self.slow_factor = 1.0
+        self.stall_until_us = 0
+        self.busy_until_us = 0
+
+    def _transfer_us(self, nbytes: int) -> int:
+        return nbytes * 1_000_000 // self.cfg.bandwidth_bytes_per_s
+
+    def _occupy(self, base_us: int) -> int:
+        now = self.env._now
+        start = max(now, self.busy_until_us, self.stall_until_us)
+        end = start + int(base_us * self.slow_factor)
+        self.busy_until_us = end
+        return end - now
+
+    def fsync_duration_us(self, nbytes: int) -> int:
+        base = self.cfg.fsync_latency_ms.sample_us(self.stream) + self._transfer_us(nbytes)
+        return self._occupy(base)
+
+    def write_duration_us(self, nbytes: int) -> int:
+        """A small synchronous file write (config files), including its fsync."""
+        base = self.cfg.write_latency_ms.sample_us(self.stream) + self._transfer_us(nbytes)
+        return self._occupy(base)
+
+    def heal(self) -> None:
+        self.slow_factor = 1.0
+        self.stall_until_us = 0

@@ -1,0 +1,156 @@
+"""Distributions declared in scenario files, sampled in integer microseconds.
+
+YAML forms (values in milliseconds, like RocketMQ's settings):
+
+    5                                         # a bare number: constant
+    {dist: constant, value: 5}
+    {dist: uniform, low: 1, high: 3}
+    {dist: exponential, mean: 2}
+    {dist: lognormal, median: 0.5, sigma: 0.4}
+    {dist: lognormal, p50: 0.5, p99: 4}       # sigma derived from the two quantiles
+    {dist: empirical, values: [1, 1, 2, 8]}   # each value equally likely
+
+`sample_us(stream)` is the only place where a float draw becomes time; it rounds once and never
+returns a negative value. The same specs serve for byte sizes (`sample_int`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+Z_99 = 2.3263478740408408  # standard normal quantile at 0.99
+
+
+class _DistBase(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def sample(self, stream: random.Random) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def sample_us(self, stream: random.Random) -> int:
+        """Draw in ms, return whole µs (≥ 0)."""
+        value = self.sample(stream)
+        return int(round(value * 1000)) if value > 0 else 0
+
+    def sample_int(self, stream: random.Random) -> int:
+        """Draw a count (e.g. bytes), rounded, at least 0."""
+        value = self.sample(stream)
+        return int(round(value)) if value > 0 else 0
+
+    def mean(self) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Constant(_DistBase):
+    dist: Literal["constant"] = "constant"
+    value: float = Field(ge=0)
+
+    def sample(self, stream: random.Random) -> float:
+        return self.value
+
+    def sample_us(self, stream: random.Random) -> int:
+        return int(round(self.value * 1000))
+
+    def mean(self) -> float:
+        return self.value
+
+
+class Uniform(_DistBase):
+    dist: Literal["uniform"]
+    low: float = Field(ge=0)
+    high: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Uniform:
+        if self.high < self.low:
+            raise ValueError(f"high ({self.high}) is below low ({self.low})")
+        return self
+
+    def sample(self, stream: random.Random) -> float:
+        return stream.uniform(self.low, self.high)
+
+    def mean(self) -> float:
+        return (self.low + self.high) / 2
+
+
+class Exponential(_DistBase):
+    dist: Literal["exponential"]
+    mean_value: float = Field(alias="mean", gt=0)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    def sample(self, stream: random.Random) -> float:
+        return stream.expovariate(1.0 / self.mean_value)
+
+    def mean(self) -> float:
+        return self.mean_value
+
+
+class Lognormal(_DistBase):
+    dist: Literal["lognormal"]
+    median: float | None = Field(default=None, gt=0)
+    sigma: float | None = Field(default=None, ge=0)
+    p50: float | None = Field(default=None, gt=0)
+    p99: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Lognormal:
+        by_median = self.median is not None and self.sigma is not None
+        by_quantiles = self.p50 is not None and self.p99 is not None
+        if by_median == by_quantiles:
+            raise ValueError("give either median+sigma or p50+p99")
+        if by_quantiles and self.p99 < self.p50:
+            raise ValueError(f"p99 ({self.p99}) is below p50 ({self.p50})")
+        return self
+
+    @property
+    def mu_sigma(self) -> tuple[float, float]:
+        if self.median is not None:
+            return math.log(self.median), float(self.sigma)
+        return math.log(self.p50), math.log(self.p99 / self.p50) / Z_99
+
+    def sample(self, stream: random.Random) -> float:
+        mu, sigma = self.mu_sigma
+        return stream.lognormvariate(mu, sigma)
+
+    def mean(self) -> float:
+        mu, sigma = self.mu_sigma
+        return math.exp(mu + sigma * sigma / 2)
+
+
+class Empirical(_DistBase):
+    dist: Literal["empirical"]
+    values: list[float] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _non_negative(self) -> Empirical:
+        if any(v < 0 for v in self.values):
+            raise ValueError("values must be ≥ 0")
+        return self
+
+    def sample(self, stream: random.Random) -> float:
+        return self.values[stream.randrange(len(self.values))]
+
+    def mean(self) -> float:
+        return sum(self.values) / len(self.values)
+
+
+def _coerce(value: object) -> object:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {"dist": "constant", "value": value}
+    return value
+
+
+Dist = Annotated[
+    Union[Constant, Uniform, Exponential, Lognormal, Empirical],
+    Field(discriminator="dist"),
+    BeforeValidator(_coerce),
+]
+
+
+def constant(value: float) -> Constant:
+    return Constant(value=value)

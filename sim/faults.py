@@ -1,0 +1,223 @@
+"""Fault kinds, scripted and seeded-random, and the injector that plays them.
+
+| kind          | what it does                                                               | heals by |
+|---------------|----------------------------------------------------------------------------|----------|
+| process_crash | kill -9: heap state lost, page cache survives; peers see the socket close  | restart  |
+| power_loss    | machine off: heap *and* page cache lost; nobody is told                     | restart  |
+| restart       | start a crashed node again (runs its start-up / recovery logic)            | -        |
+| partition     | cut links between groups (symmetric, or one-way from the first group)       | heal     |
+| heal          | heal all partitions and link faults                                         | -        |
+| link_latency  | add a latency distribution on a link (both ways by default)                 | duration |
+| packet_loss   | TCP segment loss: retransmission delays (RTO 200 ms, doubling)              | duration |
+| disk_slow     | multiply the node's disk times by `factor`                                  | duration |
+| fsync_stall   | the node's disk completes nothing for `duration_ms`                        | self     |
+| pause         | GC / VM stall: the node does nothing for `duration_ms`                      | self     |
+
+A scripted fault with `duration_ms` heals itself after that time (a crash restarts). Random
+faults (`random_faults`) alternate up and down phases per entry: up for
+`max(min_up_ms, Exp(rate_per_hour))`, then the fault for a `down_ms` draw, each entry with its
+own stream `faults.<index>`. At the end of the scenario's duration `heal_all()` heals everything
+(restarting crashed nodes) and the run settles before the checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sim import trace
+from sim.config import DurationMs
+from sim.dist import Dist
+from sim.env import ms
+
+FaultKind = Literal["process_crash", "power_loss", "restart", "partition", "heal",
+                    "link_latency", "packet_loss", "disk_slow", "fsync_stall", "pause"]
+NODE_KINDS = ("process_crash", "power_loss", "restart", "disk_slow", "fsync_stall", "pause")
+LINK_KINDS = ("link_latency", "packet_loss")
+_NEEDS = {
+    "process_crash": ("node",), "power_loss": ("node",), "restart": ("node",),
+    "partition": ("groups",), "heal": (), "link_latency": ("src", "dst", "extra_latency_ms"),
+    "packet_loss": ("src", "dst", "probability"), "disk_slow": ("node", "factor"),
+    "fsync_stall": ("node", "duration_ms"), "pause": ("node", "duration_ms"),
+}
+
+
+class FaultSpec(BaseModel):
+    """One scripted fault."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    at_ms: DurationMs = Field(ge=0)
+    kind: FaultKind
+    node: str | None = None
+    groups: list[list[str]] | None = None
+    one_way: bool = False
+    src: str | None = None
+    dst: str | None = None
+    both_ways: bool = True
+    duration_ms: DurationMs | None = Field(default=None, gt=0)
+    factor: float | None = Field(default=None, gt=0)
+    extra_latency_ms: Dist | None = None
+    probability: float | None = Field(default=None, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _required(self) -> FaultSpec:
+        missing = [f for f in _NEEDS[self.kind] if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"kind {self.kind!r} needs {', '.join(missing)}")
+        if self.kind == "partition" and len(self.groups or []) < 2:
+            raise ValueError("partition needs at least two groups")
+        return self
+
+    def node_names(self) -> list[str]:
+        names = [self.node, self.src, self.dst] + [n for g in self.groups or [] for n in g]
+        return [n for n in names if n is not None]
+
+
+class RandomFaultSpec(BaseModel):
+    """Faults drawn at a seeded random rate on one of `nodes` (uniformly chosen)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["process_crash", "power_loss", "partition", "link_latency", "packet_loss",
+                  "disk_slow", "fsync_stall", "pause"]
+    nodes: list[str] = Field(min_length=1)
+    rate_per_hour: float = Field(gt=0)
+    min_up_ms: DurationMs = Field(default=0, ge=0)
+    down_ms: Dist
+    factor: float | None = Field(default=None, gt=0)
+    extra_latency_ms: Dist | None = None
+    probability: float | None = Field(default=None, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _required(self) -> RandomFaultSpec:
+        needs = {"disk_slow": "factor", "link_latency": "extra_latency_ms",
+                 "packet_loss": "probability"}.get(self.kind)
+        if needs and getattr(self, needs) is None:
+            raise ValueError(f"kind {self.kind!r} needs {needs}")
+        return self
+
+
+class FaultInjector:
+    """Plays scripted faults, draws random ones, and heals everything at the end."""
+
+    def __init__(self, env: Any, nodes: dict[str, Any], scripted: list[FaultSpec],
+                 random_specs: list[RandomFaultSpec], duration_us: int) -> None:
+        self.env = env
+        self.nodes = nodes
+        self.network = env.network
+        self.scripted = sorted(scripted, key=lambda f: f.at_ms)  # stable: file order on ties
+        self.random_specs = random_specs
+        self.duration_us = duration_us
+        self.active = True
+
+    def start(self) -> None:
+        for spec in self.scripted:
+            if ms(spec.at_ms) < self.duration_us:
+                self.env.call_later(ms(spec.at_ms), self.inject, spec)
+        for index, spec in enumerate(self.random_specs):
+            self.env.process(self._random_loop(index, spec))
+        self.env.call_later(self.duration_us, self.heal_all)
+
+    def _emit(self, kind: str, fault: str, target: str, detail: str) -> None:
+        self.env.tracer.emit("faults", kind, fault, target, detail)
+
+    def inject(self, spec: FaultSpec) -> None:
+        if not self.active:
+            return
+        target, detail = self._apply(spec)
+        self._emit(trace.FAULT_INJECTED, spec.kind, target, detail)
+        if spec.duration_ms is not None and spec.kind not in ("fsync_stall", "pause"):
+            self.env.call_later(ms(spec.duration_ms), self.heal_one, spec)
+
+    def _apply(self, spec: FaultSpec) -> tuple[str, str]:
+        kind, node = spec.kind, self.nodes.get(spec.node or "")
+        if kind in ("process_crash", "power_loss"):
+            node.crash(power_loss=kind == "power_loss")
+        elif kind == "restart":
+            node.restart()
+        elif kind == "partition":
+            self.network.partition(spec.groups, spec.one_way)
+            return "|".join(",".join(g) for g in spec.groups), "one_way" if spec.one_way else ""
+        elif kind == "heal":
+            self.network.heal()
+            self.network.reset_link_faults()
+            return "network", ""
+        elif kind in LINK_KINDS:
+            for link in self._links(spec):
+                if kind == "link_latency":
+                    link.extra = spec.extra_latency_ms
+                else:
+                    link.loss_probability = spec.probability
+            return f"{spec.src}->{spec.dst}", "both_ways" if spec.both_ways else ""
+        elif kind == "disk_slow":
+            node.disk.slow_factor = spec.factor
+            return spec.node, f"factor={spec.factor}"
+        elif kind == "fsync_stall":
+            node.disk.stall_until_us = self.env.now + ms(spec.duration_ms)
+        elif kind == "pause":
+            node.pause(ms(spec.duration_ms))
+        detail = f"duration_ms={spec.duration_ms}" if spec.duration_ms is not None else ""
+        return spec.node, detail
+
+    def _links(self, spec: FaultSpec) -> list[Any]:
+        links = [self.network.link(spec.src, spec.dst)]
+        if spec.both_ways:
+            links.append(self.network.link(spec.dst, spec.src))
+        return links
+
+    def heal_one(self, spec: FaultSpec) -> None:
+        if not self.active:
+            return
+        kind = spec.kind
+        if kind in ("process_crash", "power_loss"):
+            self.nodes[spec.node].restart()
+        elif kind == "partition":
+            self.network.heal()
+        elif kind in LINK_KINDS:
+            for link in self._links(spec):
+                link.extra, link.loss_probability = None, 0.0
+        elif kind == "disk_slow":
+            self.nodes[spec.node].disk.slow_factor = 1.0
+        self._emit(trace.FAULT_HEALED, kind, spec.node or f"{spec.src}->{spec.dst}", "")
+
+    def _random_loop(self, index: int, spec: RandomFaultSpec) -> Any:
+        stream = self.env.rng.stream(f"faults.{index}")
+        mean_up_us = 3_600_000_000 / spec.rate_per_hour
+        while True:
+            up_us = max(ms(spec.min_up_ms), int(stream.expovariate(1.0 / mean_up_us)))
+            yield self.env.timeout(up_us)
+            if not self.active:
+                return
+            target = spec.nodes[stream.randrange(len(spec.nodes))]
+            down_us = max(1, spec.down_ms.sample_us(stream))
+            self.inject(self._as_scripted(spec, target, down_us))
+            yield self.env.timeout(down_us)
+
+    def _as_scripted(self, spec: RandomFaultSpec, target: str, down_us: int) -> FaultSpec:
+        fields: dict[str, Any] = {"at_ms": self.env.now / 1000, "kind": spec.kind,
+                                  "duration_ms": down_us / 1000}
+        if spec.kind == "partition":
+            others = [n for n in self.nodes if n != target]
+            fields["groups"] = [[target], others]
+        elif spec.kind in LINK_KINDS:
+            peer = [n for n in spec.nodes if n != target] or [n for n in self.nodes if n != target]
+            fields.update(src=target, dst=peer[0], extra_latency_ms=spec.extra_latency_ms,
+                          probability=spec.probability)
+        else:
+            fields.update(node=target, factor=spec.factor)
+        return FaultSpec(**fields)
+
+    def heal_all(self) -> None:
+        """End of the fault phase: heal the network and disks, unpause, restart crashed nodes."""
+        self.active = False
+        self.network.heal()
+        self.network.reset_link_faults()
+        for node in self.nodes.values():
+            node.unpause()
+            if node.disk is not None:
+                node.disk.heal()
+            if not node.up:
+                node.restart()
+        self._emit(trace.FAULT_HEALED, "all", "cluster", "end of fault phase")

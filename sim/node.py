@@ -1,0 +1,240 @@
+"""Node: an addressable, crashable host (a broker JVM, a client process, a NameServer).
+
+A node owns its services (RocketMQ's `ServiceThread`s) and every timer it sets. All timing goes
+through the node (`call_later`, `sleep_us`, `rpc`), tagged with the node's *incarnation*: when the
+node crashes the incarnation changes, so every pending timer, RPC continuation and in-flight
+delivery of the old incarnation silently vanishes, exactly like the threads of a killed JVM.
+Service generators of the old incarnation are left suspended forever and never resume.
+
+What a crash destroys is declared by the models: `on_crash` hooks drop heap state (caches,
+tables, locks, held pulls); `on_power_loss` hooks additionally drop what only the OS page cache
+held (unflushed file bytes). Restart re-runs the `on_start` hooks and the services, i.e. the
+start-up and recovery logic.
+
+A `pause` (GC or VM stall) freezes the node: timers and deliveries that fall due during the pause
+run when it ends, in their original order.
+
+Messages: `send` is oneway; `rpc` calls `on_reply(response)` or `on_reply(None)` at the timeout
+(the "third state": the request may still have been processed), or `on_reply(CONNECT_FAILED)`
+when the peer's host is up but its process is not (connection refused, one round trip). Handlers are registered per
+payload type and receive `(src, req_id, payload)`; `req_id` is 0 for oneway messages.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Generator
+from typing import Any
+
+import simpy
+from simpy.core import NORMAL
+
+from sim import trace
+
+ONEWAY, REQUEST, RESPONSE = 0, 1, 2
+
+
+class ConnectFailed:
+    """Reply sentinel: the peer refused the connection (process down, host up)."""
+
+    def __repr__(self) -> str:
+        return "CONNECT_FAILED"
+
+
+CONNECT_FAILED = ConnectFailed()
+Handler = Callable[[str, int, Any], None]
+
+
+class NodeCall(simpy.Event):
+    """A callback owned by a node incarnation; dropped if the node crashed, deferred if paused."""
+
+    def __init__(self, node: Node, delay_us: int, fn: Callable[..., Any], args: tuple) -> None:
+        self.env = node.env
+        self.callbacks = [_fire_node_call]
+        self._value = None
+        self._ok = True
+        self.node = node
+        self.epoch = node.epoch
+        self.fn = fn
+        self.args = args
+        node.env.schedule(self, NORMAL, delay_us)
+
+    def cancel(self) -> None:
+        self.fn = None
+
+
+def _fire_node_call(event: NodeCall) -> None:
+    node = event.node
+    if node.epoch != event.epoch or not node.up or event.fn is None:
+        return
+    if node.paused_until > node.env._now:
+        NodeCall(node, node.paused_until - node.env._now, event.fn, event.args)
+        return
+    event.fn(*event.args)
+
+
+class Node:
+    def __init__(self, env: Any, name: str, zone: str = "default") -> None:
+        self.env = env
+        self.name = name
+        self.zone = zone
+        self.up = True
+        self.host_up = True  # False after a power loss: nobody answers, not even with a RST
+        self.booting = False  # restarted, start-up not finished: connections are refused
+        self.startup_us = 0  # JVM start + recovery time before a restarted node serves
+        self.epoch = 0  # incarnation; bumped by every crash
+        self.paused_until = 0
+        self.disk: Any = None
+        self.handlers: dict[type, Handler] = {}
+        self._pending: dict[int, Callable[[Any], None]] = {}
+        # RPC deadlines, one FIFO per timeout value: a single armed timer per FIFO instead of one
+        # heap entry per request (deadlines within a FIFO are non-decreasing)
+        self._deadlines: dict[int, deque] = {}
+        self._armed: dict[int, bool] = {}
+        self._next_req_id = 1
+        self._services: list[Callable[[], Generator]] = []
+        self._start_hooks: list[Callable[[], None]] = []
+        self._crash_hooks: list[Callable[[], None]] = []
+        self._power_hooks: list[Callable[[], None]] = []
+        self._emit = env.tracer.emit
+
+    # --- life cycle -------------------------------------------------------------------------
+    def add_service(self, service: Callable[[], Generator]) -> None:
+        """A generator function started at every start and restart (a ServiceThread)."""
+        self._services.append(service)
+
+    def on_start(self, hook: Callable[[], None]) -> None:
+        self._start_hooks.append(hook)
+
+    def on_crash(self, hook: Callable[[], None]) -> None:
+        """Heap state: destroyed by a process crash and by a power loss."""
+        self._crash_hooks.append(hook)
+
+    def on_power_loss(self, hook: Callable[[], None]) -> None:
+        """Page-cache state: destroyed only by a power loss (after the crash hooks ran)."""
+        self._power_hooks.append(hook)
+
+    def start(self) -> None:
+        for hook in self._start_hooks:
+            hook()
+        for service in self._services:
+            self.env.process(service())
+
+    def crash(self, power_loss: bool = False) -> None:
+        if not self.up:
+            return
+        self.up = False
+        self.host_up = not power_loss
+        self.booting = False
+        self.epoch += 1
+        self.paused_until = 0
+        self._pending.clear()
+        self._deadlines.clear()
+        self._armed.clear()
+        self.trace(trace.NODE_CRASHED, power_loss)
+        for hook in self._crash_hooks:
+            hook()
+        if power_loss:
+            for hook in self._power_hooks:
+                hook()
+        if self.env.network is not None:
+            self.env.network.node_crashed(self, power_loss)
+
+    def restart(self) -> None:
+        """Power on / start the process; it serves after `startup_us` (refusing until then)."""
+        if self.up:
+            return
+        self.up = True
+        self.host_up = True
+        self.booting = True
+        NodeCall(self, self.startup_us, self._booted, ())
+
+    def _booted(self) -> None:
+        self.booting = False
+        self.trace(trace.NODE_RESTARTED, self.epoch)
+        self.start()
+
+    @property
+    def serving(self) -> bool:
+        return self.up and not self.booting
+
+    def pause(self, duration_us: int) -> None:
+        self.paused_until = max(self.paused_until, self.env._now + duration_us)
+
+    def unpause(self) -> None:
+        self.paused_until = 0
+
+    # --- time -------------------------------------------------------------------------------
+    def call_later(self, delay_us: int, fn: Callable[..., Any], *args: Any) -> NodeCall:
+        return NodeCall(self, delay_us, fn, args)
+
+    def sleep_us(self, delay_us: int) -> simpy.Event:
+        event = simpy.Event(self.env)
+        NodeCall(self, delay_us, event.succeed, ())
+        return event
+
+    def sleep_ms(self, delay_ms: float) -> simpy.Event:
+        return self.sleep_us(int(round(delay_ms * 1000)))
+
+    def trace(self, kind: str, *fields: Any) -> None:
+        self._emit(self.name, kind, *fields)
+
+    # --- messaging --------------------------------------------------------------------------
+    def handle(self, payload_type: type, handler: Handler) -> None:
+        self.handlers[payload_type] = handler
+
+    def send(self, dst: str, payload: Any) -> None:
+        self.env.network.send(self, dst, (ONEWAY, 0, payload))
+
+    def rpc(self, dst: str, payload: Any, timeout_us: int, on_reply: Callable[[Any], None]) -> None:
+        req_id = self._next_req_id
+        self._next_req_id = req_id + 1
+        self._pending[req_id] = on_reply
+        fifo = self._deadlines.get(timeout_us)
+        if fifo is None:
+            fifo = self._deadlines[timeout_us] = deque()
+        fifo.append((self.env._now + timeout_us, req_id))
+        if not self._armed.get(timeout_us):
+            self._armed[timeout_us] = True
+            NodeCall(self, timeout_us, self._expire, (timeout_us,))
+        self.env.network.send(self, dst, (REQUEST, req_id, payload))
+
+    def rpc_event(self, dst: str, payload: Any, timeout_us: int) -> simpy.Event:
+        """`rpc` for generator services: the event's value is the response or None."""
+        event = simpy.Event(self.env)
+        self.rpc(dst, payload, timeout_us, event.succeed)
+        return event
+
+    def reply(self, dst: str, req_id: int, payload: Any) -> None:
+        if req_id:
+            self.env.network.send(self, dst, (RESPONSE, req_id, payload))
+
+    def _expire(self, timeout_us: int) -> None:
+        fifo, pending, now = self._deadlines.get(timeout_us), self._pending, self.env._now
+        expired = []
+        while fifo and (fifo[0][1] not in pending or fifo[0][0] <= now):
+            deadline, req_id = fifo.popleft()
+            if req_id in pending and deadline <= now:
+                expired.append(pending.pop(req_id))
+        if fifo:
+            NodeCall(self, fifo[0][0] - now, self._expire, (timeout_us,))
+        else:
+            self._armed[timeout_us] = False
+        for on_reply in expired:
+            on_reply(None)
+
+    def deliver(self, src: str, envelope: tuple) -> None:
+        """Called by the network when a message arrives at this (live) incarnation."""
+        if self.paused_until > self.env._now:
+            NodeCall(self, self.paused_until - self.env._now, self.deliver, (src, envelope))
+            return
+        kind, req_id, payload = envelope
+        if kind == RESPONSE:
+            on_reply = self._pending.pop(req_id, None)
+            if on_reply is not None:
+                on_reply(payload)
+            return
+        handler = self.handlers.get(type(payload))
+        if handler is None:
+            raise TypeError(f"{self.name} has no handler for {type(payload).__name__}")
+        handler(src, req_id, payload)

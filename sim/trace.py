@@ -1,0 +1,92 @@
+"""Trace records: flat, past-tense kinds declared once; sinks; the run digest.
+
+A record is a flat tuple `(t_us, node, kind, *fields)`: no dict per record, since a run emits
+several records per simulated message. Each kind and the names of its fields are declared once
+with `declare()` (the kernel's kinds below; RocketMQ's in `models/records.py`), so sinks and
+analysis can turn tuples into named rows. Field values are restricted to str, int, float, bool
+and None, whose `repr` is identical in every process (no `hash()`/`id()` involved).
+
+The digest is SHA-256 over the canonical form of the records, one per line, in emission order:
+the JSON array `[t_us, node, kind, field...]` with compact separators. `JsonlSink` writes the
+same fields as JSON objects; `canonical_line()` is public so a reader can recompute the digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+KINDS: dict[str, tuple[str, ...]] = {}
+ENVELOPE = ("t_us", "node", "kind")
+
+
+def declare(kind: str, *fields: str) -> str:
+    """Declare a record kind `<area>.<past_tense_verb>` and its field names (once)."""
+    if "." not in kind:
+        raise ValueError(f"record kind {kind!r} must look like area.verb_ed")
+    if kind in KINDS and KINDS[kind] != fields:
+        raise ValueError(f"record kind {kind!r} declared twice with different fields")
+    KINDS[kind] = fields
+    return kind
+
+
+def field_index(kind: str, field: str) -> int:
+    """Position of `field` inside a record tuple of `kind`."""
+    return len(ENVELOPE) + KINDS[kind].index(field)
+
+
+FAULT_INJECTED = declare("fault.injected", "fault", "target", "detail")
+FAULT_HEALED = declare("fault.healed", "fault", "target", "detail")
+NODE_CRASHED = declare("node.crashed", "power_loss")
+NODE_RESTARTED = declare("node.restarted", "incarnation")
+NET_DROPPED = declare("net.dropped", "src", "dst", "payload", "reason")
+RUN_ENDED = declare("run.ended", "phase")
+
+
+class Tracer:
+    """Collects records in memory (the ListSink) in emission order."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.records: list[tuple] = []
+
+    def emit(self, node: str, kind: str, *fields: Any) -> None:
+        self.records.append((self.env._now, node, kind, *fields))
+
+    def of_kind(self, kind: str) -> Iterator[tuple]:
+        return (r for r in self.records if r[2] == kind)
+
+
+def canonical_line(record: tuple) -> str:
+    return json.dumps(list(record), separators=(",", ":"), ensure_ascii=True)
+
+
+def digest(records: Iterable[tuple]) -> str:
+    h = hashlib.sha256()
+    chunk: list[str] = []
+    for record in records:
+        chunk.append(canonical_line(record))
+        if len(chunk) >= 4096:
+            h.update(("\n".join(chunk) + "\n").encode())
+            chunk.clear()
+    if chunk:
+        h.update(("\n".join(chunk) + "\n").encode())
+    return h.hexdigest()
+
+
+def as_dict(record: tuple) -> dict[str, Any]:
+    names = ENVELOPE + KINDS[record[2]]
+    return dict(zip(names, record))
+
+
+def write_jsonl(records: Iterable[tuple], path: str) -> None:
+    """Write records as JSON objects, atomically (temp file + rename)."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(as_dict(record), separators=(",", ":")))
+            out.write("\n")
+    os.replace(tmp, path)
