@@ -12,7 +12,13 @@ from collections.abc import Generator
 from typing import Any
 
 from models.protocol import (
-    SUCCESS, TOPIC_NOT_EXIST, BrokerData, CodeResponse, GetRouteInfo, QueueData, RegisterBroker,
+    SUCCESS,
+    TOPIC_NOT_EXIST,
+    BrokerData,
+    CodeResponse,
+    GetRouteInfo,
+    QueueData,
+    RegisterBroker,
     TopicRouteData,
 )
 from models.records import NAMESRV_BROKER_UNREGISTERED

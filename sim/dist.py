@@ -11,13 +11,16 @@ YAML forms (values in milliseconds, like RocketMQ's settings):
     {dist: empirical, values: [1, 1, 2, 8]}   # each value equally likely
 
 `sample_us(stream)` is the only place where a float draw becomes time; it rounds once and never
-returns a negative value. The same specs serve for byte sizes (`sample_int`).
+returns a negative value. `sampler_us(stream)` binds a distribution to a stream for hot paths
+(the lognormal draws through `gauss`, i.e. Box-Muller, rather than `lognormvariate`). The same specs serve for byte sizes (`sample_int`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import random
+from collections.abc import Callable
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -44,6 +47,10 @@ class _DistBase(BaseModel):
     def mean(self) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def sampler_us(self, stream: random.Random) -> Callable[[], int]:
+        """A zero-argument function drawing whole µs from `stream` (hot paths bind it once)."""
+        return functools.partial(self.sample_us, stream)
+
 
 class Constant(_DistBase):
     dist: Literal["constant"] = "constant"
@@ -57,6 +64,10 @@ class Constant(_DistBase):
 
     def mean(self) -> float:
         return self.value
+
+    def sampler_us(self, stream: random.Random) -> Callable[[], int]:
+        value_us = int(round(self.value * 1000))
+        return lambda: value_us
 
 
 class Uniform(_DistBase):
@@ -85,6 +96,11 @@ class Exponential(_DistBase):
 
     def sample(self, stream: random.Random) -> float:
         return stream.expovariate(1.0 / self.mean_value)
+
+    def sampler_us(self, stream: random.Random) -> Callable[[], int]:
+        rate_per_us = 1.0 / (self.mean_value * 1000)
+        expovariate = stream.expovariate
+        return lambda: int(expovariate(rate_per_us) + 0.5)
 
     def mean(self) -> float:
         return self.mean_value
@@ -115,7 +131,13 @@ class Lognormal(_DistBase):
 
     def sample(self, stream: random.Random) -> float:
         mu, sigma = self.mu_sigma
-        return stream.lognormvariate(mu, sigma)
+        return math.exp(stream.gauss(mu, sigma))
+
+    def sampler_us(self, stream: random.Random) -> Callable[[], int]:
+        mu, sigma = self.mu_sigma
+        mu_us = mu + math.log(1000)  # exp(mu + x) ms = exp(mu + ln 1000 + x) µs
+        gauss, exp = stream.gauss, math.exp
+        return lambda: int(exp(gauss(mu_us, sigma)) + 0.5)
 
     def mean(self) -> float:
         mu, sigma = self.mu_sigma

@@ -30,13 +30,16 @@ def us_to_ms(value_us: int) -> float:
     return value_us / US_PER_MS
 
 
-class Call(simpy.Event):
-    """A scheduled function call; `cancel()` makes it a no-op. One heap entry, no process."""
+class Call:
+    """A scheduled function call; `cancel()` makes it a no-op. One heap entry, no process.
 
-    __slots__ = ()  # simpy.Event has a __dict__; this only documents intent
+    Not a simpy.Event subclass: `Environment.step` only needs `callbacks` and `_ok`, and a
+    slotted object is cheaper to build on the hot path.
+    """
+
+    __slots__ = ("callbacks", "_ok", "_value", "fn", "args")
 
     def __init__(self, env: simpy.Environment, delay_us: int, fn: Callable[..., Any], args: tuple) -> None:
-        self.env = env
         self.callbacks = [_fire]
         self._value = None
         self._ok = True

@@ -35,16 +35,21 @@ TCP_RTO_MAX_US = 120_000_000  # Linux TCP_RTO_MAX
 
 
 class Link:
-    __slots__ = ("src", "dst", "dist", "stream", "last_delivery_us", "generation", "cut",
-                 "extra", "loss_probability")
+    __slots__ = ("src", "dst", "dist", "stream", "sample_us", "last_delivery_us", "generation",
+                 "cut", "extra", "loss_probability")
 
     def __init__(self, src: str, dst: str, dist: Any, stream: Any) -> None:
-        self.src, self.dst, self.dist, self.stream = src, dst, dist, stream
+        self.src, self.dst, self.stream = src, dst, stream
+        self.set_dist(dist)
         self.last_delivery_us = 0
         self.generation = 0
         self.cut = False
         self.extra: Any = None  # extra latency Dist (link_latency fault)
         self.loss_probability = 0.0
+
+    def set_dist(self, dist: Any) -> None:
+        self.dist = dist
+        self.sample_us = dist.sampler_us(self.stream)
 
 
 class Network:
@@ -71,7 +76,7 @@ class Network:
 
     def set_link_latency(self, src: str, dst: str, dist: Any) -> None:
         self.graph.add_edge(src, dst, latency=dist)
-        self.link(src, dst).dist = dist
+        self.link(src, dst).set_dist(dist)
 
     def link(self, src: str, dst: str) -> Link:
         key = (src, dst)
@@ -100,7 +105,7 @@ class Network:
             self._undeliverable(src_node, link, dst_node, envelope)
             return
         now = self.env._now
-        delay = link.dist.sample_us(link.stream)
+        delay = link.sample_us()
         if link.extra is not None:
             delay += link.extra.sample_us(link.stream)
         if link.loss_probability:
@@ -117,7 +122,7 @@ class Network:
         self._emit(src_node.name, trace.NET_DROPPED, src_node.name, dst_node.name,
                    type(envelope[2]).__name__, reason)
         if reason == "refused" and envelope[0] == REQUEST:  # RST comes back after one round trip
-            rtt = 2 * link.dist.sample_us(link.stream)
+            rtt = 2 * link.sample_us()
             src_node.call_later(rtt, src_node.deliver, dst_node.name,
                                 (RESPONSE, envelope[1], CONNECT_FAILED))
 
@@ -155,7 +160,7 @@ class Network:
             link = self.link(node.name, observer.name)
             if link.cut or not observer.up:
                 continue
-            delay = link.dist.sample_us(link.stream)
+            delay = link.sample_us()
             observer.call_later(delay, on_closed, node.name)
 
     # --- faults -----------------------------------------------------------------------------

@@ -45,11 +45,12 @@ CONNECT_FAILED = ConnectFailed()
 Handler = Callable[[str, int, Any], None]
 
 
-class NodeCall(simpy.Event):
+class NodeCall:
     """A callback owned by a node incarnation; dropped if the node crashed, deferred if paused."""
 
+    __slots__ = ("callbacks", "_ok", "_value", "node", "epoch", "fn", "args")
+
     def __init__(self, node: Node, delay_us: int, fn: Callable[..., Any], args: tuple) -> None:
-        self.env = node.env
         self.callbacks = [_fire_node_call]
         self._value = None
         self._ok = True
@@ -81,6 +82,7 @@ class Node:
         self.up = True
         self.host_up = True  # False after a power loss: nobody answers, not even with a RST
         self.booting = False  # restarted, start-up not finished: connections are refused
+        self.serving = True  # up and not booting (kept as a field: read on every delivery)
         self.startup_us = 0  # JVM start + recovery time before a restarted node serves
         self.epoch = 0  # incarnation; bumped by every crash
         self.paused_until = 0
@@ -124,6 +126,7 @@ class Node:
         if not self.up:
             return
         self.up = False
+        self.serving = False
         self.host_up = not power_loss
         self.booting = False
         self.epoch += 1
@@ -151,12 +154,10 @@ class Node:
 
     def _booted(self) -> None:
         self.booting = False
+        self.serving = True
         self.trace(trace.NODE_RESTARTED, self.epoch)
         self.start()
 
-    @property
-    def serving(self) -> bool:
-        return self.up and not self.booting
 
     def pause(self, duration_us: int) -> None:
         self.paused_until = max(self.paused_until, self.env._now + duration_us)

@@ -6,9 +6,11 @@ with `declare()` (the kernel's kinds below; RocketMQ's in `models/records.py`), 
 analysis can turn tuples into named rows. Field values are restricted to str, int, float, bool
 and None, whose `repr` is identical in every process (no `hash()`/`id()` involved).
 
-The digest is SHA-256 over the canonical form of the records, one per line, in emission order:
-the JSON array `[t_us, node, kind, field...]` with compact separators. `JsonlSink` writes the
-same fields as JSON objects; `canonical_line()` is public so a reader can recompute the digest.
+The digest is SHA-256 over the canonical form of the records in emission order: consecutive
+chunks of `DIGEST_CHUNK` records, each encoded as one compact JSON array of record arrays
+`[t_us, node, kind, field...]` followed by a newline (chunking lets the C JSON encoder do the
+work). `write_jsonl` writes the same fields as JSON objects; `digest()` works on tuples read
+back from it too, so anyone can recompute a run's digest.
 """
 
 from __future__ import annotations
@@ -60,20 +62,16 @@ class Tracer:
         return (r for r in self.records if r[2] == kind)
 
 
-def canonical_line(record: tuple) -> str:
-    return json.dumps(list(record), separators=(",", ":"), ensure_ascii=True)
+DIGEST_CHUNK = 4096
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
 
 
 def digest(records: Iterable[tuple]) -> str:
     h = hashlib.sha256()
-    chunk: list[str] = []
-    for record in records:
-        chunk.append(canonical_line(record))
-        if len(chunk) >= 4096:
-            h.update(("\n".join(chunk) + "\n").encode())
-            chunk.clear()
-    if chunk:
-        h.update(("\n".join(chunk) + "\n").encode())
+    records = records if isinstance(records, list) else list(records)
+    for start in range(0, len(records), DIGEST_CHUNK):
+        h.update(_ENCODER.encode(records[start:start + DIGEST_CHUNK]).encode())
+        h.update(b"\n")
     return h.hexdigest()
 
 

@@ -25,19 +25,41 @@ from models.broker.config import REGISTER_INITIAL_DELAY_US, BrokerConfig, FlushD
 from models.broker.consumer_manager import ConsumerManager
 from models.broker.long_polling import PullRequestHoldService
 from models.broker.message_store import (
-    FOUND, NO_MATCHED_LOGIC_QUEUE, NO_MATCHED_MESSAGE, NO_MESSAGE_IN_QUEUE, OFFSET_OVERFLOW_ONE,
+    FOUND,
+    NO_MATCHED_LOGIC_QUEUE,
+    NO_MATCHED_MESSAGE,
+    NO_MESSAGE_IN_QUEUE,
+    OFFSET_OVERFLOW_ONE,
     MessageStore,
 )
 from models.broker.offsets import ConsumerOffsetManager
 from models.broker.schedule import ScheduleMessageService
 from models.message import SCHEDULE_TOPIC, Message, dlq_topic, record_bytes, retry_topic
-from models.protocol import (
-    INVALID_PARAMETER, MESSAGE_ILLEGAL, PULL_NOT_FOUND, PULL_OFFSET_MOVED, PULL_RETRY_IMMEDIATELY,
-    QUERY_NOT_FOUND, SUCCESS, TOPIC_NOT_EXIST, CodeResponse, ConsumerList, ConsumerSendMsgBack,
-    GetConsumerList, GetMaxOffset, Heartbeat, OffsetResponse, PullMessage, PullResponse,
-    QueryConsumerOffset, RegisterBroker, SendMessage, SendResponse, UpdateConsumerOffset,
-)
 from models.protocol import FLUSH_DISK_TIMEOUT as CODE_FLUSH_DISK_TIMEOUT
+from models.protocol import (
+    INVALID_PARAMETER,
+    MESSAGE_ILLEGAL,
+    PULL_NOT_FOUND,
+    PULL_OFFSET_MOVED,
+    PULL_RETRY_IMMEDIATELY,
+    QUERY_NOT_FOUND,
+    SUCCESS,
+    TOPIC_NOT_EXIST,
+    CodeResponse,
+    ConsumerList,
+    ConsumerSendMsgBack,
+    GetConsumerList,
+    GetMaxOffset,
+    Heartbeat,
+    OffsetResponse,
+    PullMessage,
+    PullResponse,
+    QueryConsumerOffset,
+    RegisterBroker,
+    SendMessage,
+    SendResponse,
+    UpdateConsumerOffset,
+)
 from models.records import BROKER_REGISTERED, BROKER_SEND_REJECTED, BROKER_STORED
 from sim.disk import Disk, DiskConfig
 from sim.env import ms

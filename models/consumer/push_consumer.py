@@ -21,9 +21,14 @@ from typing import Any
 from models.broker.commit_log import R_MSG
 from models.consumer.allocate import make_strategy
 from models.consumer.config import (
-    BROKER_SUSPEND_MAX_TIME_US, CONSUMER_TIMEOUT_WHEN_SUSPEND_US, HEARTBEAT_INITIAL_DELAY_US,
-    PERSIST_INITIAL_DELAY_US, PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US,
-    ROUTE_POLL_INITIAL_DELAY_US, MessageModel, PushConsumerConfig,
+    BROKER_SUSPEND_MAX_TIME_US,
+    CONSUMER_TIMEOUT_WHEN_SUSPEND_US,
+    HEARTBEAT_INITIAL_DELAY_US,
+    PERSIST_INITIAL_DELAY_US,
+    PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US,
+    ROUTE_POLL_INITIAL_DELAY_US,
+    MessageModel,
+    PushConsumerConfig,
 )
 from models.consumer.consume_service import ConsumeService
 from models.consumer.offset_store import OffsetStore
@@ -31,8 +36,15 @@ from models.consumer.process_queue import ProcessQueue
 from models.consumer.rebalance import Rebalancer
 from models.message import MessageQueue, retry_topic
 from models.protocol import (
-    PULL_NOT_FOUND, PULL_OFFSET_MOVED, PULL_RETRY_IMMEDIATELY, SUCCESS, GetRouteInfo, Heartbeat,
-    NotifyConsumerIdsChanged, PullMessage, TopicRouteData,
+    PULL_NOT_FOUND,
+    PULL_OFFSET_MOVED,
+    PULL_RETRY_IMMEDIATELY,
+    SUCCESS,
+    GetRouteInfo,
+    Heartbeat,
+    NotifyConsumerIdsChanged,
+    PullMessage,
+    TopicRouteData,
 )
 from models.records import CONSUMER_OFFSET_MOVED, CONSUMER_PULL_FAILED
 from sim.env import ms
@@ -56,6 +68,7 @@ class PushConsumer:
             self.subscriptions[retry_topic(group)] = None
         self.subscribe_info: dict[str, list[MessageQueue]] = {}  # topicSubscribeInfoTable
         self.routes: dict[str, TopicRouteData] = {}
+        self._addr_cache: dict[str, str | None] = {}
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.offset_store = OffsetStore(node, group, self.broadcasting)
         self.consume = ConsumeService(self, consume_time, failure_probability)
@@ -73,6 +86,7 @@ class PushConsumer:
         self.process_queues.clear()
         self.subscribe_info.clear()
         self.routes.clear()
+        self._addr_cache.clear()
 
     def _start(self) -> None:
         for topic in self.subscriptions:
@@ -87,6 +101,7 @@ class PushConsumer:
     def _on_route(self, topic: str, route: Any, then_start: bool) -> None:
         if isinstance(route, TopicRouteData) and self.routes.get(topic) != route:
             self.routes[topic] = route
+            self._addr_cache.clear()
             self.subscribe_info[topic] = [MessageQueue(topic, qd.broker_name, i)
                                           for qd in route.queue_datas for i in range(qd.read_queue_nums)]
         if then_start and all(t in self.routes for t in self.subscriptions):
@@ -95,11 +110,16 @@ class PushConsumer:
 
     def broker_addr(self, broker_name: str) -> str | None:
         """findBrokerAddressInSubscribe: the master if present, else any address of the group."""
+        cache = self._addr_cache
+        if broker_name in cache:
+            return cache[broker_name]
+        addr = None
         for route in self.routes.values():
             for bd in route.broker_datas:
                 if bd.broker_name == broker_name and bd.addrs:
-                    return dict(bd.addrs).get(0, bd.addrs[0][1])
-        return None
+                    addr = dict(bd.addrs).get(0, bd.addrs[0][1])
+        cache[broker_name] = addr
+        return addr
 
     def all_broker_addrs(self) -> list[str]:
         addrs = {addr: None for route in self.routes.values() for bd in route.broker_datas for _, addr in bd.addrs}

@@ -17,8 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from models.consumer.config import (
-    NEW_PULL_REQUEST_DELAY_US, PULL_MAX_IDLE_TIME_US, REBALANCE_MIN_INTERVAL_US,
-    REBALANCE_WAIT_INTERVAL_US, ConsumeFromWhere,
+    NEW_PULL_REQUEST_DELAY_US,
+    PULL_MAX_IDLE_TIME_US,
+    REBALANCE_MIN_INTERVAL_US,
+    REBALANCE_WAIT_INTERVAL_US,
+    ConsumeFromWhere,
 )
 from models.consumer.process_queue import ProcessQueue
 from models.message import RETRY_GROUP_TOPIC_PREFIX, MessageQueue

@@ -23,7 +23,12 @@ from models.message import Message
 from models.producer.config import ROUTE_POLL_INITIAL_DELAY_US, ProducerConfig
 from models.producer.publish_info import TopicPublishInfo
 from models.protocol import (
-    RETRY_RESPONSE_CODES, SEND_OK, SEND_STATUS_BY_CODE, GetRouteInfo, SendMessage, TopicRouteData,
+    RETRY_RESPONSE_CODES,
+    SEND_OK,
+    SEND_STATUS_BY_CODE,
+    GetRouteInfo,
+    SendMessage,
+    TopicRouteData,
 )
 from models.records import PRODUCER_ROUTE_UPDATED, PRODUCER_SEND_FAILED, PRODUCER_SENT
 from sim.env import ms
