@@ -1,0 +1,95 @@
+"""Benchmark: simulated messages per wall second, against a bare-SimPy baseline in the same run.
+
+    .venv/bin/python bench/bench.py [--scenario scenarios/baseline.yaml] [--repeat 3]
+
+The bare-SimPy baseline is the least a simulator of this shape can do: a producer process with
+Poisson arrivals, one network hop (a timeout) into a Store, and three consumer processes that
+take each message and hold it for a consume time — about 3 events per message. rmqsim's figure
+includes everything a real run does (routing, broker store and dispatch, pulls, long polling,
+offsets, traces, the digest and the checkers). Machines here are noisy, so the ratio of the two,
+measured back to back in one process, is the number to compare across changes. Best of
+`--repeat` runs is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import simpy
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def bare_simpy(messages: int, rate_per_s: float = 2000.0) -> float:
+    """Messages per wall second through a minimal SimPy producer → store → consumers pipeline."""
+    env = simpy.Environment()
+    store = simpy.Store(env)
+    rng = random.Random(1)
+    done = [0]
+
+    def deliver(msg):
+        yield env.timeout(250)
+        yield store.put(msg)
+
+    def producer():
+        for i in range(messages):
+            yield env.timeout(int(rng.expovariate(rate_per_s / 1e6)) + 1)
+            env.process(deliver(i))
+
+    def consumer():
+        while True:
+            yield store.get()
+            yield env.timeout(int(rng.expovariate(1 / 2000)) + 1)
+            done[0] += 1
+
+    env.process(producer())
+    for _ in range(3):
+        env.process(consumer())
+    start = time.perf_counter()
+    env.run()
+    return done[0] / (time.perf_counter() - start)
+
+
+def rmqsim_run(path: str) -> tuple[float, float, dict]:
+    import sim
+
+    start = time.perf_counter()
+    result = sim.run(path)
+    wall = time.perf_counter() - start
+    s = result.summary
+    return s["consumed"] / wall, s["sim_time_ms"] / 1000 / wall, s
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scenario", default="scenarios/baseline.yaml")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    best_bare = best_sim = best_ratio = 0.0
+    sim_to_wall = 0.0
+    summary: dict = {}
+    for _ in range(args.repeat):
+        bare = bare_simpy(100_000)
+        per_s, sim_wall, summary = rmqsim_run(args.scenario)
+        best_bare, best_ratio = max(best_bare, bare), max(best_ratio, per_s / bare)
+        if per_s > best_sim:
+            best_sim, sim_to_wall = per_s, sim_wall
+    report = {
+        "scenario": args.scenario,
+        "messages": summary.get("consumed"),
+        "rmqsim_messages_per_wall_s": round(best_sim),
+        "bare_simpy_messages_per_wall_s": round(best_bare),
+        "ratio_to_bare_simpy": round(best_ratio, 3),
+        "sim_time_per_wall_time": round(sim_to_wall, 2),
+    }
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""Shared fixtures: a small world builder and a short baseline scenario."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+def short_baseline(duration_ms: int = 20_000, settle_ms: int = 10_000, rate: int = 500):
+    """The bundled baseline, shortened (same topology) for tests that run it many times."""
+    from sim import scenario
+
+    return scenario.load(ROOT / "scenarios" / "baseline.yaml",
+                         [f"duration_ms={duration_ms}", f"settle_ms={settle_ms}",
+                          f"producers[0].rate_per_s={rate}"])
