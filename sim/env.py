@@ -12,6 +12,7 @@ schedules one.
 from __future__ import annotations
 
 from collections.abc import Callable
+from heapq import heappush
 from typing import Any
 
 import simpy
@@ -45,7 +46,7 @@ class Call:
         self._ok = True
         self.fn = fn
         self.args = args
-        env.schedule(self, NORMAL, delay_us)
+        heappush(env._queue, (env._now + delay_us, NORMAL, next(env._eid), self))  # = env.schedule
 
     def cancel(self) -> None:
         self.fn = None

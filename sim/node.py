@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Generator
+from heapq import heappush
 from typing import Any
 
 import simpy
@@ -58,7 +59,8 @@ class NodeCall:
         self.epoch = node.epoch
         self.fn = fn
         self.args = args
-        node.env.schedule(self, NORMAL, delay_us)
+        env = node.env
+        heappush(env._queue, (env._now + delay_us, NORMAL, next(env._eid), self))  # = env.schedule
 
     def cancel(self) -> None:
         self.fn = None

@@ -77,7 +77,7 @@ def digest(records: Iterable[tuple]) -> str:
 
 def as_dict(record: tuple) -> dict[str, Any]:
     names = ENVELOPE + KINDS[record[2]]
-    return dict(zip(names, record))
+    return dict(zip(names, record, strict=True))
 
 
 def write_jsonl(records: Iterable[tuple], path: str) -> None:

@@ -132,17 +132,18 @@ class Broker:
         msg, node = req.msg, self.node
         queue_nums = self.topics.get(msg.topic)
         code = SUCCESS
+        size = record_bytes(msg)
         if queue_nums is None:
             code = TOPIC_NOT_EXIST
         elif not 0 <= req.queue_id < queue_nums:
             code = INVALID_PARAMETER
-        elif record_bytes(msg) > self.store_cfg.max_message_size_bytes:
+        elif size > self.store_cfg.max_message_size_bytes:
             code = MESSAGE_ILLEGAL
         if code != SUCCESS:
             node.trace(BROKER_SEND_REJECTED, msg.uniq_key, msg.topic, code)
             node.reply(src, req_id, SendResponse(code))
             return
-        record = self.put_internal(msg, req.queue_id)
+        record = self.put_internal(msg, req.queue_id, size)
         if self.group_commit is None:
             node.reply(src, req_id, SendResponse(SUCCESS, record[4], record[0]))
             return
@@ -151,15 +152,16 @@ class Broker:
             src, req_id, SendResponse(SUCCESS if status == "PUT_OK" else CODE_FLUSH_DISK_TIMEOUT,
                                       record[4], record[0])))
 
-    def put_internal(self, msg: Message, queue_id: int) -> tuple:
+    def put_internal(self, msg: Message, queue_id: int, size: int = 0) -> tuple:
         """CommitLog.asyncPutMessage: delay levels are re-routed to the schedule topic."""
         if msg.delay_level > 0:
+            size = 0
             level = min(msg.delay_level, self.schedule.max_level())
             msg = msg._replace(real_topic=msg.topic, real_queue_id=queue_id, topic=SCHEDULE_TOPIC,
                                delay_level=level)
             queue_id = level - 1
-        record = self.commit_log.append(msg, queue_id)
-        self.node.trace(BROKER_STORED, msg.uniq_key, msg.topic, queue_id, record[4], record[0],
+        record = self.commit_log.append(msg, queue_id, size)
+        self.node._emit(self.name, BROKER_STORED, msg.uniq_key, msg.topic, queue_id, record[4], record[0],
                         record[1], msg.reconsume_times)
         self.store.reput.wake()
         return record

@@ -45,8 +45,8 @@ class CommitLog:
         node.on_crash(self.queue_offsets.clear)
         node.on_power_loss(self.lose_page_cache)
 
-    def append(self, msg: Message, queue_id: int) -> tuple:
-        size = record_bytes(msg)
+    def append(self, msg: Message, queue_id: int, size: int = 0) -> tuple:
+        size = size or record_bytes(msg)
         pos = self.wrote_position
         room = self.file_size - pos % self.file_size
         if room < size + BLANK_MIN_BYTES:

@@ -5,7 +5,7 @@ One field per tunable the model reads; Java field name beside each default.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,12 +21,12 @@ REGISTER_INITIAL_DELAY_US = 10_000_000  # BrokerController.registerBrokerAll sch
 MAX_SCAN_UNITS = 800  # max(16000 bytes, 32*20) / 20 CQ units per getMessage
 
 
-class FlushDiskType(str, Enum):
+class FlushDiskType(StrEnum):
     ASYNC_FLUSH = "ASYNC_FLUSH"
     SYNC_FLUSH = "SYNC_FLUSH"
 
 
-class BrokerRole(str, Enum):
+class BrokerRole(StrEnum):
     ASYNC_MASTER = "ASYNC_MASTER"
     SYNC_MASTER = "SYNC_MASTER"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,17 +21,17 @@ LOCAL_RETRY_DELAY_US = 5_000_000  # ConsumeMessageConcurrentlyService.submitCons
 DEFAULT_MAX_RECONSUME_TIMES = 16  # maxReconsumeTimes -1 → 16 for concurrent consumption
 
 
-class MessageModel(str, Enum):
+class MessageModel(StrEnum):
     CLUSTERING = "CLUSTERING"
     BROADCASTING = "BROADCASTING"
 
 
-class ConsumeFromWhere(str, Enum):
+class ConsumeFromWhere(StrEnum):
     CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
     CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
 
 
-class AllocateStrategy(str, Enum):
+class AllocateStrategy(StrEnum):
     AVG = "AVG"
     AVG_BY_CIRCLE = "AVG_BY_CIRCLE"
     CONSISTENT_HASH = "CONSISTENT_HASH"

@@ -34,6 +34,7 @@ class ConsumeService:
         self.consume_time = consume_time
         self.failure_probability = failure_probability
         self.stream = self.node.env.rng.stream(f"{self.node.name}.listener")
+        self.consume_time_us = consume_time.sampler_us(self.stream)
         max_times = consumer.cfg.max_reconsume_times
         self.max_reconsume_times = DEFAULT_MAX_RECONSUME_TIMES if max_times < 0 else max_times
         self.busy = 0
@@ -59,12 +60,12 @@ class ConsumeService:
         self.busy += 1
         stream = self.stream
         ok = self.failure_probability == 0.0 or stream.random() >= self.failure_probability
-        self.node.call_later(self.consume_time.sample_us(stream), self._done, pq, mq, record, ok)
+        self.node.call_later(self.consume_time_us(), self._done, pq, mq, record, ok)
 
     def _done(self, pq: Any, mq: Any, record: tuple, ok: bool) -> None:
         self.busy -= 1
         msg = record[R_MSG]
-        self.node.trace(CONSUMER_CONSUMED, self.group, msg.uniq_key, msg.user_topic, mq.broker_name,
+        self.node._emit(self.node.name, CONSUMER_CONSUMED, self.group, msg.uniq_key, msg.user_topic, mq.broker_name,
                         mq.queue_id, record[R_QOFF], ok, msg.reconsume_times, msg.born_us,
                         msg.keys or "")
         if not pq.dropped:

@@ -153,7 +153,7 @@ class Producer:
 
     def _sent(self, send: _Send, status: str) -> None:
         msg, mq = send.msg, send.mq
-        self.node.trace(PRODUCER_SENT, msg.uniq_key, msg.topic, send.shard, mq.broker_name,
+        self.node._emit(self.node.name, PRODUCER_SENT, msg.uniq_key, msg.topic, send.shard, mq.broker_name,
                         mq.queue_id, status, send.times, msg.born_us)
 
     def _fail(self, send: _Send, reason: str) -> None:

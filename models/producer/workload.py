@@ -28,6 +28,7 @@ class Workload:
         self.keys = keys
         self.start_us, self.stop_us = start_us, stop_us
         self.stream = self.node.env.rng.stream(f"{self.node.name}.workload")
+        self.body_bytes = message_bytes.sampler_us(self.stream)  # µs-scaled: divide by 1000
         self.seq = 0
         self.node.on_start(self._schedule_first)
 
@@ -49,6 +50,6 @@ class Workload:
         tag = self.tags[stream.randrange(len(self.tags))] if self.tags else None
         shard = f"k{stream.randrange(self.keys)}" if self.keys else ""
         msg = Message(f"{self.node.name}-{self.seq}", self.topic, tag, shard or None,
-                      self.message_bytes.sample_int(stream), now, self.node.name)
+                      (self.body_bytes() + 500) // 1000, now, self.node.name)
         self.producer.send(msg, shard)
         self.node.call_later(self._gap_us(), self._arrive)
