@@ -180,7 +180,9 @@ class FaultInjector:
                 link.extra, link.loss_probability = None, 0.0
         elif kind == "disk_slow":
             self.nodes[spec.node].disk.slow_factor = 1.0
-        self._emit(trace.FAULT_HEALED, kind, spec.node or f"{spec.src}->{spec.dst}", "")
+        target = spec.node or (f"{spec.src}->{spec.dst}" if spec.src else
+                               "|".join(",".join(g) for g in spec.groups or []))
+        self._emit(trace.FAULT_HEALED, kind, target, "")
 
     def _random_loop(self, index: int, spec: RandomFaultSpec) -> Any:
         stream = self.env.rng.stream(f"faults.{index}")

@@ -109,7 +109,7 @@ class FlushRealTimeService:
 
     def run(self) -> Generator:
         log, node, cfg = self.log, self.log.node, self.log.cfg
-        last_thorough_us = node.env.now
+        last_thorough_us = -ms(cfg.flush_commit_log_thorough_interval_ms)  # lastFlushTimestamp = 0
         while True:
             least_pages = cfg.flush_commit_log_least_pages
             if node.env.now >= last_thorough_us + ms(cfg.flush_commit_log_thorough_interval_ms):

@@ -30,8 +30,7 @@ class ProcessQueue:
             if offset not in msgs:
                 msgs[offset] = record
                 self.msg_size_bytes += record[R_MSG].body_bytes
-        if records:
-            self.queue_offset_max = records[-1][R_QOFF]
+                self.queue_offset_max = offset
 
     def remove(self, offset: int) -> int:
         """removeMessage for one message: the offset to store (increaseOnly), or -1."""

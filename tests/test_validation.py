@@ -1,0 +1,161 @@
+"""Scenario validation through the CLI: every malformed file exits 2 naming the file and key path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# (id, file text, key path expected in stderr, reason fragment expected in stderr)
+CASES = [
+    ("unknown_key_did_you_mean", "duraton_ms: 10s\n", "duraton_ms", "did you mean 'duration_ms'"),
+    ("unknown_nested_key_did_you_mean",
+     "cluster:\n  brokers:\n    - {name: broker-a, store: {flush_disk_tyep: SYNC_FLUSH}}\n",
+     "cluster.brokers[0].store.flush_disk_tyep", "did you mean 'flush_disk_type'"),
+    ("wrong_type", "seed: abc\n", "seed", "valid integer"),
+    ("wrong_type_nested", "producers:\n  - {name: p, count: many}\n", "producers[0].count", "integer"),
+    ("bad_unit", "duration_ms: 10 parsecs\n", "duration_ms", "parsecs"),
+    ("negative_rate", "producers:\n  - {name: p, rate_per_s: -5}\n", "producers[0].rate_per_s",
+     "greater than 0"),
+    ("zero_duration", "duration_ms: 0\n", "duration_ms", "greater than 0"),
+    ("fault_target_missing", "faults:\n  - {at_ms: 100, kind: process_crash, node: ghost}\n",
+     "faults[0].node", "'ghost' is not a node"),
+    ("partition_target_missing",
+     "faults:\n  - {at_ms: 100, kind: partition, groups: [[broker-a], [nobody]]}\n",
+     "faults[0].groups[1]", "'nobody' is not a node"),
+    ("random_fault_target_missing",
+     "random_faults:\n  - {kind: process_crash, nodes: [zed], rate_per_hour: 1, down_ms: 1000}\n",
+     "random_faults[0].nodes", "'zed' is not a node"),
+    ("undeclared_topic", "producers:\n  - {name: p, topic: nope}\n", "producers[0].topic",
+     "not declared in cluster.topics"),
+    ("undeclared_topic_consumer", "consumers:\n  - {name: c, topic: nope}\n", "consumers[0].topic",
+     "not declared"),
+    ("yaml_syntax_error", "name: x\nproducers: [1,\nseed: 2\n", "line 4, column 1", "YAML syntax error"),
+    ("top_level_not_mapping", "- name: x\n- seed: 1\n", "(top level)", "expected a mapping"),
+    ("top_level_scalar", "just a string\n", "(top level)", "expected a mapping"),
+    ("pause_without_duration", "faults:\n  - {at_ms: 100, kind: pause, node: broker-a}\n", "faults[0]",
+     "needs duration_ms"),
+    ("packet_loss_without_probability",
+     "faults:\n  - {at_ms: 100, kind: packet_loss, src: broker-a, dst: namesrv}\n", "faults[0]",
+     "needs probability"),
+    ("bad_distribution_lognormal_median_only",
+     "producers:\n  - {name: p, message_bytes: {dist: lognormal, median: 3}}\n", "producers[0].message_bytes",
+     "median+sigma or p50+p99"),
+    ("bad_distribution_unknown_kind", "network:\n  latency_ms: {dist: gaussian, mean: 1}\n",
+     "network.latency_ms", "gaussian"),
+    ("duplicate_node_names", "cluster:\n  brokers:\n    - {name: broker-a}\n    - {name: broker-a}\n",
+     "cluster.brokers", "already used"),
+    ("duplicate_node_across_sections", "producers:\n  - {name: broker-a}\n", "producers[0]", "already used"),
+    ("slave_role", "cluster:\n  brokers:\n    - {name: broker-a, store: {broker_role: SLAVE}}\n",
+     "cluster.brokers[0].store.broker_role", "SLAVE"),
+    ("group_members_subscribe_differently",
+     "consumers:\n  - {name: c, group: g, tags: [a]}\n  - {name: d, group: g, tags: [b]}\n",
+     "consumers[1].group", "subscribe alike"),
+    ("topic_on_unknown_broker", "cluster:\n  topics:\n    - {name: t, brokers: [broker-z]}\n",
+     "cluster.topics[0].brokers", "'broker-z' is not a broker"),
+    ("negative_fault_time", "faults:\n  - {at_ms: -5, kind: heal}\n", "faults[0].at_ms", "greater than or equal"),
+]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sim.cli", *args], cwd=str(REPO), capture_output=True,
+                          text=True, timeout=60)
+
+
+def assert_rejected(res: subprocess.CompletedProcess, path: Path, *fragments: str) -> None:
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stdout + res.stderr
+    assert str(path) in res.stderr
+    for fragment in fragments:
+        assert fragment in res.stderr, (fragment, res.stderr)
+
+
+@pytest.mark.parametrize("text,key_path,reason", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_validate_rejects(tmp_path, text, key_path, reason):
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text, encoding="utf-8")
+    res = run_cli("validate", str(path))
+    assert_rejected(res, path, key_path, reason)
+    # problems are printed one per line as "<file>: <key path>: <reason>"
+    assert any(line.strip().startswith(f"{path}: {key_path}") for line in res.stderr.splitlines()), res.stderr
+
+
+def test_at_least_twelve_kinds_of_malformed_files():
+    assert len({c[0] for c in CASES}) >= 12
+
+
+def test_empty_file_is_valid(tmp_path):
+    path = tmp_path / "empty.yaml"
+    path.write_text("", encoding="utf-8")
+    res = run_cli("validate", str(path))
+    assert res.returncode == 0, res.stderr
+    assert "ok" in res.stdout
+
+
+def test_missing_file(tmp_path):
+    path = tmp_path / "does-not-exist.yaml"
+    res = run_cli("validate", str(path))
+    assert_rejected(res, path, "cannot read")
+
+
+MULTI = """\
+name: x
+duraton_ms: 10s
+settle_ms: 10 parsecs
+cluster:
+  brokers:
+    - {name: broker-a, store: {broker_role: SLAVE}}
+    - {name: broker-a}
+producers:
+  - {name: p, topic: nope, rate_per_s: -5, message_bytes: {dist: lognormal, median: 3}}
+consumers:
+  - {name: c, group: g, tags: [a]}
+  - {name: d, group: g, tags: [b]}
+faults:
+  - {at_ms: 100, kind: pause, node: broker-a}
+  - {at_ms: 100, kind: process_crash, node: ghost}
+"""
+
+
+def test_several_problems_reported_at_once(tmp_path):
+    path = tmp_path / "multi.yaml"
+    path.write_text(MULTI, encoding="utf-8")
+    res = run_cli("validate", str(path))
+    expected = [
+        ("duraton_ms", "did you mean 'duration_ms'"),
+        ("settle_ms", "parsecs"),
+        ("cluster.brokers[0].store.broker_role", "SLAVE"),
+        ("cluster.brokers", "already used"),
+        ("producers[0].topic", "not declared"),
+        ("producers[0].rate_per_s", "greater than 0"),
+        ("producers[0].message_bytes", "median+sigma"),
+        ("consumers[1].group", "subscribe alike"),
+        ("faults[0]", "needs duration_ms"),
+        ("faults[1].node", "'ghost'"),
+    ]
+    assert_rejected(res, path)
+    lines = res.stderr.splitlines()
+    for key_path, reason in expected:
+        assert any(f"{path}: {key_path}" in line and reason in line for line in lines), (key_path, res.stderr)
+    assert f"problem(s) in {path}" in lines[0]
+    assert int(lines[0].split()[0]) >= len(expected)
+
+
+def test_run_on_bad_file_exits_2(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("duration_ms: 0\nproducers:\n  - {topic: nope}\n", encoding="utf-8")
+    out = tmp_path / "out"
+    res = run_cli("run", str(path), "--out", str(out))
+    assert_rejected(res, path, "duration_ms", "producers[0].topic")
+    assert not out.exists()  # nothing run, nothing written
+
+
+def test_bad_override_reported(tmp_path):
+    path = tmp_path / "ok.yaml"
+    path.write_text("name: ok\n", encoding="utf-8")
+    res = run_cli("validate", str(path), "--set", "duration_ms=-3s")
+    assert_rejected(res, path, "duration_ms")
