@@ -15,7 +15,7 @@ Modelling choices:
   booting after a restart) a request is refused: the caller gets CONNECT_FAILED after a round
   trip, as a TCP RST. After a power loss nothing answers, and the caller waits for its timeout.
 - When a *process* dies, its peers' TCP connections are closed by the OS at once (RST/FIN):
-  `watch()` lets a model react to that (NameServer unregistering a broker, a broker dropping a
+  their outstanding requests to it fail with CONNECT_FAILED, and `watch()` lets a model react (NameServer unregistering a broker, a broker dropping a
   consumer channel). A power loss or a partition closes nothing: peers find out by expiry.
 """
 
@@ -156,6 +156,11 @@ class Network:
     def node_crashed(self, node: Any, power_loss: bool) -> None:
         if power_loss:
             return
+        for peer in self.nodes.values():  # insertion order: deterministic
+            if peer is not node and peer.up:
+                link = self.link(node.name, peer.name)
+                if not link.cut:
+                    peer.fail_requests_to(node.name, link.sample_us())
         for observer, on_closed in self._watchers.get(node.name, []):
             link = self.link(node.name, observer.name)
             if link.cut or not observer.up:

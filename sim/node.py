@@ -91,6 +91,7 @@ class Node:
         self.disk: Any = None
         self.handlers: dict[type, Handler] = {}
         self._pending: dict[int, Callable[[Any], None]] = {}
+        self._pending_dst: dict[int, str] = {}  # req id -> peer, to fail fast when it dies
         # RPC deadlines, one FIFO per timeout value: a single armed timer per FIFO instead of one
         # heap entry per request (deadlines within a FIFO are non-decreasing)
         self._deadlines: dict[int, deque] = {}
@@ -134,6 +135,7 @@ class Node:
         self.epoch += 1
         self.paused_until = 0
         self._pending.clear()
+        self._pending_dst.clear()
         self._deadlines.clear()
         self._armed.clear()
         self.trace(trace.NODE_CRASHED, power_loss)
@@ -193,6 +195,7 @@ class Node:
         req_id = self._next_req_id
         self._next_req_id = req_id + 1
         self._pending[req_id] = on_reply
+        self._pending_dst[req_id] = dst
         fifo = self._deadlines.get(timeout_us)
         if fifo is None:
             fifo = self._deadlines[timeout_us] = deque()
@@ -212,6 +215,13 @@ class Node:
         if req_id:
             self.env.network.send(self, dst, (RESPONSE, req_id, payload))
 
+    def fail_requests_to(self, peer: str, delay_us: int) -> None:
+        """The peer's process died: its connection closes and every outstanding request on it
+        fails at once (NettyRemotingClient closes the channel and fails the response futures)."""
+        for req_id, dst in list(self._pending_dst.items()):
+            if dst == peer:
+                NodeCall(self, delay_us, self.deliver, (peer, (RESPONSE, req_id, CONNECT_FAILED)))
+
     def _expire(self, timeout_us: int) -> None:
         fifo, pending, now = self._deadlines.get(timeout_us), self._pending, self.env._now
         expired = []
@@ -219,6 +229,7 @@ class Node:
             deadline, req_id = fifo.popleft()
             if req_id in pending and deadline <= now:
                 expired.append(pending.pop(req_id))
+                self._pending_dst.pop(req_id, None)
         if fifo:
             NodeCall(self, fifo[0][0] - now, self._expire, (timeout_us,))
         else:
@@ -235,6 +246,7 @@ class Node:
         if kind == RESPONSE:
             on_reply = self._pending.pop(req_id, None)
             if on_reply is not None:
+                del self._pending_dst[req_id]
                 on_reply(payload)
             return
         handler = self.handlers.get(type(payload))

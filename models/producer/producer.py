@@ -105,7 +105,7 @@ class Producer:
                 self.fetch_route(topic)
             return None
         cost = self.node.env._now - send.msg.born_us
-        if cost > self.timeout_us:
+        if cost >= self.timeout_us:  # no budget left: callTimeout, no further attempt
             send.call_timeout = True
             return self._finish(send)
         mq = send.mq = info.select(send.last_broker)
