@@ -36,8 +36,12 @@ ensure_java() {
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v -i warning || true
-.venv/bin/python -m pip install -q -e '.[test]' 2>&1 | grep -v -i warning || true
+log=.venv/setup-pip.log
+if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test]'; } >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "pip install failed (log above, also in $log)" >&2
+  exit 1
+fi
 .venv/bin/python -c 'import simpy, networkx, pydantic, yaml, pyspark, matplotlib, pytest' \
   || { echo "dependency installation failed (see pip output above)" >&2; exit 1; }
 ensure_java
