@@ -47,11 +47,11 @@ def _seq(uniq_key: str) -> int:
 def check(records: Iterable[tuple], subscriptions: dict[str, str], broadcasting: Iterable[str] = (),
           orderly: Iterable[str] = ()) -> dict[str, Any]:
     """`subscriptions`: group → topic. Returns the metrics of the run (see module docstring)."""
-    records = list(records)
+    by_kind = _by_kind(records, (PRODUCER_SENT, PRODUCER_SEND_FAILED, BROKER_STORED, CONSUMER_CONSUMED))
     broadcasting, orderly = set(broadcasting), set(orderly)
-    sent = _sent(records)
-    copies = _stored_copies(records)
-    units = _consumption(records, broadcasting)
+    sent = _sent(by_kind[PRODUCER_SENT], by_kind[PRODUCER_SEND_FAILED])
+    copies = _stored_copies(by_kind[BROKER_STORED])
+    units = _consumption(by_kind[CONSUMER_CONSUMED], broadcasting)
     groups: dict[str, dict[str, Any]] = {}
     all_latencies: list[int] = []
     for unit, consumed in sorted(units.items()):
@@ -64,46 +64,58 @@ def check(records: Iterable[tuple], subscriptions: dict[str, str], broadcasting:
         if group not in broadcasting and group not in groups:  # subscribed, consumed nothing
             groups[group] = _judge_unit({}, sent["acked"].get(topic, {}), copies, group in orderly)
             groups[group].pop("_latencies_us")
-    return _totals(sent, copies, records, groups, all_latencies)
+    consumed = sum(n for per_key in units.values() for n, *_ in per_key.values())
+    return _totals(sent, copies, consumed, groups, all_latencies)
 
 
-def _sent(records: list[tuple]) -> dict[str, Any]:
+def _by_kind(records: Iterable[tuple], kinds: tuple[str, ...]) -> dict[str, list[tuple]]:
+    """One pass over the run: the records of each wanted kind, in emission order."""
+    out: dict[str, list[tuple]] = {kind: [] for kind in kinds}
+    get = out.get
+    for r in records:
+        bucket = get(r[2])
+        if bucket is not None:
+            bucket.append(r)
+    return out
+
+
+def _sent(sent_records: list[tuple], failed_records: list[tuple]) -> dict[str, Any]:
     key_i, topic_i, shard_i, status_i, attempts_i, born_i = _ix(
         PRODUCER_SENT, "key", "topic", "shard", "status", "attempts", "born_us")
     f_attempts_i = field_index(PRODUCER_SEND_FAILED, "attempts")
     acked: dict[str, dict[str, tuple]] = {}
-    attempts = sent_ok = failed = non_ok = 0
-    for r in records:
-        kind = r[2]
-        if kind == PRODUCER_SENT:
-            attempts += r[attempts_i]
-            if r[status_i] == "SEND_OK":
-                sent_ok += 1
-                acked.setdefault(r[topic_i], {})[r[key_i]] = (r[born_i], r[1], r[shard_i])
-            else:
-                non_ok += 1
-        elif kind == PRODUCER_SEND_FAILED:
-            attempts += r[f_attempts_i]
-            failed += 1
-    return {"acked": acked, "attempts": attempts, "sent_ok": sent_ok, "failed": failed, "non_ok": non_ok}
+    attempts = sent_ok = non_ok = 0
+    for r in sent_records:
+        attempts += r[attempts_i]
+        if r[status_i] == "SEND_OK":
+            sent_ok += 1
+            per_topic = acked.get(r[topic_i])
+            if per_topic is None:
+                per_topic = acked[r[topic_i]] = {}
+            per_topic[r[key_i]] = (r[born_i], r[1], r[shard_i])
+        else:
+            non_ok += 1
+    attempts += sum(r[f_attempts_i] for r in failed_records)
+    return {"acked": acked, "attempts": attempts, "sent_ok": sent_ok, "failed": len(failed_records),
+            "non_ok": non_ok}
 
 
-def _stored_copies(records: list[tuple]) -> dict[str, int]:
+def _stored_copies(stored_records: list[tuple]) -> dict[str, int]:
     key_i, topic_i, reconsume_i = _ix(BROKER_STORED, "key", "topic", "reconsume_times")
     copies: dict[str, int] = {}
-    for r in records:
-        if r[2] == BROKER_STORED and r[reconsume_i] == 0 and not r[topic_i].startswith(("%", "SCHEDULE_", "RMQ_SYS")):
-            copies[r[key_i]] = copies.get(r[key_i], 0) + 1
+    internal = ("%", "SCHEDULE_", "RMQ_SYS")
+    for r in stored_records:
+        if r[reconsume_i] == 0 and not r[topic_i].startswith(internal):
+            key = r[key_i]
+            copies[key] = copies.get(key, 0) + 1
     return copies
 
 
-def _consumption(records: list[tuple], broadcasting: set[str]) -> dict[str, dict[str, list]]:
+def _consumption(consumed_records: list[tuple], broadcasting: set[str]) -> dict[str, dict[str, list]]:
     """unit → key → [ok count, first ok time µs, consume attempts, shard]."""
     group_i, key_i, ok_i, shard_i = _ix(CONSUMER_CONSUMED, "group", "key", "ok", "shard")
     units: dict[str, dict[str, list]] = {}
-    for r in records:
-        if r[2] != CONSUMER_CONSUMED:
-            continue
+    for r in consumed_records:
         group = r[group_i]
         unit = f"{group}/{r[1]}" if group in broadcasting else group
         per_key = units.get(unit)
@@ -160,10 +172,8 @@ def _order_violations(consumed: dict[str, list], acked: dict[str, tuple]) -> int
     return violations
 
 
-def _totals(sent: dict[str, Any], copies: dict[str, int], records: list[tuple],
+def _totals(sent: dict[str, Any], copies: dict[str, int], consumed: int,
             groups: dict[str, dict[str, Any]], latencies: list[int]) -> dict[str, Any]:
-    ok_i = field_index(CONSUMER_CONSUMED, "ok")
-    consumed = sum(1 for r in records if r[2] == CONSUMER_CONSUMED and r[ok_i])
     dup_causes = {"producer_retry": 0, "redelivery": 0}
     for g in groups.values():
         for cause, n in g["duplicate_causes"].items():

@@ -22,9 +22,11 @@ Modelling choices:
 from __future__ import annotations
 
 from collections.abc import Callable
+from heapq import heappush
 from typing import Any
 
 import networkx as nx
+from simpy.core import NORMAL
 
 from sim import trace
 from sim.dist import Constant
@@ -35,17 +37,39 @@ TCP_RTO_MAX_US = 120_000_000  # Linux TCP_RTO_MAX
 
 
 class Link:
-    __slots__ = ("src", "dst", "dist", "stream", "sample_us", "last_delivery_us", "generation",
-                 "cut", "extra", "loss_probability")
+    __slots__ = ("src", "dst", "dst_node", "arrive", "dist", "stream", "sample_us",
+                 "last_delivery_us", "generation", "cut", "_extra", "_loss_probability", "impaired")
 
-    def __init__(self, src: str, dst: str, dist: Any, stream: Any) -> None:
-        self.src, self.dst, self.stream = src, dst, stream
+    def __init__(self, src: str, dst_node: Any, dist: Any, stream: Any) -> None:
+        self.src, self.dst, self.dst_node, self.stream = src, dst_node.name, dst_node, stream
+        self.arrive = dst_node.arrive  # bound once: the delivery callback of every message
         self.set_dist(dist)
         self.last_delivery_us = 0
         self.generation = 0
         self.cut = False
-        self.extra: Any = None  # extra latency Dist (link_latency fault)
-        self.loss_probability = 0.0
+        self._extra: Any = None
+        self._loss_probability = 0.0
+        self.impaired = False  # extra latency or loss set: the slow path of `send`
+
+    @property
+    def extra(self) -> Any:
+        """Extra latency Dist added to every message (link_latency fault), or None."""
+        return self._extra
+
+    @extra.setter
+    def extra(self, dist: Any) -> None:
+        self._extra = dist
+        self.impaired = dist is not None or self._loss_probability > 0
+
+    @property
+    def loss_probability(self) -> float:
+        """Probability that a segment is lost and retransmitted (packet_loss fault)."""
+        return self._loss_probability
+
+    @loss_probability.setter
+    def loss_probability(self, probability: float) -> None:
+        self._loss_probability = probability
+        self.impaired = self._extra is not None or probability > 0
 
     def set_dist(self, dist: Any) -> None:
         self.dist = dist
@@ -62,6 +86,7 @@ class Network:
         self.links: dict[tuple[str, str], Link] = {}
         self._watchers: dict[str, list[tuple[Any, Callable[[str], None]]]] = {}
         self._emit = env.tracer.emit
+        self._queue, self._eid = env._queue, env._eid  # the event heap, for `send`
         env.network = self
 
     def add_node(self, node: Any) -> None:
@@ -82,7 +107,7 @@ class Network:
         key = (src, dst)
         link = self.links.get(key)
         if link is None:
-            link = Link(src, dst, self._latency_for(src, dst),
+            link = Link(src, self.nodes[dst], self._latency_for(src, dst),
                         self.env.rng.stream(f"net.{src}->{dst}"))
             self.links[key] = link
             if not self.graph.has_edge(src, dst):
@@ -98,24 +123,24 @@ class Network:
 
     # --- traffic ----------------------------------------------------------------------------
     def send(self, src_node: Any, dst: str, envelope: tuple) -> None:
-        src = src_node.name
-        link = self.links.get((src, dst)) or self.link(src, dst)
-        dst_node = self.nodes[dst]
+        link = src_node.out_links.get(dst)
+        if link is None:
+            link = src_node.out_links[dst] = self.link(src_node.name, dst)
+        dst_node = link.dst_node
         if link.cut or not dst_node.serving:
             self._undeliverable(src_node, link, dst_node, envelope)
             return
-        now = self.env._now
-        delay = link.sample_us()
-        if link.extra is not None:
-            delay += link.extra.sample_us(link.stream)
-        if link.loss_probability:
-            delay += self._retransmit_delay_us(link)
-        arrive = now + delay
+        arrive = self.env._now + link.sample_us()
+        if link.impaired:
+            if link.extra is not None:
+                arrive += link.extra.sample_us(link.stream)
+            if link.loss_probability:
+                arrive += self._retransmit_delay_us(link)
         if arrive < link.last_delivery_us:
             arrive = link.last_delivery_us
         link.last_delivery_us = arrive
-        self.env.call_later(arrive - now, self._arrive, link, link.generation, dst_node,
-                            dst_node.epoch, src, envelope)
+        heappush(self._queue, (arrive, NORMAL, next(self._eid),  # a bare (fn, args) entry: env.py
+                               (link.arrive, (link, link.generation, dst_node.epoch, envelope))))
 
     def _undeliverable(self, src_node: Any, link: Link, dst_node: Any, envelope: tuple) -> None:
         reason = "partition" if link.cut else ("down" if not dst_node.host_up else "refused")
@@ -123,7 +148,8 @@ class Network:
                    type(envelope[2]).__name__, reason)
         if reason == "refused" and envelope[0] == REQUEST:  # RST comes back after one round trip
             rtt = 2 * link.sample_us()
-            src_node.call_later(rtt, src_node.deliver, dst_node.name,
+            back = self.link(dst_node.name, src_node.name)
+            src_node.call_later(rtt, src_node.arrive, back, back.generation, src_node.epoch,
                                 (RESPONSE, envelope[1], CONNECT_FAILED))
 
     def _retransmit_delay_us(self, link: Link) -> int:
@@ -133,14 +159,11 @@ class Network:
             rto *= 2
         return delay
 
-    def _arrive(self, link: Link, generation: int, dst_node: Any, epoch: int, src: str,
-                envelope: tuple) -> None:
-        if generation != link.generation or dst_node.epoch != epoch or not dst_node.serving:
-            reason = "reset" if generation != link.generation else "down"
-            self._emit(src, trace.NET_DROPPED, src, dst_node.name, type(envelope[2]).__name__,
-                       reason)
-            return
-        dst_node.deliver(src, envelope)
+    def dropped_in_flight(self, link: Link, generation: int, envelope: tuple) -> None:
+        """A message in flight on `link` found its connection reset or its receiver gone."""
+        reason = "reset" if generation != link.generation else "down"
+        self._emit(link.src, trace.NET_DROPPED, link.src, link.dst, type(envelope[2]).__name__,
+                   reason)
 
     # --- connection watching ----------------------------------------------------------------
     def watch(self, observer: Any, target: str, on_closed: Callable[[str], None]) -> None:
@@ -160,7 +183,7 @@ class Network:
             if peer is not node and peer.up:
                 link = self.link(node.name, peer.name)
                 if not link.cut:
-                    peer.fail_requests_to(node.name, link.sample_us())
+                    peer.fail_requests_to(link, link.sample_us())
         for observer, on_closed in self._watchers.get(node.name, []):
             link = self.link(node.name, observer.name)
             if link.cut or not observer.up:

@@ -31,6 +31,7 @@ import simpy
 from simpy.core import NORMAL
 
 from sim import trace
+from sim.env import DIRECT
 
 ONEWAY, REQUEST, RESPONSE = 0, 1, 2
 
@@ -49,12 +50,9 @@ Handler = Callable[[str, int, Any], None]
 class NodeCall:
     """A callback owned by a node incarnation; dropped if the node crashed, deferred if paused."""
 
-    __slots__ = ("callbacks", "_ok", "_value", "node", "epoch", "fn", "args")
+    __slots__ = ("node", "epoch", "fn", "args")
 
     def __init__(self, node: Node, delay_us: int, fn: Callable[..., Any], args: tuple) -> None:
-        self.callbacks = [_fire_node_call]
-        self._value = None
-        self._ok = True
         self.node = node
         self.epoch = node.epoch
         self.fn = fn
@@ -66,7 +64,8 @@ class NodeCall:
         self.fn = None
 
 
-def _fire_node_call(event: NodeCall) -> None:
+def fire_node_call(event: NodeCall) -> None:
+    """Dispatched by `SimEnv.run`."""
     node = event.node
     if node.epoch != event.epoch or not node.up or event.fn is None:
         return
@@ -74,6 +73,9 @@ def _fire_node_call(event: NodeCall) -> None:
         NodeCall(node, node.paused_until - node.env._now, event.fn, event.args)
         return
     event.fn(*event.args)
+
+
+DIRECT[NodeCall] = fire_node_call
 
 
 class Node:
@@ -90,6 +92,7 @@ class Node:
         self.paused_until = 0
         self.disk: Any = None
         self.handlers: dict[type, Handler] = {}
+        self.out_links: dict[str, Any] = {}  # dst name -> sim.network.Link (the network's cache)
         self._pending: dict[int, Callable[[Any], None]] = {}
         self._pending_dst: dict[int, str] = {}  # req id -> peer, to fail fast when it dies
         # RPC deadlines, one FIFO per timeout value: a single armed timer per FIFO instead of one
@@ -215,12 +218,14 @@ class Node:
         if req_id:
             self.env.network.send(self, dst, (RESPONSE, req_id, payload))
 
-    def fail_requests_to(self, peer: str, delay_us: int) -> None:
-        """The peer's process died: its connection closes and every outstanding request on it
-        fails at once (NettyRemotingClient closes the channel and fails the response futures)."""
+    def fail_requests_to(self, link: Any, delay_us: int) -> None:
+        """The peer at the other end of `link` (peer → this node) died: its connection closes and
+        every outstanding request on it fails at once (NettyRemotingClient closes the channel
+        and fails the response futures)."""
         for req_id, dst in list(self._pending_dst.items()):
-            if dst == peer:
-                NodeCall(self, delay_us, self.deliver, (peer, (RESPONSE, req_id, CONNECT_FAILED)))
+            if dst == link.src:
+                NodeCall(self, delay_us, self.arrive,
+                         (link, link.generation, self.epoch, (RESPONSE, req_id, CONNECT_FAILED)))
 
     def _expire(self, timeout_us: int) -> None:
         fifo, pending, now = self._deadlines.get(timeout_us), self._pending, self.env._now
@@ -237,10 +242,16 @@ class Node:
         for on_reply in expired:
             on_reply(None)
 
-    def deliver(self, src: str, envelope: tuple) -> None:
-        """Called by the network when a message arrives at this (live) incarnation."""
+    def arrive(self, link: Any, generation: int, epoch: int, envelope: tuple) -> None:
+        """A message arrives over `link` (a sim.network.Link into this node), sent while the link
+        had `generation` and this node `epoch`: dropped if either changed since, deferred while
+        paused, else a response goes to its callback and a request or oneway message to the
+        handler of its payload type. Scheduled by sim.network.Network; the hot path."""
+        if generation != link.generation or self.epoch != epoch or not self.serving:
+            self.env.network.dropped_in_flight(link, generation, envelope)
+            return
         if self.paused_until > self.env._now:
-            NodeCall(self, self.paused_until - self.env._now, self.deliver, (src, envelope))
+            NodeCall(self, self.paused_until - self.env._now, self.arrive, (link, generation, epoch, envelope))
             return
         kind, req_id, payload = envelope
         if kind == RESPONSE:
@@ -252,4 +263,4 @@ class Node:
         handler = self.handlers.get(type(payload))
         if handler is None:
             raise TypeError(f"{self.name} has no handler for {type(payload).__name__}")
-        handler(src, req_id, payload)
+        handler(link.src, req_id, payload)

@@ -122,16 +122,16 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None,
     env = world.env
     end_us = ms(sc.duration_ms) + ms(sc.settle_ms)
     gc_was_enabled = gc.isenabled()
-    gc.disable()  # the run allocates millions of small acyclic tuples; cyclic GC passes only cost time
+    gc.disable()  # the run and its checks allocate millions of small acyclic tuples; GC passes only cost time
     try:
         env.run(until=end_us)
+        env.tracer.emit("run", trace.RUN_ENDED, "settled")
+        records = env.tracer.records
+        sim_wall_s = time.perf_counter() - wall_start
+        summary = summarize(world, seed, records)
     finally:
         if gc_was_enabled:
             gc.enable()
-    env.tracer.emit("run", trace.RUN_ENDED, "settled")
-    records = env.tracer.records
-    sim_wall_s = time.perf_counter() - wall_start
-    summary = summarize(world, seed, records)
     wall_s = time.perf_counter() - wall_start
     meta = {"wall_s": round(wall_s, 3), "simulate_wall_s": round(sim_wall_s, 3),
             "check_wall_s": round(wall_s - sim_wall_s, 3), "python": platform.python_version(), "pid": os.getpid(),

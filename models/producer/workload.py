@@ -13,6 +13,7 @@ from typing import Any
 
 from models.message import Message
 from models.producer.producer import Producer
+from sim.dist import Exponential
 
 
 class Workload:
@@ -29,6 +30,7 @@ class Workload:
         self.start_us, self.stop_us = start_us, stop_us
         self.stream = self.node.env.rng.stream(f"{self.node.name}.workload")
         self.body_bytes = message_bytes.sampler_us(self.stream)  # µs-scaled: divide by 1000
+        self.poisson_gap_us = Exponential(dist="exponential", mean=self.mean_gap_us / 1000).sampler_us(self.stream)
         self.seq = 0
         self.node.on_start(self._schedule_first)
 
@@ -38,7 +40,7 @@ class Workload:
 
     def _gap_us(self) -> int:
         if self.poisson:
-            return max(1, int(self.stream.expovariate(1.0) * self.mean_gap_us))
+            return max(1, self.poisson_gap_us())
         return max(1, int(self.mean_gap_us))
 
     def _arrive(self) -> None:
