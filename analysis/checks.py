@@ -44,9 +44,19 @@ def _seq(uniq_key: str) -> int:
     return int(uniq_key.rsplit("-", 1)[1])
 
 
+DELIVERY_COUNT_CAP = 10  # delivery-count histograms put 10 and more in the last bin
+
+
 def check(records: Iterable[tuple], subscriptions: dict[str, str], broadcasting: Iterable[str] = (),
-          orderly: Iterable[str] = ()) -> dict[str, Any]:
-    """`subscriptions`: group → topic. Returns the metrics of the run (see module docstring)."""
+          orderly: Iterable[str] = (), details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`subscriptions`: group → topic. Returns the metrics of the run (see module docstring).
+
+    With a `details` dict, also fills in per-message facts for sweeps and reports:
+    `latency_samples` (unit, key, born_us, latency_us) for every acked message's first successful
+    consumption, and `delivery_counts`, a histogram whose index is the number of successful
+    consumptions of an acked message in a unit (0 = lost; the last bin counts
+    `DELIVERY_COUNT_CAP` and more).
+    """
     by_kind = _by_kind(records, (PRODUCER_SENT, PRODUCER_SEND_FAILED, BROKER_STORED, CONSUMER_CONSUMED))
     broadcasting, orderly = set(broadcasting), set(orderly)
     sent = _sent(by_kind[PRODUCER_SENT], by_kind[PRODUCER_SEND_FAILED])
@@ -57,15 +67,32 @@ def check(records: Iterable[tuple], subscriptions: dict[str, str], broadcasting:
     for unit, consumed in sorted(units.items()):
         group = unit.split("/", 1)[0]
         topic = subscriptions.get(group)
-        result = _judge_unit(consumed, sent["acked"].get(topic, {}), copies, group in orderly)
+        acked = sent["acked"].get(topic, {})
+        result = _judge_unit(consumed, acked, copies, group in orderly)
         all_latencies += result.pop("_latencies_us")
         groups[unit] = result
+        if details is not None:
+            _add_details(details, unit, consumed, acked)
     for group, topic in sorted(subscriptions.items()):
         if group not in broadcasting and group not in groups:  # subscribed, consumed nothing
             groups[group] = _judge_unit({}, sent["acked"].get(topic, {}), copies, group in orderly)
             groups[group].pop("_latencies_us")
+            if details is not None:
+                _add_details(details, group, {}, sent["acked"].get(topic, {}))
     consumed = sum(n for per_key in units.values() for n, *_ in per_key.values())
     return _totals(sent, copies, consumed, groups, all_latencies)
+
+
+def _add_details(details: dict[str, Any], unit: str, consumed: dict[str, list],
+                 acked: dict[str, tuple]) -> None:
+    samples = details.setdefault("latency_samples", [])
+    counts = details.setdefault("delivery_counts", [0] * (DELIVERY_COUNT_CAP + 1))
+    for key, (born_us, _producer, _shard) in acked.items():
+        entry = consumed.get(key)
+        ok = entry[0] if entry is not None else 0
+        counts[min(ok, DELIVERY_COUNT_CAP)] += 1
+        if ok:
+            samples.append((unit, key, born_us, entry[1] - born_us))
 
 
 def _by_kind(records: Iterable[tuple], kinds: tuple[str, ...]) -> dict[str, list[tuple]]:

@@ -1,4 +1,4 @@
-"""`rmqsim` command line: run, validate, defaults (assembly edge).
+"""`rmqsim` command line: run, validate, defaults, sweep, report (assembly edge).
 
 Exit codes: 0 success, 2 invalid input (every problem printed, nothing run), 1 other failure.
 """
@@ -81,6 +81,46 @@ def cmd_defaults(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from analysis.results_store import ForeignDirectory
+    from analysis.sweep import run_sweep
+    from analysis.sweep_spec import load_sweep
+
+    sweep = load_sweep(args.sweep)  # every problem reported before Spark starts
+    out = Path(args.out) if args.out else Path("sweeps") / sweep.name
+    print(f"sweep {sweep.name}: {len(sweep.points)} points × {len(sweep.seeds)} seeds = "
+          f"{len(sweep.runs)} runs → {out}  (digest {sweep.digest()[:12]})")
+    if args.dry_run:
+        for point in sweep.points:
+            print(f"  point {point.index}: {point.key or '(base)'}")
+        return 0
+    try:
+        outcome = run_sweep(sweep, out, master=args.master, parallelism=args.parallelism,
+                            verify_determinism=args.verify_determinism)
+    except ForeignDirectory as exc:
+        print(f"rmqsim sweep: {exc}", file=sys.stderr)
+        return 2
+    print(f"done: {outcome.ran} run(s) in {outcome.wall_s:.1f} s ({outcome.skipped} already complete), "
+          f"{len(outcome.failed)} failed")
+    for run_id in outcome.failed:
+        print(f"  failed: {run_id} (error and reproduction command in {out}/runs/{run_id}.parquet)")
+    if outcome.mismatches:
+        print(f"determinism check FAILED for {', '.join(outcome.mismatches)}", file=sys.stderr)
+        return 1
+    if outcome.verified:
+        print(f"determinism: {len(outcome.verified)} run(s) rerun in the driver, same digests")
+    return 1 if outcome.failed else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from analysis.report import build_report
+
+    out = build_report(Path(args.dir), Path(args.out) if args.out else None, master=args.master,
+                       timeline_run=args.run)
+    print(f"report: {out}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rmqsim", description="Deterministic simulator of Apache RocketMQ")
     sub = p.add_subparsers(dest="command", required=True)
@@ -98,6 +138,21 @@ def parser() -> argparse.ArgumentParser:
     val.set_defaults(func=cmd_validate)
     dfl = sub.add_parser("defaults", help="print every scenario field with its default")
     dfl.set_defaults(func=cmd_defaults)
+    swp = sub.add_parser("sweep", help="run a parameter grid × seeds on Spark, results in Parquet")
+    swp.add_argument("sweep", help="sweep file (scenarios/sweeps/*.yaml)")
+    swp.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
+    swp.add_argument("--out", help="output directory (default sweeps/<name>); a rerun resumes")
+    swp.add_argument("--parallelism", type=int, help="runs at once (local[N]; spark.cores.max on a cluster)")
+    swp.add_argument("--verify-determinism", type=int, default=0, metavar="K",
+                     help="rerun K random runs in the driver and compare trace digests")
+    swp.add_argument("--dry-run", action="store_true", help="validate and list the points only")
+    swp.set_defaults(func=cmd_sweep)
+    rep = sub.add_parser("report", help="figures and an HTML page from a sweep's results")
+    rep.add_argument("dir", help="a sweep output directory")
+    rep.add_argument("--out", help="report directory (default DIR/report)")
+    rep.add_argument("--master", default="local[1]", help="Spark master for the SQL (default local[1])")
+    rep.add_argument("--run", help="run id for the latency-over-time figure (default: the sweep's timeline run)")
+    rep.set_defaults(func=cmd_report)
     return p
 
 

@@ -48,6 +48,7 @@ class RunResult:
     records: list[tuple]
     meta: dict[str, Any]
     world: World
+    details: dict[str, Any] = field(default_factory=dict)  # per-message facts, when asked for
 
 
 def build(sc: Scenario, seed: int) -> World:
@@ -112,7 +113,9 @@ def start(world: World) -> None:
 
 
 def run_scenario(sc: Scenario | str | Path, seed: int | None = None,
-                 overrides: list[str] | None = None) -> RunResult:
+                 overrides: list[str] | None = None, details: bool = False) -> RunResult:
+    """Run one scenario; with `details`, `RunResult.details` gets the checkers' per-message facts
+    (see analysis.checks.check)."""
     if not isinstance(sc, Scenario):
         sc = scenario_mod.load(sc, overrides)
     seed = sc.seed if seed is None else int(seed)
@@ -128,7 +131,8 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None,
         env.tracer.emit("run", trace.RUN_ENDED, "settled")
         records = env.tracer.records
         sim_wall_s = time.perf_counter() - wall_start
-        summary = summarize(world, seed, records)
+        facts: dict[str, Any] | None = {} if details else None
+        summary = summarize(world, seed, records, facts)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -137,14 +141,15 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None,
             "check_wall_s": round(wall_s - sim_wall_s, 3), "python": platform.python_version(), "pid": os.getpid(),
             "sim_to_wall": round(end_us / 1e6 / wall_s, 2) if wall_s else None,
             "random_streams": env.rng.names}
-    return RunResult(summary, records, meta, world)
+    return RunResult(summary, records, meta, world, facts or {})
 
 
-def summarize(world: World, seed: int, records: list[tuple]) -> dict[str, Any]:
+def summarize(world: World, seed: int, records: list[tuple],
+              details: dict[str, Any] | None = None) -> dict[str, Any]:
     sc = world.scenario
     subscriptions = {c.group: c.topic for c in sc.consumers}
     broadcasting = [c.group for c in sc.consumers if c.client.message_model is MessageModel.BROADCASTING]
-    metrics = check(records, subscriptions, broadcasting, orderly=())
+    metrics = check(records, subscriptions, broadcasting, orderly=(), details=details)
     return {
         "scenario": sc.name,
         "seed": seed,

@@ -1,0 +1,143 @@
+"""Spark SQL over a sweep's Parquet tables: per-point statistics, pooled latency, deliveries.
+
+Everything here is a SQL query on the views `runs` (and `deliveries`, `latencies` when kept);
+only per-point aggregates reach the driver. Means come with a 95 % confidence interval over the
+point's seeds (Student t, n - 1 degrees of freedom). Latency percentiles of a point are read
+from the *merged* histogram of its runs (bucket counts added, analysis/run_rows.py), never by
+averaging the runs' percentiles.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from analysis import results_store as store
+from analysis.run_rows import histogram_percentiles_ms
+
+# two-sided 95 % Student t quantiles (t_0.975) by degrees of freedom
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+         10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
+         18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
+         26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+SPECTRUM = (("p50", 0.50), ("p75", 0.75), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99),
+            ("p99.5", 0.995), ("p99.9", 0.999))
+RATE_METRICS = ("duplicate_rate", "dup_rate_producer_retry", "dup_rate_redelivery", "loss_rate",
+                "order_violations", "transaction_violations", "duplicates", "lost")
+
+
+def t975(df: int) -> float:
+    """Student t quantile for a two-sided 95 % interval (interpolated in 1/df beyond the table)."""
+    if df in _T975:
+        return _T975[df]
+    keys = sorted(_T975)
+    if df > keys[-1]:
+        lo, hi, t_lo, t_hi = 1 / keys[-1], 0.0, _T975[keys[-1]], 1.960
+    else:
+        below = max(k for k in keys if k < df)
+        above = min(k for k in keys if k > df)
+        lo, hi, t_lo, t_hi = 1 / below, 1 / above, _T975[below], _T975[above]
+    return t_lo + (1 / df - lo) * (t_hi - t_lo) / (hi - lo)
+
+
+def open_views(spark: Any, out_dir: Path) -> list[str]:
+    """Register the sweep's tables as temporary views; returns their names."""
+    views = []
+    for table in (store.RUNS, store.DELIVERIES, store.LATENCIES):
+        folder = out_dir / table
+        if folder.is_dir() and any(p.suffix == ".parquet" and not p.name.startswith(".") for p in folder.iterdir()):
+            spark.read.parquet(str(folder)).createOrReplaceTempView(table)
+            views.append(table)
+    return views
+
+
+def _mean_ci(mean: Any, sd: Any, n: int) -> dict[str, Any]:
+    if mean is None or n == 0:
+        return {"mean": None, "lo": None, "hi": None, "n": n}
+    half = t975(n - 1) * sd / math.sqrt(n) if n > 1 and sd is not None else 0.0
+    return {"mean": mean, "lo": mean - half, "hi": mean + half, "n": n}
+
+
+def _stat_columns(metrics: tuple[str, ...]) -> str:
+    cols = []
+    for m in metrics:
+        cols += [f"avg({m}) AS {m}__mean", f"stddev_samp({m}) AS {m}__sd", f"count({m}) AS {m}__n"]
+    return ", ".join(cols)
+
+
+def _unpack(row: dict[str, Any], metrics: tuple[str, ...]) -> dict[str, Any]:
+    return {m: _mean_ci(row[f"{m}__mean"], row[f"{m}__sd"], row[f"{m}__n"]) for m in metrics}
+
+
+def point_stats(spark: Any, params: list[str]) -> list[dict[str, Any]]:
+    """Per point: its parameters, run counts, and mean ± 95 % CI of each rate metric."""
+    firsts = "".join(f", first(`{p}`) AS `{p}`" for p in params)
+    sql = (f"SELECT point, first(point_key) AS point_key{firsts}, count(*) AS runs, "
+           f"sum(CASE WHEN status = 'ok' THEN 0 ELSE 1 END) AS failed, "
+           f"sum(CASE WHEN verdict = 'pass' THEN 1 ELSE 0 END) AS passed, "
+           f"{_stat_columns(RATE_METRICS)} FROM runs GROUP BY point ORDER BY point")
+    out = []
+    for row in spark.sql(sql).collect():
+        d = row.asDict()
+        out.append({"point": d["point"], "point_key": d["point_key"], "params": {p: d[p] for p in params},
+                    "runs": d["runs"], "failed": d["failed"], "passed": d["passed"],
+                    **_unpack(d, RATE_METRICS)})
+    return out
+
+
+def marginal_stats(spark: Any, param: str) -> list[dict[str, Any]]:
+    """Per value of one parameter (all other parameters pooled): mean ± CI of the rates."""
+    metrics = ("duplicate_rate", "dup_rate_producer_retry", "dup_rate_redelivery", "loss_rate")
+    sql = (f"SELECT `{param}` AS value, {_stat_columns(metrics)} FROM runs WHERE status = 'ok' "
+           f"GROUP BY `{param}` ORDER BY `{param}`")
+    return [{"value": r["value"], **_unpack(r.asDict(), metrics)} for r in spark.sql(sql).collect()]
+
+
+def grid_means(spark: Any, row_param: str, col_param: str, metric: str) -> list[tuple[Any, Any, float]]:
+    sql = (f"SELECT `{row_param}` AS r, `{col_param}` AS c, avg({metric}) AS m FROM runs "
+           f"WHERE status = 'ok' GROUP BY `{row_param}`, `{col_param}` ORDER BY r, c")
+    return [(r["r"], r["c"], r["m"]) for r in spark.sql(sql).collect()]
+
+
+def pooled_latency(spark: Any) -> dict[int, dict[str, float | None]]:
+    """Per point: latency percentiles (ms) of the merged histogram of its runs."""
+    sql = ("SELECT point, h.lat_hist_bucket AS bucket, sum(h.lat_hist_count) AS n FROM "
+           "(SELECT point, explode(arrays_zip(lat_hist_bucket, lat_hist_count)) AS h FROM runs "
+           " WHERE status = 'ok') GROUP BY point, h.lat_hist_bucket")
+    merged: dict[int, tuple[list[int], list[int]]] = {}
+    for r in spark.sql(sql).collect():
+        buckets, counts = merged.setdefault(r["point"], ([], []))
+        buckets.append(r["bucket"])
+        counts.append(r["n"])
+    return {point: histogram_percentiles_ms(b, c, SPECTRUM) for point, (b, c) in sorted(merged.items())}
+
+
+def delivery_counts(spark: Any) -> list[tuple[int, int]]:
+    """(successful deliveries of an acked message, how many messages) over every run."""
+    sql = ("SELECT d.pos AS deliveries, sum(d.col) AS n FROM "
+           "(SELECT posexplode(delivery_hist) AS (pos, col) FROM runs WHERE status = 'ok') d "
+           "GROUP BY d.pos ORDER BY d.pos")
+    return [(r["deliveries"], r["n"]) for r in spark.sql(sql).collect()]
+
+
+def timeline(spark: Any, run: str) -> dict[str, Any] | None:
+    rows = spark.sql("SELECT tl_second, tl_p50_ms, tl_p99_ms, tl_max_ms, fault_windows FROM runs "
+                     "WHERE run_id = :run AND status = 'ok'", args={"run": run}).collect()
+    if not rows:
+        return None
+    d = rows[0].asDict(recursive=True)
+    return d
+
+
+def failed_runs(spark: Any) -> list[dict[str, Any]]:
+    rows = spark.sql("SELECT run_id, error, repro FROM runs WHERE status <> 'ok' ORDER BY run_id").collect()
+    return [r.asDict() for r in rows]
+
+
+def totals(spark: Any) -> dict[str, Any]:
+    row = spark.sql("SELECT count(*) AS runs, sum(CASE WHEN status = 'ok' THEN 1 ELSE 0 END) AS ok, "
+                    "sum(sent_ok) AS sent_ok, sum(consumed) AS consumed, sum(lost) AS lost, "
+                    "sum(duplicates) AS duplicates, sum(wall_s) AS wall_s, "
+                    "sum(sim_time_ms) AS sim_time_ms FROM runs").collect()[0]
+    return row.asDict()

@@ -1,0 +1,177 @@
+"""`rmqsim report DIR`: figures (PNG and SVG) and one self-contained HTML page for a sweep.
+
+The aggregates come from Spark SQL (analysis/aggregate.py) on the sweep's Parquet tables; the
+page embeds the PNGs as data URIs, so it can be mailed or archived as one file. Also written:
+`points.json` (the per-point table). Every file is written under a temporary name and renamed,
+the HTML page last.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from analysis import aggregate, figures
+from analysis import results_store as store
+from analysis.checks import DELIVERY_COUNT_CAP
+
+
+class ReportError(Exception):
+    pass
+
+
+def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "local[1]",
+                 timeline_run: str | None = None) -> Path:
+    from analysis.sweep import spark_session
+
+    if not (out_dir / store.MANIFEST).is_file():
+        raise ReportError(f"{out_dir} is not a sweep output directory (no {store.MANIFEST})")
+    manifest = store.read_manifest(out_dir)
+    report_dir = report_dir or out_dir / "report"
+    report_dir.mkdir(parents=True, exist_ok=True)
+    spark = spark_session(master, None, app=f"rmqsim-report-{manifest['name']}")
+    if store.RUNS not in aggregate.open_views(spark, out_dir):
+        raise ReportError(f"{out_dir} has no completed runs yet")
+    data = _gather(spark, manifest, timeline_run)
+    images = _draw(data, manifest, report_dir)
+    _atomic_write(report_dir / "points.json", json.dumps(data["points_json"], indent=1, default=str))
+    page = report_dir / "index.html"
+    _atomic_write(page, _html(manifest, data, images))
+    return page
+
+
+def _gather(spark: Any, manifest: dict[str, Any], timeline_run: str | None) -> dict[str, Any]:
+    params = manifest["grid"] + manifest["zip"]
+    stats = aggregate.point_stats(spark, params)
+    pooled = aggregate.pooled_latency(spark)
+    run = timeline_run or manifest["timeline_run"]
+    tl = aggregate.timeline(spark, run)
+    if tl is None and timeline_run is None:  # the sweep's chosen run failed: take the first good one
+        ok = spark.sql("SELECT min(run_id) AS r FROM runs WHERE status = 'ok'").collect()[0]["r"]
+        run, tl = ok, aggregate.timeline(spark, ok) if ok else None
+    data = {
+        "params": params, "stats": stats, "pooled": pooled, "run": run, "timeline": tl,
+        "marginals": {p: aggregate.marginal_stats(spark, p) for p in params},
+        "heatmap": aggregate.grid_means(spark, params[0], params[1], "duplicate_rate") if len(params) >= 2 else None,
+        "counts": aggregate.delivery_counts(spark), "failed": aggregate.failed_runs(spark),
+        "totals": aggregate.totals(spark),
+    }
+    data["points_json"] = [{**s, "latency_ms": pooled.get(s["point"], {})} for s in stats]
+    return data
+
+
+def _labels(stats: list[dict[str, Any]]) -> dict[int, str]:
+    return {s["point"]: s["point_key"] or f"point {s['point']}" for s in stats}
+
+
+def _draw(data: dict[str, Any], manifest: dict[str, Any], report_dir: Path) -> list[tuple[str, str, str]]:
+    """Save each figure as PNG and SVG; returns (file stem, title, PNG base64) in page order."""
+    labels = _labels(data["stats"])
+    made = []
+    if data["params"]:
+        made.append(("duplicates_vs_params", figures.duplicates_vs_params(data["marginals"])))
+    if data["heatmap"]:
+        made.append(("duplicates_heatmap",
+                     figures.heatmap(data["heatmap"], data["params"][0], data["params"][1], "duplicate_rate")))
+    made.append(("latency_spectrum", figures.latency_spectrum(data["pooled"], labels, aggregate.SPECTRUM)))
+    if data["timeline"] is not None:
+        made.append(("latency_timeline", figures.latency_timeline(data["timeline"], data["run"])))
+    made.append(("loss_per_point", figures.loss_per_point(data["stats"], labels)))
+    made.append(("delivery_counts", figures.delivery_histogram(data["counts"], DELIVERY_COUNT_CAP)))
+    out = []
+    for stem, fig in made:
+        title = "; ".join(ax.get_title() for ax in fig.axes if ax.get_title())
+        for ext in ("png", "svg"):
+            tmp = report_dir / f".{stem}.{ext}.tmp-{os.getpid()}"
+            fig.savefig(tmp, format=ext, dpi=110)
+            os.replace(tmp, report_dir / f"{stem}.{ext}")
+        figures.plt.close(fig)
+        png = base64.b64encode((report_dir / f"{stem}.png").read_bytes()).decode("ascii")
+        out.append((stem, title, png))
+    return out
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return html.escape(str(value))
+
+
+def _ci(stat: dict[str, Any]) -> str:
+    if stat["mean"] is None:
+        return "n/a"
+    return f"{_fmt(stat['mean'])} [{_fmt(stat['lo'])}, {_fmt(stat['hi'])}]"
+
+
+def _points_table(data: dict[str, Any]) -> str:
+    params = data["params"]
+    head = ["point", *params, "runs", "failed", "pass", "duplicate rate [95% CI]", "loss rate [95% CI]",
+            "order violations", "transaction violations", "p50 ms", "p99 ms", "p99.9 ms"]
+    rows = []
+    for s in data["stats"]:
+        lat = data["pooled"].get(s["point"], {})
+        cells = [s["point"], *[s["params"][p] for p in params], s["runs"], s["failed"], s["passed"],
+                 _ci(s["duplicate_rate"]), _ci(s["loss_rate"]), _ci(s["order_violations"]),
+                 _ci(s["transaction_violations"]), _fmt(lat.get("p50")), _fmt(lat.get("p99")),
+                 _fmt(lat.get("p99.9"))]
+        rows.append("<tr>" + "".join(f"<td>{c if isinstance(c, str) else _fmt(c)}</td>" for c in cells) + "</tr>")
+    return ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+
+
+def _failed_table(failed: list[dict[str, Any]]) -> str:
+    if not failed:
+        return "<p>No failed runs.</p>"
+    rows = "".join(f"<tr><td>{html.escape(f['run_id'])}</td><td><pre>{html.escape((f['error'] or '')[:600])}</pre></td>"
+                   f"<td><code>{html.escape(f['repro'] or '')}</code></td></tr>" for f in failed)
+    return f"<table><thead><tr><th>run</th><th>error</th><th>reproduce</th></tr></thead><tbody>{rows}</tbody></table>"
+
+
+STYLE = """body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:12px}
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f0f0f0}
+figure{margin:12px 0}img{max-width:100%;border:1px solid #eee}figcaption{font-size:12px;color:#555}
+code,pre{font-size:11px;white-space:pre-wrap;text-align:left}"""
+SCRIPT = """window.addEventListener('load',function(){var imgs=document.querySelectorAll('img.figure');
+var ok=0;imgs.forEach(function(i){if(i.complete&&i.naturalWidth>0)ok++;});
+document.body.setAttribute('data-figures-loaded',ok+'/'+imgs.length);});"""
+
+
+def _html(manifest: dict[str, Any], data: dict[str, Any], images: list[tuple[str, str, str]]) -> str:
+    t = data["totals"]
+    figs = "".join(
+        f'<figure id="{stem}"><h2>{html.escape(title)}</h2><img class="figure" alt="{html.escape(title)}" '
+        f'src="data:image/png;base64,{png}"><figcaption>{stem}.png · {stem}.svg</figcaption></figure>'
+        for stem, title, png in images)
+    params = ", ".join(f"{html.escape(n)} = <code>{html.escape(k)}</code>" for n, k in manifest["params"].items())
+    heat_note = "" if data["heatmap"] else "<p>(No heatmap: the sweep varies fewer than two parameters.)</p>"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>rmqsim sweep report: {html.escape(manifest['name'])}</title>
+<style>{STYLE}</style><script>{SCRIPT}</script></head>
+<body>
+<h1>rmqsim sweep report: {html.escape(manifest['name'])}</h1>
+<p>Sweep file <code>{html.escape(manifest['source'])}</code>, base <code>{html.escape(manifest['base'])}</code>,
+digest <code>{html.escape(manifest['digest'][:16])}</code>. Parameters: {params or '(none)'}.
+{t['runs']} runs ({t['ok']} ok), {len(manifest['points'])} points × {len(manifest['seeds'])} seeds;
+{_fmt(t['sent_ok'])} messages acked, {_fmt(t['lost'])} lost, {_fmt(t['duplicates'])} duplicate deliveries;
+{_fmt((t['sim_time_ms'] or 0) / 1000)} simulated s in {_fmt(t['wall_s'])} s of run wall time.</p>
+<h2>Per point (mean over seeds, 95% confidence interval; latency from merged histograms)</h2>
+{_points_table(data)}
+{heat_note}
+{figs}
+<h2>Failed runs</h2>
+{_failed_table(data['failed'])}
+</body></html>
+"""
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

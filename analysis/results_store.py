@@ -1,0 +1,120 @@
+"""A sweep's output directory: Parquet tables written atomically per run, and resumption.
+
+    DIR/sweep.json                 the expanded sweep (points, seeds, digest), written first
+    DIR/runs/<run_id>.parquet      one row per run: metrics, parameters, verdicts, or the error
+    DIR/deliveries/<run_id>.parquet  (kept on request) one row per consumption
+    DIR/latencies/<run_id>.parquet   (kept on request) one row per acked, consumed message
+
+Each file is written to a hidden temporary name in its folder and renamed into place, so a
+reader (Spark ignores names starting with '.' or '_') never sees half a file. The run's
+per-message tables are renamed before its `runs` row: a run is complete exactly when its
+`runs` file exists with status "ok". A rerun skips complete runs and retries failed ones.
+The directory must be visible to the driver and every executor (local disk for `local[*]`,
+a shared filesystem for a cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analysis.run_rows import CAUSES, LATENCY_KEYS, SUMMARY_COUNTS
+
+RUNS, DELIVERIES, LATENCIES = "runs", "deliveries", "latencies"
+MANIFEST = "sweep.json"
+
+_PARAM_TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
+FAULT_WINDOW = pa.struct([("kind", pa.string()), ("target", pa.string()), ("start_ms", pa.float64()),
+                          ("end_ms", pa.float64())])
+
+
+class ForeignDirectory(Exception):
+    """The output directory holds the results of a different sweep."""
+
+
+def runs_schema(param_types: dict[str, str]) -> pa.Schema:
+    fields = [("run_id", pa.string()), ("sweep", pa.string()), ("point", pa.int32()),
+              ("point_key", pa.string()), ("seed", pa.int64())]
+    fields += [(name, _PARAM_TYPES[kind]) for name, kind in param_types.items()]
+    fields += [("params_json", pa.string()), ("status", pa.string()), ("error", pa.string()),
+               ("repro", pa.string()), ("scenario", pa.string()), ("scenario_sha256", pa.string()),
+               ("trace_sha256", pa.string())]
+    fields += [(name, pa.int64()) for name in SUMMARY_COUNTS]
+    fields += [("latency_ms", pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])),
+               ("duplicate_causes", pa.struct([(c, pa.int64()) for c in CAUSES])),
+               ("transaction_violations", pa.int64()),
+               ("duplicate_rate", pa.float64()), ("loss_rate", pa.float64())]
+    fields += [(f"dup_rate_{c}", pa.float64()) for c in CAUSES]
+    fields += [("verdict", pa.string()), ("verdict_no_loss", pa.bool_()),
+               ("verdict_no_duplicates", pa.bool_()), ("verdict_in_order", pa.bool_()),
+               ("wall_s", pa.float64()), ("simulate_wall_s", pa.float64()),
+               ("lat_hist_bucket", pa.list_(pa.int32())), ("lat_hist_count", pa.list_(pa.int64())),
+               ("delivery_hist", pa.list_(pa.int64())), ("tl_second", pa.list_(pa.int64())),
+               ("tl_p50_ms", pa.list_(pa.float64())), ("tl_p99_ms", pa.list_(pa.float64())),
+               ("tl_max_ms", pa.list_(pa.float64())), ("fault_windows", pa.list_(FAULT_WINDOW))]
+    return pa.schema(fields)
+
+
+DELIVERIES_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("point", pa.int32()), ("seed", pa.int64()), ("unit", pa.string()),
+    ("key", pa.string()), ("t_ms", pa.float64()), ("ok", pa.bool_()), ("reconsume_times", pa.int32()),
+    ("broker", pa.string()), ("queue_id", pa.int32()), ("queue_offset", pa.int64()),
+    ("consumer", pa.string())])
+LATENCIES_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("point", pa.int32()), ("seed", pa.int64()), ("unit", pa.string()),
+    ("key", pa.string()), ("sent_ms", pa.float64()), ("latency_ms", pa.float64())])
+
+
+def write_table(out_dir: Path, table: str, run_id: str, columns: dict[str, list],
+                schema: pa.Schema) -> None:
+    folder = out_dir / table
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / f"{run_id}.parquet"
+    tmp = folder / f".{run_id}.parquet.tmp-{os.getpid()}"
+    pq.write_table(pa.Table.from_pydict(columns, schema=schema), tmp)
+    os.replace(tmp, final)
+
+
+def write_run_row(out_dir: Path, row: dict[str, Any], schema: pa.Schema) -> None:
+    """The commit point of a run (see module docstring)."""
+    columns = {name: [row.get(name)] for name in schema.names}
+    write_table(out_dir, RUNS, row["run_id"], columns, schema)
+
+
+def completed(out_dir: Path) -> dict[str, str]:
+    """run_id → status of every run that has a `runs` row."""
+    folder = out_dir / RUNS
+    if not folder.is_dir():
+        return {}
+    out = {}
+    for path in sorted(folder.glob("*.parquet")):
+        if path.name.startswith((".", "_")):
+            continue
+        status = pq.read_table(path, columns=["status"]).column("status")[0].as_py()
+        out[path.stem] = status
+    return out
+
+
+def prepare(out_dir: Path, manifest: dict[str, Any]) -> None:
+    """Create DIR and its manifest, or check that DIR holds this same sweep (resume)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / MANIFEST
+    if path.exists():
+        existing = json.loads(path.read_text(encoding="utf-8"))
+        if existing.get("digest") != manifest["digest"]:
+            raise ForeignDirectory(
+                f"{out_dir} holds results of another sweep ({existing.get('name')!r}, digest "
+                f"{str(existing.get('digest'))[:12]}); use another --out or remove it")
+        return
+    tmp = out_dir / f".{MANIFEST}.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_manifest(out_dir: Path) -> dict[str, Any]:
+    return json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))

@@ -1,0 +1,229 @@
+"""The driver side of a sweep: Spark session, one task per run, progress, resume, determinism.
+
+`run_sweep(sweep, out_dir, master=...)` expands nothing itself (see analysis/sweep_spec.py); it
+skips runs already complete in `out_dir` (analysis/results_store.py), sends one Spark task per
+remaining (point, seed) to `analysis.sweep_task.execute`, prints a live progress line, and
+with `verify_determinism=K` reruns K runs chosen at random (seeded by the sweep digest) in the
+driver process and compares their digests with the executors'.
+
+Executors get the project's packages as a zip (`SparkContext.addPyFile`), PYTHONHASHSEED=0 and
+the driver's Python unless `spark.pyspark.python` says otherwise; so a cluster whose workers
+have only the dependencies installed can run a sweep (README: "Sweeps on a cluster").
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shlex
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from analysis import results_store as store
+from analysis.sweep_spec import Sweep, run_id
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("sim", "models", "analysis")
+
+
+@dataclass
+class SweepOutcome:
+    total: int
+    skipped: int
+    ran: int
+    failed: list[str] = field(default_factory=list)  # run ids
+    wall_s: float = 0.0
+    spark_wall_s: float = 0.0  # from submitting the job to its last task
+    mismatches: list[str] = field(default_factory=list)  # determinism check failures
+    verified: list[str] = field(default_factory=list)
+
+
+def manifest(sweep: Sweep) -> dict[str, Any]:
+    return {"name": sweep.name, "source": sweep.source, "digest": sweep.digest(),
+            "base": str(sweep.base_path), "params": {n: p.key for n, p in sweep.params.items()},
+            "param_types": sweep.param_types, "grid": list(sweep.spec.grid), "zip": list(sweep.spec.zip),
+            "points": [{"point": p.index, "point_key": p.key, "params": p.params} for p in sweep.points],
+            "seeds": sweep.seeds, "keep": list(sweep.spec.keep),
+            "timeline_run": run_id(*sweep.timeline_run()), "runs": len(sweep.runs)}
+
+
+def tasks(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
+    """One picklable task per run, in sweep order."""
+    import json
+
+    base = _display_path(sweep.base_path)
+    out = []
+    for point_index, seed in sweep.runs:
+        point = sweep.points[point_index]
+        repro = f"rmqsim run {shlex.quote(base)} --seed {seed}" + "".join(
+            f" --set {shlex.quote(item)}" for item in point.overrides)
+        out.append({"run_id": run_id(point_index, seed), "sweep": sweep.name, "point": point_index,
+                    "point_key": point.key, "params": point.params, "seed": seed,
+                    "scenario_json": json.dumps(sweep.scenario_data(point)), "repro": repro,
+                    "keep": list(sweep.spec.keep), "out_dir": str(out_dir.resolve()),
+                    "param_types": sweep.param_types})
+    return out
+
+
+def run_sweep(sweep: Sweep, out_dir: str | Path, master: str | None = None,
+              parallelism: int | None = None, verify_determinism: int = 0,
+              progress: TextIO | None = None) -> SweepOutcome:
+    started = time.perf_counter()
+    out_dir = Path(out_dir)
+    store.prepare(out_dir, manifest(sweep))
+    status = store.completed(out_dir)
+    all_tasks = tasks(sweep, out_dir)
+    pending = [t for t in all_tasks if status.get(t["run_id"]) != "ok"]
+    outcome = SweepOutcome(total=len(all_tasks), skipped=len(all_tasks) - len(pending), ran=len(pending))
+    log = progress or sys.stderr
+    if outcome.skipped:
+        print(f"{out_dir}: {outcome.skipped} of {outcome.total} runs already complete, skipped", file=log)
+    if not pending and not verify_determinism:
+        outcome.wall_s = time.perf_counter() - started
+        return outcome
+    spark = spark_session(master, parallelism, app=f"rmqsim-sweep-{sweep.name}")
+    if pending:
+        results, outcome.spark_wall_s = _submit(spark, pending, log, outcome.total, outcome.skipped)
+        outcome.failed = sorted(r["run_id"] for r in results if r["status"] != "ok")
+    if verify_determinism:
+        _verify(sweep, out_dir, all_tasks, verify_determinism, outcome, log)
+    outcome.wall_s = time.perf_counter() - started
+    return outcome
+
+
+def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
+    """A SparkSession for sweeps: given master, or spark-submit's, or local[*]/local[N]."""
+    os.environ.setdefault("PYTHONHASHSEED", "0")  # local-mode Python workers inherit it
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app)
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit: keep its master
+    if master is None and not submitted:
+        master = f"local[{parallelism}]" if parallelism else "local[*]"
+    if master is not None:
+        builder = builder.master(master)
+    if parallelism and master is not None and not master.startswith("local"):
+        builder = builder.config("spark.cores.max", str(parallelism))
+    builder = (builder.config("spark.executorEnv.PYTHONHASHSEED", "0")
+               .config("spark.python.worker.reuse", "true")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.task.maxFailures", "2")
+               .config("spark.sql.session.timeZone", "UTC"))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.addPyFile(str(package_zip()))
+    return spark
+
+
+def package_zip() -> Path:
+    """The project's packages, zipped for executors (rebuilt per driver process)."""
+    folder = Path(tempfile.mkdtemp(prefix="rmqsim-pyfiles-"))
+    path = folder / "rmqsim_packages.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for package in PACKAGES:
+            for source in sorted((PROJECT_ROOT / package).rglob("*.py")):
+                zf.write(source, source.relative_to(PROJECT_ROOT).as_posix())
+    return path
+
+
+def _submit(spark: Any, pending: list[dict], log: TextIO, total: int, skipped: int) -> tuple[list[dict], float]:
+    from analysis.sweep_task import execute
+
+    sc = spark.sparkContext
+    done, failed = sc.accumulator(0), sc.accumulator(0)
+
+    def run(task: dict) -> dict:
+        result = execute(task)
+        done.add(1)
+        if result["status"] != "ok":
+            failed.add(1)
+        return result
+
+    rdd = sc.parallelize(pending, numSlices=len(pending))  # one task per run
+    box: dict[str, Any] = {}
+    started = time.perf_counter()
+    worker = threading.Thread(target=lambda: box.update(results=_collect(rdd.map(run), box)), daemon=True)
+    worker.start()
+    line = ProgressLine(log, total, skipped)
+    while worker.is_alive():
+        worker.join(timeout=1.0)
+        line.update(done.value, failed.value)
+    line.update(done.value, failed.value, final=True)
+    if "error" in box:
+        raise box["error"]
+    return box["results"], time.perf_counter() - started
+
+
+def _collect(rdd: Any, box: dict) -> list[dict]:
+    try:
+        return rdd.collect()
+    except Exception as exc:  # noqa: BLE001 - re-raised in the driver thread
+        box["error"] = exc
+        return []
+
+
+class ProgressLine:
+    """`runs 7/12 · 1 failed · 5.3 runs/min · ETA 0:45`, redrawn in place on a terminal."""
+
+    def __init__(self, out: TextIO, total: int, skipped: int) -> None:
+        self.out, self.total, self.skipped = out, total, skipped
+        self.started = time.perf_counter()
+        self.tty = hasattr(out, "isatty") and out.isatty()
+        self.last = ""
+        self.last_print = 0.0
+
+    def update(self, done: int, failed: int, final: bool = False) -> None:
+        elapsed = time.perf_counter() - self.started
+        rate = done / elapsed * 60 if elapsed > 0 else 0.0
+        left = self.total - self.skipped - done
+        eta = _clock(left / rate * 60) if rate > 0 else "?"
+        text = (f"runs {self.skipped + done}/{self.total} · {failed} failed · {rate:.1f} runs/min · "
+                f"ETA {eta if left else '0:00'}")
+        if self.tty:
+            self.out.write("\r" + text.ljust(len(self.last)) + ("\n" if final else ""))
+        elif final or (text != self.last and elapsed - self.last_print >= 10):
+            self.out.write(text + "\n")
+            self.last_print = elapsed
+        self.out.flush()
+        self.last = text
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+        else f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def _verify(sweep: Sweep, out_dir: Path, all_tasks: list[dict], k: int, outcome: SweepOutcome,
+            log: TextIO) -> None:
+    """Rerun K random complete runs here, in the driver, and compare with the executors' digests."""
+    import pyarrow.parquet as pq
+
+    from analysis.sweep_task import rerun_digest
+
+    ok = [t for t in all_tasks if store.completed(out_dir).get(t["run_id"]) == "ok"]
+    chosen = random.Random(sweep.digest()).sample(ok, min(k, len(ok)))
+    for task in chosen:
+        path = out_dir / store.RUNS / f"{task['run_id']}.parquet"
+        recorded = pq.read_table(path, columns=["trace_sha256"]).column(0)[0].as_py()
+        again = rerun_digest(task)
+        outcome.verified.append(task["run_id"])
+        if again != recorded:
+            outcome.mismatches.append(task["run_id"])
+        print(f"determinism {task['run_id']}: executor {recorded[:16]} driver {again[:16]} "
+              f"{'same' if again == recorded else 'DIFFERENT'}", file=log)
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
