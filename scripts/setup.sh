@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Set up rmqsim on a fresh machine: Python venv with the project and its test tools, and a
 # Java 17+ runtime for Spark (installed with apt-get when running as root; otherwise a clear stop).
+# `--test` also installs headless Chromium (the report test renders the HTML page in it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+WITH_BROWSER=0
+[ "${1:-}" = "--test" ] && WITH_BROWSER=1
 
 PY="${PYTHON:-python3}"
 if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
@@ -33,6 +36,28 @@ ensure_java() {
   exit 1
 }
 
+chromium_bin() {
+  command -v chromium || command -v chromium-browser || command -v google-chrome || true
+}
+
+ensure_chromium() {
+  if [ -n "$(chromium_bin)" ]; then
+    return 0
+  fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing headless Chromium for the report test (apt-get)..." >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null 2>&1 || true
+    if [ -n "$(chromium_bin)" ]; then
+      return 0
+    fi
+  fi
+  echo "the report test needs headless Chromium, and it could not be installed here." >&2
+  echo "Install it (e.g. 'apt-get install chromium') and rerun." >&2
+  exit 1
+}
+
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
@@ -45,4 +70,7 @@ fi
 .venv/bin/python -c 'import simpy, networkx, pydantic, yaml, pyspark, matplotlib, pytest' \
   || { echo "dependency installation failed (see pip output above)" >&2; exit 1; }
 ensure_java
+if [ "$WITH_BROWSER" = "1" ]; then
+  ensure_chromium
+fi
 echo "rmqsim is set up: $(.venv/bin/python --version), java $(java_major)" >&2

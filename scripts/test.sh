@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Set up, lint, run the whole test suite.
+# Set up (with headless Chromium for the report test), lint, run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --test
 .venv/bin/ruff check .
 .venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,140 @@
+"""The report: Spark SQL aggregates are right (pooled histograms, CIs), and the HTML page renders
+in headless Chromium with every figure (scripts/setup.sh --test installs Chromium)."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+
+from tests.conftest import ROOT
+
+SWEEP = f"""
+name: report_test
+base: {ROOT / "scenarios" / "restart_consumer.yaml"}
+set:
+  duration_ms: 8s
+  settle_ms: 4s
+  faults:
+    - {{at_ms: 4s, kind: process_crash, node: c-1}}
+    - {{at_ms: 6s, kind: restart, node: c-1}}
+grid:
+  rate: {{key: "producers[0].rate_per_s", values: [100, 200]}}
+  threads: {{key: "consumers[0].client.consume_thread_max", values: [1, 20]}}
+seeds: 2
+keep: [latencies]
+timeline: {{point: 3, seed: 2}}
+"""
+TITLES = ("Duplicate-delivery rate vs rate", "Duplicate-delivery rate vs threads",
+          "Duplicate-delivery rate heatmap: rate × threads",
+          "Latency percentile spectrum per point (pooled histograms)",
+          "Latency over simulated time, run p0003-s2 (faults shaded)",
+          "Message loss per point", "Histogram of delivery counts per message")
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from analysis.sweep import run_sweep
+    from analysis.sweep_spec import load_sweep
+
+    folder = tmp_path_factory.mktemp("report")
+    path = folder / "sweep.yaml"
+    path.write_text(SWEEP)
+    outcome = run_sweep(load_sweep(path), folder / "out", master="local[2]")
+    assert outcome.ran == 8 and not outcome.failed
+    return folder / "out"
+
+
+@pytest.fixture(scope="module")
+def spark(swept: Path):
+    from analysis import aggregate
+    from analysis.sweep import spark_session
+
+    session = spark_session("local[2]", None, app="report-test")
+    aggregate.open_views(session, swept)
+    return session
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return name
+    pytest.fail("headless Chromium is not installed: run `bash scripts/setup.sh --test` (apt package chromium)")
+
+
+def test_pooled_percentiles_merge_histograms_not_average(swept: Path, spark) -> None:
+    """Per point, the pooled p50/p99 equal the exact percentiles of all the point's samples
+    (within the histogram's bucket error), which averaging per-run percentiles would not give."""
+    from analysis import aggregate
+
+    pooled = aggregate.pooled_latency(spark)
+    lat = ds.dataset(swept / "latencies", format="parquet").to_table().to_pylist()
+    for point in range(4):
+        values = sorted(r["latency_ms"] for r in lat if r["point"] == point)
+        for name, q in (("p50", 0.5), ("p99", 0.99)):
+            exact = values[max(0, math.ceil(q * len(values)) - 1)]
+            assert pooled[point][name] == pytest.approx(exact, rel=0.006, abs=0.002), (point, name)
+
+
+def test_point_stats_confidence_interval(swept: Path, spark) -> None:
+    from analysis import aggregate
+
+    runs = ds.dataset(swept / "runs", format="parquet").to_table().to_pylist()
+    stats = aggregate.point_stats(spark, ["rate", "threads"])
+    assert [s["point"] for s in stats] == [0, 1, 2, 3]
+    for s in stats:
+        rates = [r["duplicate_rate"] for r in runs if r["point"] == s["point"]]
+        mean = sum(rates) / len(rates)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in rates) / (len(rates) - 1))
+        d = s["duplicate_rate"]
+        assert d["n"] == 2 and d["mean"] == pytest.approx(mean)
+        assert d["hi"] - d["mean"] == pytest.approx(12.706 * sd / math.sqrt(2))
+        assert s["transaction_violations"]["mean"] is None  # no transactional producers: n/a
+
+
+def test_t_quantiles() -> None:
+    from analysis.aggregate import t975
+
+    assert t975(1) == 12.706 and t975(30) == 2.042
+    assert 2.000 > t975(80) > 1.980 and 1.980 > t975(10_000) > 1.960
+
+
+def test_report_renders_in_headless_chromium(swept: Path, spark, tmp_path: Path) -> None:
+    from analysis.report import build_report
+
+    page = build_report(swept, tmp_path / "report", master="local[2]")
+    for stem in ("duplicates_vs_params", "duplicates_heatmap", "latency_spectrum", "latency_timeline",
+                 "loss_per_point", "delivery_counts"):
+        assert (tmp_path / "report" / f"{stem}.png").stat().st_size > 5_000
+        assert (tmp_path / "report" / f"{stem}.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+    browser = _chromium()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--disable-dev-shm-usage"]
+    env = {**os.environ, "HOME": str(tmp_path)}  # Chromium's profile goes here, not in $HOME
+    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=120, env=env).stdout
+    assert 'data-figures-loaded="6/6"' in dom, "every embedded figure decoded with a non-zero size"
+    for title in TITLES:
+        assert title in dom, title
+    shot = tmp_path / "shot.png"
+    subprocess.run([browser, *flags, "--window-size=1400,5600", f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=120, env=env, check=True)
+    _assert_figures_visible(shot)
+
+
+def _assert_figures_visible(shot: Path) -> None:
+    """The screenshot is not blank: many bands of the page carry non-white, varied pixels."""
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    pixels = mpimg.imread(shot)[..., :3]
+    assert pixels.shape[0] >= 5000
+    bands = np.array_split(pixels, 28, axis=0)
+    inked = [float((band < 0.9).any(axis=2).mean()) for band in bands]
+    colorful = [float((band.max(axis=2) - band.min(axis=2) > 0.2).mean()) for band in bands]
+    assert sum(1 for f in inked if f > 0.02) >= 12, inked
+    assert sum(1 for c in colorful if c > 0.005) >= 6, colorful  # coloured plot marks, not just text

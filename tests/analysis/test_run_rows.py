@@ -1,0 +1,87 @@
+"""Sweep building blocks without Spark: point expansion, latency histograms, fault windows."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from analysis.run_rows import (
+    LAT_BUCKETS_PER_OCTAVE,
+    bucket_value_ms,
+    fault_windows,
+    histogram_percentiles_ms,
+    latency_bucket,
+)
+from analysis.sweep_spec import load_sweep, run_id
+from sim.trace import FAULT_HEALED, FAULT_INJECTED
+from tests.conftest import ROOT
+
+
+def test_grid_is_crossed_with_zip_rows_in_file_order(tmp_path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"""
+name: expand
+base: {ROOT / "scenarios" / "baseline.yaml"}
+set: {{duration_ms: 5s}}
+grid:
+  rate: {{key: "producers[0].rate_per_s", values: [100, 200]}}
+zip:
+  batch: {{key: "consumers[0].client.pull_batch_size", values: [1, 32]}}
+  threads: {{key: "consumers[0].client.consume_thread_max", values: [2, 20]}}
+seeds: [5, 9]
+""")
+    sweep = load_sweep(path)
+    assert [p.params for p in sweep.points] == [
+        {"rate": 100, "batch": 1, "threads": 2}, {"rate": 100, "batch": 32, "threads": 20},
+        {"rate": 200, "batch": 1, "threads": 2}, {"rate": 200, "batch": 32, "threads": 20}]
+    assert sweep.runs[:3] == [(0, 5), (0, 9), (1, 5)] and len(sweep.runs) == 8
+    assert run_id(3, 9) == "p0003-s9"
+    data = sweep.scenario_data(sweep.points[3])
+    assert data["duration_ms"] == "5s"  # the sweep's `set`, before the point's own overrides
+    assert data["producers"][0]["rate_per_s"] == 200
+    assert data["consumers"][0]["client"] == {"pull_batch_size": 32, "consume_thread_max": 20}
+    assert sweep.digest() == load_sweep(path).digest()
+
+
+def test_histogram_percentiles_are_within_bucket_error_of_exact() -> None:
+    rng = random.Random(4)
+    values = [int(rng.lognormvariate(8, 1.2)) for _ in range(20_000)]
+    counts: dict[int, int] = {}
+    for v in values:
+        counts[latency_bucket(v)] = counts.get(latency_bucket(v), 0) + 1
+    pct = histogram_percentiles_ms(counts.keys(), counts.values(), (("p50", 0.5), ("p999", 0.999)))
+    ordered = sorted(values)
+    half_bucket = 2 ** (0.5 / LAT_BUCKETS_PER_OCTAVE) - 1  # < 0.6 %
+    for name, q in (("p50", 0.5), ("p999", 0.999)):
+        exact = ordered[math.ceil(q * len(ordered)) - 1] / 1000
+        assert pct[name] == pytest.approx(exact, rel=half_bucket + 1e-9)
+
+
+def test_bucket_edges() -> None:
+    assert latency_bucket(0) == 0 and bucket_value_ms(0) == 0.0
+    for value_us in (1, 2, 3, 999, 1000, 1001, 123_456_789):
+        b = latency_bucket(value_us)
+        assert 2 ** ((b - 1) / LAT_BUCKETS_PER_OCTAVE) <= value_us < 2 ** (b / LAT_BUCKETS_PER_OCTAVE) * 1.000001
+    assert histogram_percentiles_ms([], [], (("p50", 0.5),)) == {"p50": None}
+
+
+def test_fault_windows_pair_injections_with_heals_and_restarts() -> None:
+    def rec(t_ms: float, kind: str, fault: str, target: str, detail: str = "") -> tuple:
+        return (int(t_ms * 1000), "faults", kind, fault, target, detail)
+
+    records = [
+        rec(1000, FAULT_INJECTED, "process_crash", "c-1"),
+        rec(1500, FAULT_INJECTED, "pause", "c-2", "duration_ms=300.0"),
+        rec(2000, FAULT_INJECTED, "partition", "a|b"),
+        rec(3000, FAULT_INJECTED, "restart", "c-1"),
+        rec(3500, FAULT_HEALED, "partition", "a|b"),
+        rec(4000, FAULT_INJECTED, "disk_slow", "broker-a", "factor=5"),
+        rec(6000, FAULT_HEALED, "all", "cluster", "end of fault phase"),
+        rec(6500, FAULT_INJECTED, "power_loss", "broker-b"),  # never healed: open until the end
+    ]
+    windows = fault_windows(records, end_ms=9000)
+    assert [(w["kind"], w["start_ms"], w["end_ms"]) for w in windows] == [
+        ("process_crash", 1000, 3000), ("pause", 1500, 1800), ("partition", 2000, 3500),
+        ("disk_slow", 4000, 6000), ("power_loss", 6500, 9000)]
