@@ -112,7 +112,9 @@ def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
         builder = builder.master(master)
     if parallelism and master is not None and not master.startswith("local"):
         builder = builder.config("spark.cores.max", str(parallelism))
+    log4j = Path(__file__).with_name("spark-log4j2.properties")
     builder = (builder.config("spark.executorEnv.PYTHONHASHSEED", "0")
+               .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={log4j.as_uri()}")
                .config("spark.python.worker.reuse", "true")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.task.maxFailures", "2")

@@ -56,7 +56,7 @@ class Timeline(BaseModel):
 class SweepSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1)
-    base: str = Field(min_length=1)
+    base: str  # checked in load_sweep (a missing file is reported with the other problems)
     set: dict[str, Scalar | list | dict] = {}
     grid: dict[str, Param] = {}
     zip: dict[str, Param] = {}
@@ -131,13 +131,12 @@ def load_sweep(path: str | Path) -> Sweep:
         raise ConfigError(source, [f"(file): YAML syntax error: {exc}"]) from None
     if not isinstance(raw, dict):
         raise ConfigError(source, ["(top level): expected a mapping (name, base, grid, zip, seeds, ...)"])
-    try:
-        spec = SweepSpec.model_validate(raw)
-    except ValidationError as exc:
-        raise ConfigError(source, format_errors(SweepSpec, exc)) from None
     problems: list[str] = []
+    spec = _validate(raw, problems)
+    if spec is None:
+        raise ConfigError(source, problems)
     base_path = (Path(path).parent / spec.base).resolve()
-    base_data = _load_base(base_path, problems)
+    base_data = _load_base(base_path, problems) if spec.base else None
     params = {**spec.grid, **spec.zip}
     problems += _check_names(spec)
     problems += _check_zip(spec)
@@ -150,8 +149,10 @@ def load_sweep(path: str | Path) -> Sweep:
             param_types[name] = kind
             if problem:
                 problems.append(f"{section}.{name}.values: {problem}")
+    if problems:
+        raise ConfigError(source, problems)
     points = _expand(spec)
-    if base_data is not None and not problems:
+    if base_data is not None:
         problems += _check_points(base_data, points, spec)
     if not problems and not 0 <= spec.timeline.point < len(points):
         problems.append(f"timeline.point: {spec.timeline.point} is not a point (0..{len(points) - 1})")
@@ -162,6 +163,23 @@ def load_sweep(path: str | Path) -> Sweep:
     sweep = Sweep(source, spec, base_path, base_data, params, param_types, points, seeds)
     sweep.runs = [(p.index, s) for p in points for s in seeds]
     return sweep
+
+
+def _validate(raw: dict, problems: list[str]) -> SweepSpec | None:
+    """The spec; on errors, record them and go on with the valid sections (so the semantic
+    checks below still report their problems in the same run)."""
+    try:
+        return SweepSpec.model_validate(raw)
+    except ValidationError as exc:
+        problems += format_errors(SweepSpec, exc)
+        bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+    rest = {k: v for k, v in raw.items() if k in SweepSpec.model_fields and k not in bad}
+    rest.setdefault("name", "?")
+    rest.setdefault("base", "")
+    try:
+        return SweepSpec.model_validate(rest)
+    except ValidationError:
+        return None
 
 
 def _load_base(base_path: Path, problems: list[str]) -> dict | None:
@@ -184,8 +202,17 @@ def _check_names(spec: SweepSpec) -> list[str]:
     from analysis.run_rows import RESERVED_COLUMNS  # the runs table's own column names
 
     problems = []
-    for name in spec.grid.keys() & spec.zip.keys():
+    for name in sorted(spec.grid.keys() & spec.zip.keys()):
         problems.append(f"zip.{name}: parameter name also used in grid")
+    owner: dict[str, str] = {}
+    for section, table in (("grid", spec.grid), ("zip", spec.zip)):
+        for name, param in table.items():
+            key = param.key.replace(" ", "")
+            if key in owner:
+                problems.append(f"{section}.{name}.key: {param.key} is already varied by {owner[key]}")
+            owner.setdefault(key, f"{section}.{name}")
+            if key in spec.set:
+                problems.append(f"{section}.{name}.key: {param.key} is also fixed by set")
     for section, table in (("grid", spec.grid), ("zip", spec.zip)):
         for name in table:
             if not NAME_RE.match(name):
