@@ -107,7 +107,9 @@ def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
     builder = SparkSession.builder.appName(app)
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit: keep its master
     if master is None and not submitted:
-        master = f"local[{parallelism}]" if parallelism else "local[*]"
+        master = "local[*]"
+    if parallelism and master is not None and master.startswith("local"):
+        master = f"local[{parallelism}]"  # --parallelism decides the local thread count
     if master is not None:
         builder = builder.master(master)
     if parallelism and master is not None and not master.startswith("local"):
@@ -126,13 +128,20 @@ def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
 
 
 def package_zip() -> Path:
-    """The project's packages, zipped for executors (rebuilt per driver process)."""
-    folder = Path(tempfile.mkdtemp(prefix="rmqsim-pyfiles-"))
-    path = folder / "rmqsim_packages.zip"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for package in PACKAGES:
-            for source in sorted((PROJECT_ROOT / package).rglob("*.py")):
+    """The project's packages, zipped for executors; one file per content digest, reused."""
+    import hashlib
+
+    sources = [src for package in PACKAGES for src in sorted((PROJECT_ROOT / package).rglob("*.py"))]
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.relative_to(PROJECT_ROOT).as_posix().encode() + b"\0" + source.read_bytes())
+    path = Path(tempfile.gettempdir()) / f"rmqsim-packages-{digest.hexdigest()[:16]}.zip"
+    if not path.exists():
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+            for source in sources:
                 zf.write(source, source.relative_to(PROJECT_ROOT).as_posix())
+        os.replace(tmp, path)
     return path
 
 
@@ -211,7 +220,8 @@ def _verify(sweep: Sweep, out_dir: Path, all_tasks: list[dict], k: int, outcome:
 
     from analysis.sweep_task import rerun_digest
 
-    ok = [t for t in all_tasks if store.completed(out_dir).get(t["run_id"]) == "ok"]
+    status = store.completed(out_dir)
+    ok = [t for t in all_tasks if status.get(t["run_id"]) == "ok"]
     chosen = random.Random(sweep.digest()).sample(ok, min(k, len(ok)))
     for task in chosen:
         path = out_dir / store.RUNS / f"{task['run_id']}.parquet"

@@ -117,7 +117,10 @@ def run_id(point: int, seed: int) -> str:
 
 
 def _override(key: str, value: Any) -> str:
-    return f"{key}={json.dumps(value)}"  # JSON is YAML: strings stay strings, lists stay lists
+    """`key=value` with the value in YAML flow style, read back by `apply_override` as the same
+    value (1e-05 stays a float, 'ASYNC_FLUSH' a string, lists and mappings stay whole)."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=float("inf"))
+    return f"{key}={text.removesuffix(chr(10)).removesuffix(chr(10) + '...')}"
 
 
 def load_sweep(path: str | Path) -> Sweep:
@@ -150,6 +153,8 @@ def load_sweep(path: str | Path) -> Sweep:
             if problem:
                 problems.append(f"{section}.{name}.values: {problem}")
     if problems:
+        if base_data is not None:  # still check each `set` item and parameter value on its own
+            problems += _check_values(base_data, spec)
         raise ConfigError(source, problems)
     points = _expand(spec)
     if base_data is not None:
@@ -278,8 +283,23 @@ def _check_points(base_data: dict, points: list[Point], spec: SweepSpec) -> list
     return [f"point {where}: {_blame(problem, origin)}{problem}" for problem, where in seen.items()]
 
 
+def _check_values(base_data: dict, spec: SweepSpec) -> list[str]:
+    """Each `set` item and each parameter value applied alone to the base scenario."""
+    problems: list[str] = []
+    singles = [("set", k, v) for k, v in spec.set.items()]
+    for section, table in (("grid", spec.grid), ("zip", spec.zip)):
+        singles += [(f"{section}.{name}", p.key, v) for name, p in table.items() for v in p.values]
+    for where, key, value in singles:
+        try:
+            scenario_mod.from_data(copy.deepcopy(base_data), "<value>", [_override(key, value)])
+        except ConfigError as exc:
+            problems += [f"{where} ({key}={value!r}): {p}" for p in exc.problems if p not in problems]
+    return list(dict.fromkeys(problems))
+
+
 def _blame(problem: str, origin: dict[str, str]) -> str:
-    for key, section in origin.items():
-        if key in problem:
-            return f"{section}.{key} → "
+    """Which `set` item a scenario problem comes from: its key path starts the problem."""
+    for key in sorted(origin, key=len, reverse=True):
+        if re.match(rf"{re.escape(key)}(?=[:.\[ ]|$)", problem):
+            return f"{origin[key]}.{key} → "
     return ""
