@@ -123,7 +123,11 @@ def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
                .config("spark.sql.session.timeZone", "UTC"))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    spark.sparkContext.addPyFile(str(package_zip()))
+    packages = package_zip()
+    sc = spark.sparkContext
+    if getattr(sc, "_rmqsim_packages", None) != packages.name:  # a reused context has them already
+        sc.addPyFile(str(packages))
+        sc._rmqsim_packages = packages.name
     return spark
 
 
@@ -139,8 +143,10 @@ def package_zip() -> Path:
     if not path.exists():
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-            for source in sources:
-                zf.write(source, source.relative_to(PROJECT_ROOT).as_posix())
+            for source in sources:  # fixed timestamps: same sources, same bytes
+                info = zipfile.ZipInfo(source.relative_to(PROJECT_ROOT).as_posix(), (1980, 1, 1, 0, 0, 0))
+                info.external_attr = 0o644 << 16
+                zf.writestr(info, source.read_bytes(), zipfile.ZIP_DEFLATED)
         os.replace(tmp, path)
     return path
 
