@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/rmqsim run scenarios/baseline.yaml
 sweep="$(ls scenarios/sweeps/*.yaml | sort | head -n 1)"
-name="$(basename "$sweep" .yaml)"
+name="$(awk '/^name:/ {print $2; exit}' "$sweep")"
 .venv/bin/rmqsim sweep "$sweep" --out "sweeps/$name"
 .venv/bin/rmqsim report "sweeps/$name"
 echo "open sweeps/$name/report/index.html (figures also as PNG and SVG in that folder)"
