@@ -67,7 +67,7 @@ def tasks(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
                     "point_key": point.key, "params": point.params, "seed": seed,
                     "scenario_json": json.dumps(sweep.scenario_data(point)), "repro": repro,
                     "keep": list(sweep.spec.keep), "out_dir": str(out_dir.resolve()),
-                    "param_types": sweep.param_types})
+                    "param_types": sweep.param_types, "run_timeout_s": sweep.spec.run_timeout_s})
     return out
 
 

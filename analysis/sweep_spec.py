@@ -13,6 +13,7 @@
     seeds: 5                               # seeds 1..5, or an explicit list [7, 11]
     keep: [deliveries, latencies]          # optional per-message tables
     timeline: {point: 0, seed: 1}          # the run whose latency-over-time the report draws
+    run_timeout_s: 600                     # optional: a run over this wall time is a failed run
 
 Points are numbered in expansion order (grid outermost first, then the zip rows); a run is
 (point, seed) and its id `p<point>-s<seed>`. Validation loads the base scenario and every
@@ -63,6 +64,7 @@ class SweepSpec(BaseModel):
     seeds: int | list[int] = Field(3)
     keep: list[Literal["deliveries", "latencies"]] = []
     timeline: Timeline = Timeline()
+    run_timeout_s: float | None = Field(None, gt=0, allow_inf_nan=False)  # wall time; over it a run fails
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def _simulate(task: dict[str, Any]) -> Any:
     from sim.runner import run_scenario
 
     sc = scenario_mod.from_data(json.loads(task["scenario_json"]), task["repro"])
-    return run_scenario(sc, seed=task["seed"], details=True)
+    return run_scenario(sc, seed=task["seed"], details=True, wall_budget_s=task.get("run_timeout_s"))
 
 
 def _identity(task: dict[str, Any]) -> dict[str, Any]:

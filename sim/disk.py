@@ -18,7 +18,7 @@ from sim.dist import Constant, Dist
 class DiskConfig(BaseModel):
     """Device parameters (ms for latencies, like the rest of the scenario)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     write_latency_ms: Dist = Constant(value=0.02)
     fsync_latency_ms: Dist = Constant(value=2.0)

@@ -57,7 +57,7 @@ def _batched(draw_block_us: Callable[[], np.ndarray]) -> Callable[[], int]:
 
 
 class _DistBase(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     def sample(self, stream: random.Random) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -124,7 +124,7 @@ class Exponential(_DistBase):
     dist: Literal["exponential"]
     mean_value: float = Field(alias="mean", gt=0)
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
 
     def sample(self, stream: random.Random) -> float:
         return stream.expovariate(1.0 / self.mean_value)

@@ -46,7 +46,7 @@ _NEEDS = {
 class FaultSpec(BaseModel):
     """One scripted fault."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     at_ms: DurationMs = Field(ge=0)
     kind: FaultKind
@@ -78,7 +78,7 @@ class FaultSpec(BaseModel):
 class RandomFaultSpec(BaseModel):
     """Faults drawn at a seeded random rate on one of `nodes` (uniformly chosen)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: Literal["process_crash", "power_loss", "partition", "link_latency", "packet_loss",
                   "disk_slow", "fsync_stall", "pause"]

@@ -112,10 +112,20 @@ def start(world: World) -> None:
     world.injector.start()
 
 
+class WallBudgetExceeded(RuntimeError):
+    """A run took longer (wall time) than the budget its caller gave it."""
+
+
+BUDGET_SLICE_US = 1_000_000  # with a wall budget, the clock is checked every simulated second
+
+
 def run_scenario(sc: Scenario | str | Path, seed: int | None = None,
-                 overrides: list[str] | None = None, details: bool = False) -> RunResult:
+                 overrides: list[str] | None = None, details: bool = False,
+                 wall_budget_s: float | None = None) -> RunResult:
     """Run one scenario; with `details`, `RunResult.details` gets the checkers' per-message facts
-    (see analysis.checks.check)."""
+    (see analysis.checks.check). With `wall_budget_s`, a run still going after that much wall
+    time raises WallBudgetExceeded (checked between simulated seconds; the slicing does not
+    change the order of events, so the digest is the same)."""
     if not isinstance(sc, Scenario):
         sc = scenario_mod.load(sc, overrides)
     seed = sc.seed if seed is None else int(seed)
@@ -127,7 +137,10 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None,
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run and its checks allocate millions of small acyclic tuples; GC passes only cost time
     try:
-        env.run(until=end_us)
+        if wall_budget_s is None:
+            env.run(until=end_us)
+        else:
+            _run_within(env, end_us, wall_start + wall_budget_s, wall_budget_s)
         env.tracer.emit("run", trace.RUN_ENDED, "settled")
         records = env.tracer.records
         sim_wall_s = time.perf_counter() - wall_start
@@ -142,6 +155,14 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None,
             "sim_to_wall": round(end_us / 1e6 / wall_s, 2) if wall_s else None,
             "random_streams": env.rng.names}
     return RunResult(summary, records, meta, world, facts or {})
+
+
+def _run_within(env: SimEnv, end_us: int, deadline: float, budget_s: float) -> None:
+    while env.now < end_us:
+        env.run(until=min(end_us, env.now + BUDGET_SLICE_US))
+        if time.perf_counter() > deadline and env.now < end_us:
+            raise WallBudgetExceeded(f"run exceeded its wall-time budget of {budget_s} s at simulated "
+                                     f"{env.now / 1e6:.0f} s of {end_us / 1e6:.0f} s")
 
 
 def summarize(world: World, seed: int, records: list[tuple],

@@ -28,7 +28,7 @@ from sim.disk import DiskConfig
 from sim.dist import Constant, Dist, Lognormal
 from sim.faults import FaultSpec, RandomFaultSpec
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class NameServerSpec(BaseModel):

@@ -22,6 +22,8 @@ CASES = [
     ("negative_rate", "producers:\n  - {name: p, rate_per_s: -5}\n", "producers[0].rate_per_s",
      "greater than 0"),
     ("zero_duration", "duration_ms: 0\n", "duration_ms", "greater than 0"),
+    ("infinite_value", "producers:\n  - {name: p, message_bytes: {dist: constant, value: .inf}}\n",
+     "producers[0].message_bytes.value", "finite number"),
     ("fault_target_missing", "faults:\n  - {at_ms: 100, kind: process_crash, node: ghost}\n",
      "faults[0].node", "'ghost' is not a node"),
     ("partition_target_missing",

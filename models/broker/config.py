@@ -34,7 +34,7 @@ class BrokerRole(StrEnum):
 class MessageStoreConfig(BaseModel):
     """store.config.MessageStoreConfig subset."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH  # flushDiskType
     flush_interval_commit_log_ms: int = Field(500, gt=0)  # flushIntervalCommitLog
@@ -57,7 +57,7 @@ class MessageStoreConfig(BaseModel):
 class BrokerConfig(BaseModel):
     """common.BrokerConfig subset."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     register_name_server_period_ms: int = Field(30_000, ge=10_000, le=60_000)  # registerNameServerPeriod
     flush_consumer_offset_interval_ms: int = Field(5_000, gt=0)  # flushConsumerOffsetInterval

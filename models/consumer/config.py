@@ -40,7 +40,7 @@ class AllocateStrategy(StrEnum):
 
 
 class PushConsumerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     message_model: MessageModel = MessageModel.CLUSTERING  # messageModel
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET  # consumeFromWhere

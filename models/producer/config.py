@@ -8,7 +8,7 @@ INTEGER_MAX_VALUE = 2**31 - 1
 
 
 class ProducerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     send_msg_timeout_ms: int = Field(3_000, gt=0)  # sendMsgTimeout
     retry_times_when_send_failed: int = Field(2, ge=0)  # retryTimesWhenSendFailed

@@ -342,14 +342,13 @@ def test_verify_determinism_detects_a_wrong_digest(quick, tmp_path):
 
 # ---------------------------------------------------------------- (d) failed runs are rows
 
-def test_failed_run_is_recorded_and_retried(spark, tmp_path, monkeypatch):
-    """Point 1 validates (a message size of +inf passes `ge=0`) but fails at run time with an
-    OverflowError. (Should validation come to reject infinities, this needs another trigger;
-    test_execute_broken_task_writes_failed_row covers the same path without one.)"""
-    path = write_sweep(tmp_path, "fails",
-                       set={**SHORT, "producers[0].message_bytes": {"dist": "constant", "value": 1024}},
-                       grid={"body": {"key": "producers[0].message_bytes.value", "values": [1024.0, float("inf")]}},
-                       seeds=[1], keep=["deliveries"])
+def test_failed_run_is_recorded_and_retried(spark, tmp_path):
+    """Point 1 is valid but over the sweep's per-run wall budget (40,000 msg/s for 6 s takes
+    seconds; the budget is 0.3 s), so it fails at run time: a row with the error and a repro
+    line, the CLI exits 1, and a rerun retries only that run."""
+    path = write_sweep(tmp_path, "fails", set=SHORT,
+                       grid={"rate": {"key": "producers[0].rate_per_s", "values": [20, 20_000]}},
+                       seeds=[1], keep=["deliveries"], run_timeout_s=0.3)
     out = tmp_path / "out"
     tag = uuid.uuid4().hex
     proc = subprocess.Popen([*rmqsim_cmd(), "sweep", str(path), "--out", str(out), "--parallelism", "2"],
@@ -366,20 +365,14 @@ def test_failed_run_is_recorded_and_retried(spark, tmp_path, monkeypatch):
     assert set(rows) == {"p0000-s1", "p0001-s1"}
     good, bad = rows["p0000-s1"], rows["p0001-s1"]
     assert good["status"] == "ok" and good["error"] is None and good["trace_sha256"]
-    assert bad["status"] == "failed" and bad["body"] == float("inf")
-    assert "OverflowError" in bad["error"]
+    assert bad["status"] == "failed" and bad["rate"] == 20_000
+    assert "WallBudgetExceeded" in bad["error"] and "0.3 s" in bad["error"]
     assert bad["trace_sha256"] is None and bad["sent_ok"] is None and bad["latency_ms"] is None
-    assert bad["repro"].startswith("rmqsim run ")
     assert {p.stem for p in visible(out / store.DELIVERIES)} == {"p0000-s1"}
-    # the repro command fails the same way (its path is relative to the sweep's working directory)
-    monkeypatch.chdir(tmp_path)
-    argv = shlex.split(bad["repro"])
     from sim.cli import parser
 
-    args = parser().parse_args(argv[1:])
-    with pytest.raises(OverflowError):
-        sim.run(scenario_mod.load(args.scenario, args.set), seed=args.seed)
-    monkeypatch.undo()
+    args = parser().parse_args(shlex.split(bad["repro"])[1:])  # a valid `rmqsim run` command line
+    assert args.command == "run" and args.seed == 1 and "producers[0].rate_per_s=20000" in args.set
 
     # a rerun skips the ok run and retries the failed one
     kept = stamp(out / store.RUNS / "p0000-s1.parquet")
