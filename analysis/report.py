@@ -21,7 +21,7 @@ from analysis.checks import DELIVERY_COUNT_CAP
 
 
 class ReportError(Exception):
-    pass
+    """The report cannot be built from this directory (reported without a traceback)."""
 
 
 def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "local[1]",
@@ -50,7 +50,9 @@ def _gather(spark: Any, manifest: dict[str, Any], timeline_run: str | None) -> d
     pooled = aggregate.pooled_latency(spark)
     run = timeline_run or manifest["timeline_run"]
     tl = aggregate.timeline(spark, run)
-    if tl is None and timeline_run is None:  # the sweep's chosen run failed: take the first good one
+    if tl is None and timeline_run is not None:
+        raise ReportError(f"--run {timeline_run}: no completed run with that id (ids look like p0000-s1)")
+    if tl is None:  # the sweep's chosen run failed: take the first good one
         ok = spark.sql("SELECT min(run_id) AS r FROM runs WHERE status = 'ok'").collect()[0]["r"]
         run, tl = ok, aggregate.timeline(spark, ok) if ok else None
     data = {

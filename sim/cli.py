@@ -100,6 +100,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except ForeignDirectory as exc:
         print(f"rmqsim sweep: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: complete runs are kept in {out}; rerun the same command to resume",
+              file=sys.stderr)
+        return 130
     print(f"done: {outcome.ran} run(s) in {outcome.wall_s:.1f} s ({outcome.skipped} already complete), "
           f"{len(outcome.failed)} failed")
     for run_id in outcome.failed:
@@ -113,10 +117,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from analysis.report import build_report
+    from analysis.report import ReportError, build_report
 
-    out = build_report(Path(args.dir), Path(args.out) if args.out else None, master=args.master,
-                       timeline_run=args.run)
+    try:
+        out = build_report(Path(args.dir), Path(args.out) if args.out else None, master=args.master,
+                           timeline_run=args.run)
+    except ReportError as exc:
+        print(f"rmqsim report: {exc}", file=sys.stderr)
+        return 2
     print(f"report: {out}")
     return 0
 
