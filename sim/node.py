@@ -98,7 +98,6 @@ class Node:
         # RPC deadlines, one FIFO per timeout value: a single armed timer per FIFO instead of one
         # heap entry per request (deadlines within a FIFO are non-decreasing)
         self._deadlines: dict[int, deque] = {}
-        self._armed: dict[int, bool] = {}
         self._next_req_id = 1
         self._services: list[Callable[[], Generator]] = []
         self._start_hooks: list[Callable[[], None]] = []
@@ -140,7 +139,6 @@ class Node:
         self._pending.clear()
         self._pending_dst.clear()
         self._deadlines.clear()
-        self._armed.clear()
         self.trace(trace.NODE_CRASHED, power_loss)
         for hook in self._crash_hooks:
             hook()
@@ -202,10 +200,9 @@ class Node:
         fifo = self._deadlines.get(timeout_us)
         if fifo is None:
             fifo = self._deadlines[timeout_us] = deque()
-        fifo.append((self.env._now + timeout_us, req_id))
-        if not self._armed.get(timeout_us):
-            self._armed[timeout_us] = True
+        if not fifo:  # an expiry timer is armed exactly while its FIFO is not empty
             NodeCall(self, timeout_us, self._expire, (timeout_us,))
+        fifo.append((self.env._now + timeout_us, req_id))
         self.env.network.send(self, dst, (REQUEST, req_id, payload))
 
     def rpc_event(self, dst: str, payload: Any, timeout_us: int) -> simpy.Event:
@@ -237,8 +234,6 @@ class Node:
                 self._pending_dst.pop(req_id, None)
         if fifo:
             NodeCall(self, fifo[0][0] - now, self._expire, (timeout_us,))
-        else:
-            self._armed[timeout_us] = False
         for on_reply in expired:
             on_reply(None)
 
