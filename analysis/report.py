@@ -11,13 +11,13 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from analysis import aggregate, figures
 from analysis import results_store as store
 from analysis.checks import DELIVERY_COUNT_CAP
+from sim.files import atomic_path, atomic_write_text
 
 
 class ReportError(Exception):
@@ -38,9 +38,9 @@ def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "l
         raise ReportError(f"{out_dir} has no completed runs yet")
     data = _gather(spark, manifest, timeline_run)
     images = _draw(data, manifest, report_dir)
-    _atomic_write(report_dir / "points.json", json.dumps(data["points_json"], indent=1, default=str))
+    atomic_write_text(report_dir / "points.json", json.dumps(data["points_json"], indent=1, default=str))
     page = report_dir / "index.html"
-    _atomic_write(page, _html(manifest, data, images))
+    atomic_write_text(page, _html(manifest, data, images))
     return page
 
 
@@ -88,9 +88,8 @@ def _draw(data: dict[str, Any], manifest: dict[str, Any], report_dir: Path) -> l
     for stem, fig in made:
         title = "; ".join(ax.get_title() for ax in fig.axes if ax.get_title())
         for ext in ("png", "svg"):
-            tmp = report_dir / f".{stem}.{ext}.tmp-{os.getpid()}"
-            fig.savefig(tmp, format=ext, dpi=110)
-            os.replace(tmp, report_dir / f"{stem}.{ext}")
+            with atomic_path(report_dir / f"{stem}.{ext}") as tmp:
+                fig.savefig(tmp, format=ext, dpi=110)
         figures.plt.close(fig)
         png = base64.b64encode((report_dir / f"{stem}.png").read_bytes()).decode("ascii")
         out.append((stem, title, png))
@@ -171,9 +170,3 @@ digest <code>{html.escape(manifest['digest'][:16])}</code>. Parameters: {params 
 {_failed_table(data['failed'])}
 </body></html>
 """
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

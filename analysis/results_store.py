@@ -5,8 +5,8 @@
     DIR/deliveries/<run_id>.parquet  (kept on request) one row per consumption
     DIR/latencies/<run_id>.parquet   (kept on request) one row per acked, consumed message
 
-Each file is written to a hidden temporary name in its folder and renamed into place, so a
-reader (Spark ignores names starting with '.' or '_') never sees half a file. The run's
+Each file is written to a hidden temporary name in its folder and renamed into place
+(sim/files.py), so a reader (Spark ignores names starting with '.' or '_') never sees half a file. The run's
 per-message tables are renamed before its `runs` row: a run is complete exactly when its
 `runs` file exists with status "ok". A rerun skips complete runs and retries failed ones.
 The directory must be visible to the driver and every executor (local disk for `local[*]`,
@@ -16,7 +16,6 @@ a shared filesystem for a cluster).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analysis.run_rows import CAUSES, LATENCY_KEYS, SUMMARY_COUNTS
+from sim.files import atomic_path, atomic_write_text
 
 RUNS, DELIVERIES, LATENCIES = "runs", "deliveries", "latencies"
 MANIFEST = "sweep.json"
@@ -74,10 +74,8 @@ def write_table(out_dir: Path, table: str, run_id: str, columns: dict[str, list]
                 schema: pa.Schema) -> None:
     folder = out_dir / table
     folder.mkdir(parents=True, exist_ok=True)
-    final = folder / f"{run_id}.parquet"
-    tmp = folder / f".{run_id}.parquet.tmp-{os.getpid()}"
-    pq.write_table(pa.Table.from_pydict(columns, schema=schema), tmp)
-    os.replace(tmp, final)
+    with atomic_path(folder / f"{run_id}.parquet") as tmp:
+        pq.write_table(pa.Table.from_pydict(columns, schema=schema), tmp)
 
 
 def write_run_row(out_dir: Path, row: dict[str, Any], schema: pa.Schema) -> None:
@@ -111,9 +109,7 @@ def prepare(out_dir: Path, manifest: dict[str, Any]) -> None:
                 f"{out_dir} holds results of another sweep ({existing.get('name')!r}, digest "
                 f"{str(existing.get('digest'))[:12]}); use another --out or remove it")
         return
-    tmp = out_dir / f".{MANIFEST}.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(manifest, indent=1))
 
 
 def read_manifest(out_dir: Path) -> dict[str, Any]:

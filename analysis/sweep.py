@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 from analysis import results_store as store
 from analysis.sweep_spec import Sweep, run_id
+from sim.files import atomic_path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sim", "models", "analysis")
@@ -135,19 +136,18 @@ def package_zip() -> Path:
     """The project's packages, zipped for executors; one file per content digest, reused."""
     import hashlib
 
-    sources = [src for package in PACKAGES for src in sorted((PROJECT_ROOT / package).rglob("*.py"))]
+    sources = {src.relative_to(PROJECT_ROOT).as_posix(): src.read_bytes()
+               for package in PACKAGES for src in sorted((PROJECT_ROOT / package).rglob("*.py"))}
     digest = hashlib.sha256()
-    for source in sources:
-        digest.update(source.relative_to(PROJECT_ROOT).as_posix().encode() + b"\0" + source.read_bytes())
+    for name, content in sources.items():
+        digest.update(name.encode() + b"\0" + content)
     path = Path(tempfile.gettempdir()) / f"rmqsim-packages-{digest.hexdigest()[:16]}.zip"
     if not path.exists():
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-            for source in sources:  # fixed timestamps: same sources, same bytes
-                info = zipfile.ZipInfo(source.relative_to(PROJECT_ROOT).as_posix(), (1980, 1, 1, 0, 0, 0))
+        with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, content in sources.items():  # fixed timestamps: same sources, same bytes
+                info = zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0))
                 info.external_attr = 0o644 << 16
-                zf.writestr(info, source.read_bytes(), zipfile.ZIP_DEFLATED)
-        os.replace(tmp, path)
+                zf.writestr(info, content, zipfile.ZIP_DEFLATED)
     return path
 
 

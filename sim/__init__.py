@@ -10,6 +10,7 @@ Modules
 - faults.py   fault kinds, scripted and random, and the injector
 - config.py   duration units, error rendering with key paths and "did you mean"
 - trace.py    flat record kinds, the in-memory sink, JSONL output, the run digest
+- files.py    atomic file output (hidden temporary file, then rename)
 
 Layering: the modules above import only the standard library, SimPy, networkx and pydantic.
 `scenario.py`, `runner.py` and `cli.py` are the assembly edge: the only kernel files that import

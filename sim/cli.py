@@ -7,18 +7,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from sim.config import ConfigError
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+from sim.files import atomic_write_text
 
 
 def _summary_table(summary: dict[str, Any]) -> str:
@@ -57,11 +51,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"trace sha256: {result.summary['trace_sha256']}")
     out = Path(args.out) if args.out else Path("runs") / sc.name / f"seed-{seed}"
     out.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out / "scenario.resolved.json", json.dumps(sc.model_dump(mode="json"), indent=1))
+    atomic_write_text(out / "scenario.resolved.json", json.dumps(sc.model_dump(mode="json"), indent=1))
     if args.trace:
         trace.write_jsonl(result.records, str(out / "trace.jsonl"))
-    _atomic_write(out / "run_meta.json", json.dumps(result.meta, indent=1))
-    _atomic_write(out / "summary.json", json.dumps(result.summary, indent=1, sort_keys=True))
+    atomic_write_text(out / "run_meta.json", json.dumps(result.meta, indent=1))
+    atomic_write_text(out / "summary.json", json.dumps(result.summary, indent=1, sort_keys=True))
     print(f"wrote {out}/summary.json ({result.meta['wall_s']} s wall, {result.meta['sim_to_wall']}× real time)")
     return 0
 

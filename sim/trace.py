@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
+
+from sim.files import atomic_path
 
 KINDS: dict[str, tuple[str, ...]] = {}
 ENVELOPE = ("t_us", "node", "kind")
@@ -81,10 +83,8 @@ def as_dict(record: tuple) -> dict[str, Any]:
 
 
 def write_jsonl(records: Iterable[tuple], path: str) -> None:
-    """Write records as JSON objects, atomically (temp file + rename)."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as out:
+    """Write records as JSON objects, atomically (sim/files.py)."""
+    with atomic_path(Path(path)) as tmp, open(tmp, "w", encoding="utf-8") as out:
         for record in records:
             out.write(json.dumps(as_dict(record), separators=(",", ":")))
             out.write("\n")
-    os.replace(tmp, path)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-KERNEL = ["env", "rng", "dist", "node", "network", "disk", "faults", "config", "trace"]
+KERNEL = ["env", "rng", "dist", "node", "network", "disk", "faults", "config", "trace", "files"]
 ASSEMBLY = {"scenario", "runner", "cli", "__init__"}
 
 
