@@ -13,8 +13,8 @@ YAML forms (values in milliseconds, like RocketMQ's settings):
 `sample_us(stream)` is the only place where a float draw becomes time; it rounds once and never
 returns a negative value. The same specs serve for byte sizes (`sample_int`).
 
-`sampler_us(stream)` binds a distribution to a stream for hot paths (network latency, consume
-time, message size). The uniform, exponential and lognormal samplers draw `BATCH` values at a
+`sampler_us(stream)` and `sampler_int(stream)` bind a distribution to a stream for hot paths
+(network latency, consume time; message size). The uniform, exponential and lognormal samplers draw `BATCH` values at a
 time from a NumPy PCG64 generator seeded once from `stream` (one 128-bit draw), and hand them
 out one by one: about 30× cheaper per value than a Python-level draw. The values are a
 deterministic function of the stream's seed, consumed in order, so determinism and the
@@ -23,7 +23,6 @@ independence of streams are unchanged; only the owner of the sampler may use it.
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 from collections.abc import Callable
@@ -40,8 +39,8 @@ def _generator(stream: random.Random) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(stream.getrandbits(128)))
 
 
-def _batched(draw_block_us: Callable[[], np.ndarray]) -> Callable[[], int]:
-    """A zero-argument sampler handing out whole µs from blocks of float µs, in draw order."""
+def _batched(draw_block: Callable[[], np.ndarray]) -> Callable[[], int]:
+    """A zero-argument sampler handing out whole numbers from blocks of floats, in draw order."""
     buffer: list[int] = []
     pop = buffer.pop
 
@@ -49,7 +48,7 @@ def _batched(draw_block_us: Callable[[], np.ndarray]) -> Callable[[], int]:
         try:
             return pop()
         except IndexError:
-            block = draw_block_us()
+            block = draw_block()
             buffer.extend((np.maximum(block[::-1], 0.0) + 0.5).astype(np.int64).tolist())
             return pop()
 
@@ -77,7 +76,21 @@ class _DistBase(BaseModel):
 
     def sampler_us(self, stream: random.Random) -> Callable[[], int]:
         """A zero-argument function drawing whole µs from `stream` (hot paths bind it once)."""
-        return functools.partial(self.sample_us, stream)
+        return self.sampler(stream, 1000)
+
+    def sampler_int(self, stream: random.Random) -> Callable[[], int]:
+        """The same for counts (e.g. bytes): the drawn value itself, rounded."""
+        return self.sampler(stream, 1)
+
+    def sampler(self, stream: random.Random, scale: float) -> Callable[[], int]:
+        """Draws of `value × scale`, rounded to whole numbers, at least 0."""
+        sample = self.sample
+
+        def draw() -> int:
+            value = sample(stream) * scale
+            return int(round(value)) if value > 0 else 0
+
+        return draw
 
 
 class Constant(_DistBase):
@@ -93,9 +106,9 @@ class Constant(_DistBase):
     def mean(self) -> float:
         return self.value
 
-    def sampler_us(self, stream: random.Random) -> Callable[[], int]:
-        value_us = int(round(self.value * 1000))
-        return lambda: value_us
+    def sampler(self, stream: random.Random, scale: float) -> Callable[[], int]:
+        value = int(round(self.value * scale))
+        return lambda: value
 
 
 class Uniform(_DistBase):
@@ -112,9 +125,9 @@ class Uniform(_DistBase):
     def sample(self, stream: random.Random) -> float:
         return stream.uniform(self.low, self.high)
 
-    def sampler_us(self, stream: random.Random) -> Callable[[], int]:
-        gen, low_us, high_us = _generator(stream), self.low * 1000, self.high * 1000
-        return _batched(lambda: gen.uniform(low_us, high_us, BATCH))
+    def sampler(self, stream: random.Random, scale: float) -> Callable[[], int]:
+        gen, low, high = _generator(stream), self.low * scale, self.high * scale
+        return _batched(lambda: gen.uniform(low, high, BATCH))
 
     def mean(self) -> float:
         return (self.low + self.high) / 2
@@ -129,9 +142,9 @@ class Exponential(_DistBase):
     def sample(self, stream: random.Random) -> float:
         return stream.expovariate(1.0 / self.mean_value)
 
-    def sampler_us(self, stream: random.Random) -> Callable[[], int]:
-        gen, mean_us = _generator(stream), self.mean_value * 1000
-        return _batched(lambda: gen.exponential(mean_us, BATCH))
+    def sampler(self, stream: random.Random, scale: float) -> Callable[[], int]:
+        gen, mean = _generator(stream), self.mean_value * scale
+        return _batched(lambda: gen.exponential(mean, BATCH))
 
     def mean(self) -> float:
         return self.mean_value
@@ -164,11 +177,11 @@ class Lognormal(_DistBase):
         mu, sigma = self.mu_sigma
         return math.exp(stream.gauss(mu, sigma))
 
-    def sampler_us(self, stream: random.Random) -> Callable[[], int]:
+    def sampler(self, stream: random.Random, scale: float) -> Callable[[], int]:
         mu, sigma = self.mu_sigma
-        mu_us = mu + math.log(1000)  # exp(mu + x) ms = exp(mu + ln 1000 + x) µs
+        mu_scaled = mu + math.log(scale)  # scale × exp(mu + x) = exp(mu + ln scale + x)
         gen = _generator(stream)
-        return _batched(lambda: gen.lognormal(mu_us, sigma, BATCH))
+        return _batched(lambda: gen.lognormal(mu_scaled, sigma, BATCH))
 
     def mean(self) -> float:
         mu, sigma = self.mu_sigma

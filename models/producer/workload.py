@@ -29,7 +29,7 @@ class Workload:
         self.keys = keys
         self.start_us, self.stop_us = start_us, stop_us
         self.stream = self.node.env.rng.stream(f"{self.node.name}.workload")
-        self.body_bytes = message_bytes.sampler_us(self.stream)  # µs-scaled: divide by 1000
+        self.body_bytes = message_bytes.sampler_int(self.stream)
         self.poisson_gap_us = Exponential(dist="exponential", mean=self.mean_gap_us / 1000).sampler_us(self.stream)
         self.seq = 0
         self.node.on_start(self._schedule_first)
@@ -52,6 +52,6 @@ class Workload:
         tag = self.tags[stream.randrange(len(self.tags))] if self.tags else None
         shard = f"k{stream.randrange(self.keys)}" if self.keys else ""
         msg = Message(f"{self.node.name}-{self.seq}", self.topic, tag, shard or None,
-                      (self.body_bytes() + 500) // 1000, now, self.node.name)
+                      self.body_bytes(), now, self.node.name)
         self.producer.send(msg, shard)
         self.node.call_later(self._gap_us(), self._arrive)
