@@ -13,6 +13,8 @@ have only the dependencies installed can run a sweep (README: "Sweeps on a clust
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import random
 import shlex
@@ -24,6 +26,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+
+import pyarrow.parquet as pq
 
 from analysis import results_store as store
 from analysis.sweep_spec import Sweep, run_id
@@ -56,8 +60,6 @@ def manifest(sweep: Sweep) -> dict[str, Any]:
 
 def tasks(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
     """One picklable task per run, in sweep order."""
-    import json
-
     base = _display_path(sweep.base_path)
     out = []
     for point_index, seed in sweep.runs:
@@ -134,8 +136,6 @@ def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
 
 def package_zip() -> Path:
     """The project's packages, zipped for executors; one file per content digest, reused."""
-    import hashlib
-
     sources = {src.relative_to(PROJECT_ROOT).as_posix(): src.read_bytes()
                for package in PACKAGES for src in sorted((PROJECT_ROOT / package).rglob("*.py"))}
     digest = hashlib.sha256()
@@ -222,8 +222,6 @@ def _clock(seconds: float) -> str:
 def _verify(sweep: Sweep, out_dir: Path, all_tasks: list[dict], k: int, outcome: SweepOutcome,
             log: TextIO) -> None:
     """Rerun K random complete runs here, in the driver, and compare with the executors' digests."""
-    import pyarrow.parquet as pq
-
     from analysis.sweep_task import rerun_digest
 
     status = store.completed(out_dir)

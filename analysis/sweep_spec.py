@@ -281,8 +281,7 @@ def _check_points(base_data: dict, points: list[Point], spec: SweepSpec) -> list
         except ConfigError as exc:
             for problem in exc.problems:
                 seen.setdefault(problem, point.key or "(every point)")
-    origin = {_override(k, v).split("=", 1)[0]: "set" for k, v in spec.set.items()}
-    return [f"point {where}: {_blame(problem, origin)}{problem}" for problem, where in seen.items()]
+    return [f"point {where}: {_blame(problem, list(spec.set))}{problem}" for problem, where in seen.items()]
 
 
 def _check_values(base_data: dict, spec: SweepSpec) -> list[str]:
@@ -299,9 +298,9 @@ def _check_values(base_data: dict, spec: SweepSpec) -> list[str]:
     return list(dict.fromkeys(problems))
 
 
-def _blame(problem: str, origin: dict[str, str]) -> str:
+def _blame(problem: str, set_keys: list[str]) -> str:
     """Which `set` item a scenario problem comes from: its key path starts the problem."""
-    for key in sorted(origin, key=len, reverse=True):
+    for key in sorted(set_keys, key=len, reverse=True):
         if re.match(rf"{re.escape(key)}(?=[:.\[ ]|$)", problem):
-            return f"{origin[key]}.{key} → "
+            return f"set.{key} → "
     return ""

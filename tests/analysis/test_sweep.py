@@ -151,6 +151,18 @@ def visible(folder: Path) -> list[Path]:
         if folder.is_dir() else []
 
 
+
+def run_rmqsim(args: list[str], tmp_path: Path, timeout_s: float) -> subprocess.CompletedProcess:
+    """`rmqsim ARGS` in its own session, to completion; nothing it started survives it."""
+    tag = uuid.uuid4().hex
+    proc = subprocess.Popen([*rmqsim_cmd(), *args], cwd=tmp_path, env=child_env(tag, tmp_path / "tmp"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    finally:
+        kill_tree(proc, tag)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
 def read_runs(out_dir: Path) -> dict[str, dict[str, Any]]:
     table = ds.dataset(out_dir / store.RUNS, format="parquet").to_table()
     rows = table.to_pylist()
@@ -350,16 +362,9 @@ def test_failed_run_is_recorded_and_retried(spark, tmp_path):
                        grid={"rate": {"key": "producers[0].rate_per_s", "values": [20, 20_000]}},
                        seeds=[1], keep=["deliveries"], run_timeout_s=0.3)
     out = tmp_path / "out"
-    tag = uuid.uuid4().hex
-    proc = subprocess.Popen([*rmqsim_cmd(), "sweep", str(path), "--out", str(out), "--parallelism", "2"],
-                            cwd=tmp_path, env=child_env(tag, tmp_path / "tmp"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=120)
-    finally:
-        kill_tree(proc, tag)
-    assert proc.returncode == 1, stdout + stderr
-    assert "1 failed" in stdout and "failed: p0001-s1" in stdout
+    done = run_rmqsim(["sweep", str(path), "--out", str(out), "--parallelism", "2"], tmp_path, 120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed" in done.stdout and "failed: p0001-s1" in done.stdout
 
     rows = read_runs(out)
     assert set(rows) == {"p0000-s1", "p0001-s1"}
@@ -412,7 +417,8 @@ def test_killed_sweep_resumes_without_touching_complete_runs(tmp_path):
                        grid={"rate": {"key": "producers[0].rate_per_s", "values": [240, 250]}},
                        seeds=4, keep=["latencies"])
     out = tmp_path / "out"
-    cmd = [*rmqsim_cmd(), "sweep", str(path), "--parallelism", "1", "--out", str(out)]
+    args = ["sweep", str(path), "--parallelism", "1", "--out", str(out)]
+    cmd = [*rmqsim_cmd(), *args]
     total = 8
 
     tag = uuid.uuid4().hex
@@ -441,14 +447,9 @@ def test_killed_sweep_resumes_without_touching_complete_runs(tmp_path):
     before_lat = {rid: stamp(out / store.LATENCIES / f"{rid}.parquet") for rid in complete}
     manifest = stamp(out / store.MANIFEST)
 
-    tag2 = uuid.uuid4().hex
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=child_env(tag2, tmp_path / "tmp"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=150)
-    finally:
-        kill_tree(proc, tag2)
-    assert proc.returncode == 0, stdout + stderr
+    rerun = run_rmqsim(args, tmp_path, 150)
+    stdout, stderr = rerun.stdout, rerun.stderr
+    assert rerun.returncode == 0, stdout + stderr
     k = len(complete)
     assert f"{k} of {total} runs already complete, skipped" in stderr
     assert f"done: {total - k} run(s)" in stdout and f"({k} already complete)" in stdout
@@ -501,15 +502,8 @@ def _run_invalid(tmp_path: Path, name: str, doc: dict[str, Any]) -> tuple[subpro
     path.write_text(yaml.safe_dump({"name": name, "base": str(BASE), **doc}, sort_keys=False))
     out = tmp_path / "out"
     started = time.monotonic()
-    tag = uuid.uuid4().hex
-    proc = subprocess.Popen([*rmqsim_cmd(), "sweep", str(path), "--out", str(out)], cwd=tmp_path,
-                            env=child_env(tag, tmp_path / "tmp"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        kill_tree(proc, tag)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), time.monotonic() - started, out
+    result = run_rmqsim(["sweep", str(path), "--out", str(out)], tmp_path, 60)
+    return result, time.monotonic() - started, out
 
 
 @pytest.mark.parametrize("mistake", list(MISTAKES))
