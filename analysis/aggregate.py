@@ -126,8 +126,7 @@ def timeline(spark: Any, run: str) -> dict[str, Any] | None:
                      "WHERE run_id = :run AND status = 'ok'", args={"run": run}).collect()
     if not rows:
         return None
-    d = rows[0].asDict(recursive=True)
-    return d
+    return rows[0].asDict(recursive=True)
 
 
 def failed_runs(spark: Any) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from analysis.checks import percentiles_ms
 from sim.trace import FAULT_HEALED, FAULT_INJECTED
 
 LAT_BUCKETS_PER_OCTAVE = 64
@@ -116,14 +117,9 @@ def _timeline(samples: list[tuple]) -> dict[str, list]:
     for _unit, _key, born_us, latency_us in samples:
         by_second.setdefault(born_us // 1_000_000, []).append(latency_us)
     seconds = sorted(by_second)
-    p50, p99, top = [], [], []
-    for second in seconds:
-        values = sorted(by_second[second])
-        n = len(values)
-        p50.append(values[max(0, math.ceil(0.5 * n) - 1)] / 1000)
-        p99.append(values[max(0, math.ceil(0.99 * n) - 1)] / 1000)
-        top.append(values[-1] / 1000)
-    return {"tl_second": seconds, "tl_p50_ms": p50, "tl_p99_ms": p99, "tl_max_ms": top}
+    per_second = [percentiles_ms(by_second[second]) for second in seconds]
+    return {"tl_second": seconds, "tl_p50_ms": [p["p50"] for p in per_second],
+            "tl_p99_ms": [p["p99"] for p in per_second], "tl_max_ms": [p["max"] for p in per_second]}
 
 
 def fault_windows(records: Iterable[tuple], end_ms: float) -> list[dict[str, Any]]:
