@@ -139,8 +139,8 @@ def _stored_copies(stored_records: list[tuple]) -> dict[str, int]:
 
 
 def _consumption(consumed_records: list[tuple], broadcasting: set[str]) -> dict[str, dict[str, list]]:
-    """unit → key → [ok count, first ok time µs, consume attempts, shard]."""
-    group_i, key_i, ok_i, shard_i = _ix(CONSUMER_CONSUMED, "group", "key", "ok", "shard")
+    """unit → key → [ok count, first ok time µs, consume attempts]."""
+    group_i, key_i, ok_i = _ix(CONSUMER_CONSUMED, "group", "key", "ok")
     units: dict[str, dict[str, list]] = {}
     for r in consumed_records:
         group = r[group_i]
@@ -150,7 +150,7 @@ def _consumption(consumed_records: list[tuple], broadcasting: set[str]) -> dict[
             per_key = units[unit] = {}
         entry = per_key.get(r[key_i])
         if entry is None:
-            entry = per_key[r[key_i]] = [0, None, 0, r[shard_i]]
+            entry = per_key[r[key_i]] = [0, None, 0]
         entry[2] += 1
         if r[ok_i]:
             entry[0] += 1

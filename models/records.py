@@ -1,7 +1,9 @@
 """Every RocketMQ trace record kind and its fields, declared once (analysis reads these names).
 
-Per-message kinds carry the message's `uniq_key` (`key`); `born_us` is the producer's first
-attempt time, so end-to-end latency needs no join.
+Per-message kinds carry the message's `uniq_key` (`key`). Facts fixed at send time (`born_us`,
+the producer's first attempt; `shard`, the sharding key) are recorded once, in `producer.sent`,
+and joined by key where needed: a run emits one record of each per-message kind per message,
+so every field costs time in emission, the digest and the checkers.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ NAMESRV_BROKER_UNREGISTERED = declare("namesrv.broker_unregistered", "broker", "
 
 # consumer
 CONSUMER_CONSUMED = declare("consumer.consumed", "group", "key", "topic", "broker", "queue_id",
-                            "queue_offset", "ok", "reconsume_times", "born_us", "shard")
+                            "queue_offset", "ok", "reconsume_times")
 CONSUMER_REBALANCED = declare("consumer.rebalanced", "group", "topic", "queues", "added", "removed")
 CONSUMER_PULL_FAILED = declare("consumer.pull_failed", "group", "broker", "queue_id", "reason")
 CONSUMER_OFFSET_MOVED = declare("consumer.offset_moved", "group", "broker", "queue_id", "from_offset",

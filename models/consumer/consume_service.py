@@ -65,9 +65,8 @@ class ConsumeService:
     def _done(self, pq: Any, mq: Any, record: tuple, ok: bool) -> None:
         self.busy -= 1
         msg = record[R_MSG]
-        self.node._emit(self.node.name, CONSUMER_CONSUMED, self.group, msg.uniq_key, msg.user_topic, mq.broker_name,
-                        mq.queue_id, record[R_QOFF], ok, msg.reconsume_times, msg.born_us,
-                        msg.keys or "")
+        self.node._emit(self.node.name, CONSUMER_CONSUMED, self.group, msg.uniq_key, msg.user_topic,
+                        mq.broker_name, mq.queue_id, record[R_QOFF], ok, msg.reconsume_times)
         if not pq.dropped:
             if ok or self.consumer.broadcasting:
                 self._commit(pq, mq, record)

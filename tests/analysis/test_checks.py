@@ -35,9 +35,9 @@ def stored(t, key, topic=TOPIC, reconsume=0):
                   phys_offset=0, size_bytes=100, reconsume_times=reconsume)
 
 
-def consumed(t, key, group="g", consumer="c", ok=True, shard="", reconsume=0, born=0):
+def consumed(t, key, group="g", consumer="c", ok=True, reconsume=0):
     return record(t, consumer, CONSUMER_CONSUMED, group=group, key=key, topic=TOPIC, broker="broker-a",
-                  queue_id=0, queue_offset=0, ok=ok, reconsume_times=reconsume, born_us=born, shard=shard)
+                  queue_id=0, queue_offset=0, ok=ok, reconsume_times=reconsume)
 
 
 def test_record_helper_uses_declared_field_order():

@@ -583,3 +583,25 @@ def test_heal_all_unpauses_heals_network_and_disks():
     # faults scripted after heal_all are ignored
     inj.inject(FaultSpec(at_ms=150, kind="process_crash", node="b"))
     assert b.up
+
+
+# --- trace digest -----------------------------------------------------------------------------
+def test_digest_depends_on_values_not_object_identity():
+    """Equal strings that are one object or several encode alike (pickle's memo is off)."""
+    node = "".join(["broker", "-a"])  # a fresh, non-interned object each time
+    shared = [(i, node, "broker.stored", "k", i * 1.5, True, None) for i in range(5000)]
+    distinct = [(i, "".join(["broker", "-a"]), "broker.stored", "k", i * 1.5, True, None)
+                for i in range(5000)]
+    assert trace.digest(shared) == trace.digest(distinct)
+    assert trace.digest(shared) != trace.digest(shared[:-1])
+    assert trace.digest(shared) != trace.digest([r[:5] + (False, None) for r in shared])  # bool ≠ int
+    assert trace.digest([(1, "n", "k", 1)]) != trace.digest([(1, "n", "k", 1.0)])
+
+
+def test_digest_is_pinned_for_a_fixed_record_list():
+    """The canonical form does not drift between Python versions or platforms."""
+    records = [(0, "broker-a", "broker.registered", "namesrv"),
+               (3000196, "broker-a", "broker.stored", "p-1-1", "orders", 2, 0, 0, 1182, 0),
+               (5, "c-1", "consumer.consumed", "g", "p-1-1", True, None, -7, 2.5, 1 << 40)]
+    assert trace.digest(records) == hashlib.sha256(trace.canonical_bytes(records)).hexdigest()
+    assert trace.digest(records) == "8bcecdea9edbceb57890401f0cfcd596e294cb846efb02b49297eebfd70409cf"
