@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from models.message import Message
+from models.message import Message, fast_constructor
 
 # ResponseCode / RemotingSysResponseCode
 SUCCESS, SYSTEM_ERROR, SYSTEM_BUSY = 0, 1, 2
@@ -136,3 +136,10 @@ class ConsumerSendMsgBack(NamedTuple):
 
 class CodeResponse(NamedTuple):
     code: int
+
+
+# Per-message payloads, built on hot paths from a tuple of all fields (models/message.py).
+new_send_message = fast_constructor(SendMessage)
+new_send_response = fast_constructor(SendResponse)
+new_pull_message = fast_constructor(PullMessage)
+new_pull_response = fast_constructor(PullResponse)

@@ -14,11 +14,13 @@ YAML forms (values in milliseconds, like RocketMQ's settings):
 returns a negative value. The same specs serve for byte sizes (`sample_int`).
 
 `sampler_us(stream)` and `sampler_int(stream)` bind a distribution to a stream for hot paths
-(network latency, consume time; message size). The uniform, exponential and lognormal samplers draw `BATCH` values at a
-time from a NumPy PCG64 generator seeded once from `stream` (one 128-bit draw), and hand them
+(consume time; message size). The uniform, exponential and lognormal samplers draw `BATCH` values
+at a time from a NumPy PCG64 generator seeded once from `stream` (one 128-bit draw), and hand them
 out one by one: about 30× cheaper per value than a Python-level draw. The values are a
 deterministic function of the stream's seed, consumed in order, so determinism and the
 independence of streams are unchanged; only the owner of the sampler may use it.
+`block_sampler(stream, scale)` exposes the blocks themselves (last draw first, so `list.pop()`
+hands them out in draw order) for the hottest path, network latency, which pops without a call.
 """
 
 from __future__ import annotations
@@ -39,8 +41,13 @@ def _generator(stream: random.Random) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(stream.getrandbits(128)))
 
 
-def _batched(draw_block: Callable[[], np.ndarray]) -> Callable[[], int]:
-    """A zero-argument sampler handing out whole numbers from blocks of floats, in draw order."""
+def _whole_reversed(draw_block: Callable[[], np.ndarray]) -> Callable[[], list[int]]:
+    """Blocks of float draws → lists of whole numbers ≥ 0, last draw first."""
+    return lambda: (np.maximum(draw_block()[::-1], 0.0) + 0.5).astype(np.int64).tolist()
+
+
+def _popping(next_block: Callable[[], list[int]]) -> Callable[[], int]:
+    """A zero-argument sampler handing out the values of successive blocks, in draw order."""
     buffer: list[int] = []
     pop = buffer.pop
 
@@ -48,8 +55,7 @@ def _batched(draw_block: Callable[[], np.ndarray]) -> Callable[[], int]:
         try:
             return pop()
         except IndexError:
-            block = draw_block()
-            buffer.extend((np.maximum(block[::-1], 0.0) + 0.5).astype(np.int64).tolist())
+            buffer.extend(next_block())
             return pop()
 
     return sample
@@ -92,6 +98,18 @@ class _DistBase(BaseModel):
 
         return draw
 
+    def block_sampler(self, stream: random.Random, scale: float) -> Callable[[], list[int]]:
+        """The next `BATCH` draws of `sampler(stream, scale)` per call, last draw first."""
+        draw = self.sampler(stream, scale)
+        return lambda: [draw() for _ in range(BATCH)][::-1]
+
+
+class _Batched(_DistBase):
+    """Distributions drawn in NumPy blocks: `sampler` pops from `block_sampler`'s blocks."""
+
+    def sampler(self, stream: random.Random, scale: float) -> Callable[[], int]:
+        return _popping(self.block_sampler(stream, scale))
+
 
 class Constant(_DistBase):
     dist: Literal["constant"] = "constant"
@@ -110,8 +128,12 @@ class Constant(_DistBase):
         value = int(round(self.value * scale))
         return lambda: value
 
+    def block_sampler(self, stream: random.Random, scale: float) -> Callable[[], list[int]]:
+        block = [int(round(self.value * scale))] * BATCH
+        return block.copy
 
-class Uniform(_DistBase):
+
+class Uniform(_Batched):
     dist: Literal["uniform"]
     low: float = Field(ge=0)
     high: float = Field(ge=0)
@@ -125,15 +147,15 @@ class Uniform(_DistBase):
     def sample(self, stream: random.Random) -> float:
         return stream.uniform(self.low, self.high)
 
-    def sampler(self, stream: random.Random, scale: float) -> Callable[[], int]:
+    def block_sampler(self, stream: random.Random, scale: float) -> Callable[[], list[int]]:
         gen, low, high = _generator(stream), self.low * scale, self.high * scale
-        return _batched(lambda: gen.uniform(low, high, BATCH))
+        return _whole_reversed(lambda: gen.uniform(low, high, BATCH))
 
     def mean(self) -> float:
         return (self.low + self.high) / 2
 
 
-class Exponential(_DistBase):
+class Exponential(_Batched):
     dist: Literal["exponential"]
     mean_value: float = Field(alias="mean", gt=0)
 
@@ -142,15 +164,15 @@ class Exponential(_DistBase):
     def sample(self, stream: random.Random) -> float:
         return stream.expovariate(1.0 / self.mean_value)
 
-    def sampler(self, stream: random.Random, scale: float) -> Callable[[], int]:
+    def block_sampler(self, stream: random.Random, scale: float) -> Callable[[], list[int]]:
         gen, mean = _generator(stream), self.mean_value * scale
-        return _batched(lambda: gen.exponential(mean, BATCH))
+        return _whole_reversed(lambda: gen.exponential(mean, BATCH))
 
     def mean(self) -> float:
         return self.mean_value
 
 
-class Lognormal(_DistBase):
+class Lognormal(_Batched):
     dist: Literal["lognormal"]
     median: float | None = Field(default=None, gt=0)
     sigma: float | None = Field(default=None, ge=0)
@@ -177,11 +199,11 @@ class Lognormal(_DistBase):
         mu, sigma = self.mu_sigma
         return math.exp(stream.gauss(mu, sigma))
 
-    def sampler(self, stream: random.Random, scale: float) -> Callable[[], int]:
+    def block_sampler(self, stream: random.Random, scale: float) -> Callable[[], list[int]]:
         mu, sigma = self.mu_sigma
         mu_scaled = mu + math.log(scale)  # scale × exp(mu + x) = exp(mu + ln scale + x)
         gen = _generator(stream)
-        return _batched(lambda: gen.lognormal(mu_scaled, sigma, BATCH))
+        return _whole_reversed(lambda: gen.lognormal(mu_scaled, sigma, BATCH))
 
     def mean(self) -> float:
         mu, sigma = self.mu_sigma
@@ -203,6 +225,12 @@ class Empirical(_DistBase):
 
     def mean(self) -> float:
         return sum(self.values) / len(self.values)
+
+
+def index_sampler(stream: random.Random, n: int) -> Callable[[], int]:
+    """Uniform whole numbers in [0, n), drawn in NumPy blocks like the batched distributions."""
+    gen = _generator(stream)
+    return _popping(lambda: gen.integers(0, n, BATCH)[::-1].tolist())
 
 
 def _coerce(value: object) -> object:

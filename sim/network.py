@@ -37,7 +37,7 @@ TCP_RTO_MAX_US = 120_000_000  # Linux TCP_RTO_MAX
 
 
 class Link:
-    __slots__ = ("src", "dst", "dst_node", "arrive", "dist", "stream", "sample_us",
+    __slots__ = ("src", "dst", "dst_node", "arrive", "dist", "stream", "latencies_us", "_next_block",
                  "last_delivery_us", "generation", "cut", "_extra", "_loss_probability", "impaired")
 
     def __init__(self, src: str, dst_node: Any, dist: Any, stream: Any) -> None:
@@ -73,7 +73,14 @@ class Link:
 
     def set_dist(self, dist: Any) -> None:
         self.dist = dist
-        self.sample_us = dist.sampler_us(self.stream)
+        self._next_block = dist.block_sampler(self.stream, 1000)
+        self.latencies_us: list[int] = []  # upcoming latency draws, next one last (`send` pops)
+
+    def sample_us(self) -> int:
+        """The link's next latency draw."""
+        if not self.latencies_us:
+            self.latencies_us = self._next_block()
+        return self.latencies_us.pop()
 
 
 class Network:
@@ -130,7 +137,8 @@ class Network:
         if link.cut or not dst_node.serving:
             self._undeliverable(src_node, link, dst_node, envelope)
             return
-        arrive = self.env._now + link.sample_us()
+        latencies = link.latencies_us
+        arrive = self.env._now + (latencies.pop() if latencies else link.sample_us())
         if link.impaired:
             if link.extra is not None:
                 arrive += link.extra.sample_us(link.stream)

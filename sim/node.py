@@ -14,9 +14,11 @@ start-up and recovery logic.
 A `pause` (GC or VM stall) freezes the node: timers and deliveries that fall due during the pause
 run when it ends, in their original order.
 
-Messages: `send` is oneway; `rpc` calls `on_reply(response)` or `on_reply(None)` at the timeout
-(the "third state": the request may still have been processed), or `on_reply(CONNECT_FAILED)`
-when the peer's host is up but its process is not (connection refused, one round trip). Handlers are registered per
+Messages: `send` is oneway; `rpc(dst, payload, timeout_us, on_reply, *args)` calls
+`on_reply(*args, response)`, or `on_reply(*args, None)` at the timeout (the "third state": the
+request may still have been processed), or `on_reply(*args, CONNECT_FAILED)` when the peer's host
+is up but its process is not (connection refused, one round trip). Passing `args` instead of a
+closure saves a function object and a call per request. Handlers are registered per
 payload type and receive `(src, req_id, payload)`; `req_id` is 0 for oneway messages.
 """
 
@@ -93,8 +95,7 @@ class Node:
         self.disk: Any = None
         self.handlers: dict[type, Handler] = {}
         self.out_links: dict[str, Any] = {}  # dst name -> sim.network.Link (the network's cache)
-        self._pending: dict[int, Callable[[Any], None]] = {}
-        self._pending_dst: dict[int, str] = {}  # req id -> peer, to fail fast when it dies
+        self._pending: dict[int, tuple] = {}  # req id -> (on_reply, args, peer)
         # RPC deadlines, one FIFO per timeout value: a single armed timer per FIFO instead of one
         # heap entry per request (deadlines within a FIFO are non-decreasing)
         self._deadlines: dict[int, deque] = {}
@@ -137,7 +138,6 @@ class Node:
         self.epoch += 1
         self.paused_until = 0
         self._pending.clear()
-        self._pending_dst.clear()
         self._deadlines.clear()
         self.trace(trace.NODE_CRASHED, power_loss)
         for hook in self._crash_hooks:
@@ -192,11 +192,10 @@ class Node:
     def send(self, dst: str, payload: Any) -> None:
         self.env.network.send(self, dst, (ONEWAY, 0, payload))
 
-    def rpc(self, dst: str, payload: Any, timeout_us: int, on_reply: Callable[[Any], None]) -> None:
+    def rpc(self, dst: str, payload: Any, timeout_us: int, on_reply: Callable[..., None], *args: Any) -> None:
         req_id = self._next_req_id
         self._next_req_id = req_id + 1
-        self._pending[req_id] = on_reply
-        self._pending_dst[req_id] = dst
+        self._pending[req_id] = (on_reply, args, dst)
         fifo = self._deadlines.get(timeout_us)
         if fifo is None:
             fifo = self._deadlines[timeout_us] = deque()
@@ -219,7 +218,7 @@ class Node:
         """The peer at the other end of `link` (peer → this node) died: its connection closes and
         every outstanding request on it fails at once (NettyRemotingClient closes the channel
         and fails the response futures)."""
-        for req_id, dst in list(self._pending_dst.items()):
+        for req_id, (_on_reply, _args, dst) in list(self._pending.items()):
             if dst == link.src:
                 NodeCall(self, delay_us, self.arrive,
                          (link, link.generation, self.epoch, (RESPONSE, req_id, CONNECT_FAILED)))
@@ -231,11 +230,10 @@ class Node:
             deadline, req_id = fifo.popleft()
             if req_id in pending and deadline <= now:
                 expired.append(pending.pop(req_id))
-                self._pending_dst.pop(req_id, None)
         if fifo:
             NodeCall(self, fifo[0][0] - now, self._expire, (timeout_us,))
-        for on_reply in expired:
-            on_reply(None)
+        for on_reply, args, _dst in expired:
+            on_reply(*args, None)
 
     def arrive(self, link: Any, generation: int, epoch: int, envelope: tuple) -> None:
         """A message arrives over `link` (a sim.network.Link into this node), sent while the link
@@ -250,10 +248,9 @@ class Node:
             return
         kind, req_id, payload = envelope
         if kind == RESPONSE:
-            on_reply = self._pending.pop(req_id, None)
-            if on_reply is not None:
-                del self._pending_dst[req_id]
-                on_reply(payload)
+            pending = self._pending.pop(req_id, None)
+            if pending is not None:
+                pending[0](*pending[1], payload)
             return
         handler = self.handlers.get(type(payload))
         if handler is None:

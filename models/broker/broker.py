@@ -53,12 +53,13 @@ from models.protocol import (
     Heartbeat,
     OffsetResponse,
     PullMessage,
-    PullResponse,
     QueryConsumerOffset,
     RegisterBroker,
     SendMessage,
     SendResponse,
     UpdateConsumerOffset,
+    new_pull_response,
+    new_send_response,
 )
 from models.records import BROKER_REGISTERED, BROKER_SEND_REJECTED, BROKER_STORED
 from sim.disk import Disk, DiskConfig
@@ -145,7 +146,7 @@ class Broker:
             return
         record = self.put_internal(msg, req.queue_id, size)
         if self.group_commit is None:
-            node.reply(src, req_id, SendResponse(SUCCESS, record[4], record[0]))
+            node.reply(src, req_id, new_send_response((SUCCESS, record[4], record[0])))
             return
         end = record[0] + record[1]
         self.group_commit.put_request(end, lambda status: node.reply(
@@ -188,7 +189,7 @@ class Broker:
             timeout = req.suspend_timeout_us if self.cfg.long_polling_enable else ms(self.cfg.short_polling_time_mills)
             self.hold.suspend(src, req_id, req, timeout)
             return
-        self.node.reply(src, req_id, PullResponse(code, next_offset, 0, max_offset, tuple(records)))
+        self.node.reply(src, req_id, new_pull_response((code, next_offset, 0, max_offset, tuple(records))))
 
     # --- ConsumerManageProcessor --------------------------------------------------------------
     def on_query_offset(self, src: str, req_id: int, req: QueryConsumerOffset) -> None:

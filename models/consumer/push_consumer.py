@@ -43,8 +43,8 @@ from models.protocol import (
     GetRouteInfo,
     Heartbeat,
     NotifyConsumerIdsChanged,
-    PullMessage,
     TopicRouteData,
+    new_pull_message,
 )
 from models.records import CONSUMER_OFFSET_MOVED, CONSUMER_PULL_FAILED
 from sim.env import ms
@@ -174,10 +174,10 @@ class PushConsumer:
         if addr is None:
             return self._pull_failed(mq, pq, "no_broker_address")
         commit = self.offset_store.read_memory(mq) if not self.broadcasting else -1
-        request = PullMessage(self.group, mq.topic, mq.queue_id, pq.next_offset, cfg.pull_batch_size,
-                              commit if commit > 0 else -1, BROKER_SUSPEND_MAX_TIME_US,
-                              self.subscriptions.get(mq.topic))
-        self.node.rpc(addr, request, CONSUMER_TIMEOUT_WHEN_SUSPEND_US, lambda r: self._on_pull(mq, pq, r))
+        request = new_pull_message((self.group, mq.topic, mq.queue_id, pq.next_offset, cfg.pull_batch_size,
+                                    commit if commit > 0 else -1, BROKER_SUSPEND_MAX_TIME_US,
+                                    self.subscriptions.get(mq.topic)))
+        self.node.rpc(addr, request, CONSUMER_TIMEOUT_WHEN_SUSPEND_US, self._on_pull, mq, pq)
         return None
 
     def _pull_failed(self, mq: MessageQueue, pq: ProcessQueue, reason: str) -> None:
@@ -193,7 +193,7 @@ class PushConsumer:
         if code == SUCCESS:
             pq.next_offset = response.next_begin_offset
             tags = self.subscriptions.get(mq.topic)
-            records = [r for r in response.records if tags is None or r[R_MSG].tags in tags]
+            records = response.records if tags is None else [r for r in response.records if r[R_MSG].tags in tags]
             if records:
                 pq.put(records)
                 self.consume.submit(pq, mq, records)

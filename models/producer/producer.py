@@ -27,8 +27,8 @@ from models.protocol import (
     SEND_OK,
     SEND_STATUS_BY_CODE,
     GetRouteInfo,
-    SendMessage,
     TopicRouteData,
+    new_send_message,
 )
 from models.records import PRODUCER_ROUTE_UPDATED, PRODUCER_SEND_FAILED, PRODUCER_SENT
 from sim.env import ms
@@ -114,11 +114,11 @@ class Producer:
         if addr is None:
             send.last_broker = mq.broker_name
             return self._next(send)
-        request = SendMessage(send.msg, mq.queue_id)
+        request = new_send_message((send.msg, mq.queue_id))
         if self.send_mode == "ONEWAY":
             self.node.send(addr, request)
             return self._sent(send, "ONEWAY")
-        self.node.rpc(addr, request, self.timeout_us - cost, lambda r: self._on_response(send, r))
+        self.node.rpc(addr, request, self.timeout_us - cost, self._on_response, send)
         return None
 
     def _on_response(self, send: _Send, response: Any) -> None:

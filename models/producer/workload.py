@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.message import Message
+from models.message import NEW_MESSAGE_DEFAULTS, new_message
 from models.producer.producer import Producer
-from sim.dist import Exponential
+from sim.dist import Exponential, index_sampler
 
 
 class Workload:
@@ -27,10 +27,13 @@ class Workload:
         self.message_bytes = message_bytes
         self.tags = tags
         self.keys = keys
+        self.shards = [f"k{i}" for i in range(keys)]
         self.start_us, self.stop_us = start_us, stop_us
         self.stream = self.node.env.rng.stream(f"{self.node.name}.workload")
         self.body_bytes = message_bytes.sampler_int(self.stream)
         self.poisson_gap_us = Exponential(dist="exponential", mean=self.mean_gap_us / 1000).sampler_us(self.stream)
+        self.tag_index = index_sampler(self.stream, len(tags)) if tags else None
+        self.shard_index = index_sampler(self.stream, keys) if keys else None
         self.seq = 0
         self.node.on_start(self._schedule_first)
 
@@ -47,11 +50,10 @@ class Workload:
         now = self.node.env._now
         if now >= self.stop_us:
             return
-        stream = self.stream
         self.seq += 1
-        tag = self.tags[stream.randrange(len(self.tags))] if self.tags else None
-        shard = f"k{stream.randrange(self.keys)}" if self.keys else ""
-        msg = Message(f"{self.node.name}-{self.seq}", self.topic, tag, shard or None,
-                      self.body_bytes(), now, self.node.name)
+        tag = self.tags[self.tag_index()] if self.tags else None
+        shard = self.shards[self.shard_index()] if self.keys else ""
+        msg = new_message((f"{self.node.name}-{self.seq}", self.topic, tag, shard or None,
+                           self.body_bytes(), now, self.node.name) + NEW_MESSAGE_DEFAULTS)
         self.producer.send(msg, shard)
         self.node.call_later(self._gap_us(), self._arrive)

@@ -419,3 +419,27 @@ def test_flush_type_enum_accepted(flush):
     env, broker = make_broker(flush)
     assert broker.store_cfg.flush_disk_type is FlushDiskType(flush)
     assert (broker.group_commit is None) == (flush == "ASYNC_FLUSH")
+
+
+def test_fast_constructors_build_the_same_payloads_as_the_namedtuples():
+    """Hot paths build payloads from a tuple of all fields; they must equal the keyword form."""
+    from models.message import NEW_MESSAGE_DEFAULTS, new_message
+    from models.protocol import (
+        PullMessage,
+        PullResponse,
+        SendResponse,
+        new_pull_message,
+        new_pull_response,
+        new_send_message,
+        new_send_response,
+    )
+
+    msg = new_message(("p-1", "orders", "t", "k1", 100, 5, "p") + NEW_MESSAGE_DEFAULTS)
+    assert msg == Message("p-1", "orders", "t", "k1", 100, 5, "p") and type(msg) is Message
+    assert msg.real_queue_id == -1 and msg.origin_topic == ""
+    assert new_send_message((msg, 3)) == SendMessage(msg=msg, queue_id=3)
+    assert type(new_send_message((msg, 3))) is SendMessage
+    assert new_send_response((0, 7, 9)) == SendResponse(code=0, queue_offset=7, phys_offset=9)
+    pull = new_pull_message(("g", "orders", 1, 2, 32, -1, 15_000_000, None))
+    assert type(pull) is PullMessage and pull.max_msg_nums == 32 and pull.tags is None
+    assert new_pull_response((0, 3, 0, 4, ())) == PullResponse(0, 3, 0, 4)

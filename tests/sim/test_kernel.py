@@ -137,6 +137,33 @@ def test_uniform_bounds():
     assert all(1000 <= f() <= 3000 for _ in range(1000))
 
 
+@pytest.mark.parametrize("spec", [3, {"dist": "uniform", "low": 1, "high": 3},
+                                  {"dist": "exponential", "mean": 2},
+                                  {"dist": "lognormal", "p50": 0.5, "p99": 4},
+                                  {"dist": "empirical", "values": [1, 2, 8]}])
+def test_block_sampler_hands_out_the_sampler_draws_in_order(spec):
+    """Network links pop latencies from blocks; the values and their order are the sampler's."""
+    d = DIST.validate_python(spec)
+    one_by_one = d.sampler_us(Rng(3).stream("x"))
+    next_block = d.block_sampler(Rng(3).stream("x"), 1000)
+    popped: list[int] = []
+    while len(popped) < 2500:  # crosses block boundaries
+        popped += next_block()[::-1]
+    assert popped[:2500] == [one_by_one() for _ in range(2500)]
+    assert all(isinstance(v, int) and v >= 0 for v in popped)
+
+
+def test_index_sampler_is_uniform_over_its_range_and_seeded():
+    from sim.dist import index_sampler
+
+    draw = index_sampler(Rng(1).stream("i"), 16)
+    xs = [draw() for _ in range(32_000)]
+    assert set(xs) == set(range(16))
+    assert all(1700 < xs.count(i) < 2300 for i in range(16))
+    again = index_sampler(Rng(1).stream("i"), 16)
+    assert [again() for _ in range(32_000)] == xs
+
+
 def test_uniform_high_below_low_rejected():
     with pytest.raises(ValidationError):
         DIST.validate_python({"dist": "uniform", "low": 3, "high": 1})
