@@ -79,7 +79,7 @@ def check(records: Iterable[tuple], subscriptions: dict[str, str], broadcasting:
             groups[group].pop("_latencies_us")
             if details is not None:
                 _add_details(details, group, {}, sent["acked"].get(topic, {}))
-    consumed = sum(n for per_key in units.values() for n, *_ in per_key.values())
+    consumed = sum(g["consumed_ok_distinct"] + g["duplicates"] for g in groups.values())  # Σ ok counts
     return _totals(sent, copies, consumed, groups, all_latencies)
 
 
@@ -161,24 +161,30 @@ def _consumption(consumed_records: list[tuple], broadcasting: set[str]) -> dict[
 
 def _judge_unit(consumed: dict[str, list], acked: dict[str, tuple], copies: dict[str, int],
                 orderly: bool) -> dict[str, Any]:
-    lost = [k for k in acked if not consumed.get(k, (0,))[0]]
-    duplicates = 0
+    duplicates = duplicated = ok_distinct = attempts = 0
     causes = {"producer_retry": 0, "redelivery": 0}
-    duplicated = 0
-    for key, entry in consumed.items():
-        if entry[0] > 1:
-            duplicates += entry[0] - 1
+    latencies: list[int] = []
+    for key, (ok, first_ok_us, tries) in consumed.items():  # one pass: this runs per message
+        attempts += tries
+        if not ok:
+            continue
+        ok_distinct += 1
+        sent = acked.get(key)
+        if sent is not None:
+            latencies.append(first_ok_us - sent[0])
+        if ok > 1:
+            duplicates += ok - 1
             duplicated += 1
-            causes["producer_retry" if copies.get(key, 0) > 1 else "redelivery"] += entry[0] - 1
-    latencies = [entry[1] - acked[k][0] for k, entry in consumed.items() if entry[1] is not None and k in acked]
+            causes["producer_retry" if copies.get(key, 0) > 1 else "redelivery"] += ok - 1
+    lost = [k for k in acked if k not in consumed or not consumed[k][0]]
     return {
         "lost": len(lost),
         "lost_sample": sorted(lost, key=_seq)[:10],
         "duplicates": duplicates,
         "duplicated_messages": duplicated,
         "duplicate_causes": causes,
-        "consumed_ok_distinct": sum(1 for e in consumed.values() if e[0]),
-        "consume_attempts": sum(e[2] for e in consumed.values()),
+        "consumed_ok_distinct": ok_distinct,
+        "consume_attempts": attempts,
         "order_violations": _order_violations(consumed, acked) if orderly else 0,
         "latency_ms": percentiles_ms(latencies),
         "_latencies_us": latencies,
