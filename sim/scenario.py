@@ -29,6 +29,7 @@ from sim.dist import Constant, Dist, Lognormal
 from sim.faults import FaultSpec, RandomFaultSpec
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+MAX_INSTANCES = 1000  # `count` of one producer or consumer entry
 
 
 class NameServerSpec(BaseModel):
@@ -88,7 +89,7 @@ class NetworkSpec(BaseModel):
 class ProducerSpec(BaseModel):
     model_config = _STRICT
     name: str = "producer"
-    count: int = Field(1, gt=0, le=1000)
+    count: int = Field(1, gt=0, le=MAX_INSTANCES)
     zone: str = "zone-a"
     topic: str = "TopicTest"
     rate_per_s: float = Field(1000.0, gt=0)
@@ -105,7 +106,7 @@ class ProducerSpec(BaseModel):
 class ConsumerSpec(BaseModel):
     model_config = _STRICT
     name: str = "consumer"
-    count: int = Field(1, gt=0, le=1000)
+    count: int = Field(1, gt=0, le=MAX_INSTANCES)
     zone: str = "zone-a"
     group: str = "please_rename_unique_group_name"
     topic: str = "TopicTest"
@@ -215,6 +216,7 @@ def cross_check(data: dict) -> list[str]:
     topics = _names(cluster.get("topics"), ["TopicTest"])
     problems: list[str] = []
     nodes: dict[str, str] = {}
+    unknown_counts: list[str] = []  # names whose `count` is invalid: their instances are unknown
     for section, names in (("cluster.nameservers", namesrvs), ("cluster.brokers", brokers)):
         for name in names:
             problems += _claim(nodes, name, section)
@@ -223,8 +225,11 @@ def cross_check(data: dict) -> list[str]:
         for i, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 continue
-            count = entry.get("count", 1) if isinstance(entry.get("count", 1), int) else 1
-            for name in instance_names(str(entry.get("name", section[:-1])), max(1, count)):
+            count, base = entry.get("count", 1), str(entry.get("name", section[:-1]))
+            if not _valid_count(count):  # reported by pydantic; don't guess the node names
+                unknown_counts.append(base)
+                continue
+            for name in instance_names(base, count):
                 problems += _claim(nodes, name, f"{section}[{i}]")
             topic = entry.get("topic", "TopicTest")
             if topic not in topics:
@@ -233,8 +238,12 @@ def cross_check(data: dict) -> list[str]:
     problems += _check_topic_brokers(cluster, brokers)
     problems += _check_groups(data)
     problems += _check_roles(cluster)
-    problems += _check_fault_targets(data, nodes)
+    problems += _check_fault_targets(data, nodes, unknown_counts)
     return problems
+
+
+def _valid_count(count: Any) -> bool:
+    return isinstance(count, int) and not isinstance(count, bool) and 0 < count <= MAX_INSTANCES
 
 
 def _claim(nodes: dict[str, str], name: str, section: str) -> list[str]:
@@ -280,7 +289,7 @@ def _check_roles(cluster: dict) -> list[str]:
     return problems
 
 
-def _check_fault_targets(data: dict, nodes: dict[str, str]) -> list[str]:
+def _check_fault_targets(data: dict, nodes: dict[str, str], unknown_counts: list[str]) -> list[str]:
     problems = []
     listing = "; ".join(f"{k}" for k in nodes)
     for section in ("faults", "random_faults"):
@@ -292,9 +301,15 @@ def _check_fault_targets(data: dict, nodes: dict[str, str]) -> list[str]:
                      if isinstance(grp, list) for n in grp]
             refs += [("nodes", n) for n in fault.get("nodes") or []]
             for key, name in refs:
-                if name is not None and name not in nodes:
+                if name is not None and name not in nodes and not _may_be_instance(name, unknown_counts):
                     problems.append(f"{section}[{i}].{key}: {name!r} is not a node here (nodes: {listing})")
     return problems
+
+
+def _may_be_instance(name: Any, bases: list[str]) -> bool:
+    """`name` could be an instance of an entry whose count is invalid (`base` or `base-N`)."""
+    return any(name == base or (isinstance(name, str) and name.startswith(f"{base}-")
+                                and name[len(base) + 1:].isdigit()) for base in bases)
 
 
 def reference_tree() -> dict[str, Any]:

@@ -161,3 +161,16 @@ def test_bad_override_reported(tmp_path):
     path.write_text("name: ok\n", encoding="utf-8")
     res = run_cli("validate", str(path), "--set", "duration_ms=-3s")
     assert_rejected(res, path, "duration_ms")
+
+
+def test_invalid_count_reports_only_the_count(tmp_path):
+    """With `count` itself wrong the instance names are unknown: a fault naming `c-1` is not
+    flagged as a second, spurious problem, while a name that cannot be an instance still is."""
+    path = tmp_path / "count.yaml"
+    path.write_text("consumers:\n  - {name: c, count: three}\n"
+                    "faults:\n  - {at_ms: 100, kind: process_crash, node: c-1}\n"
+                    "  - {at_ms: 200, kind: process_crash, node: cx}\n", encoding="utf-8")
+    res = run_cli("validate", str(path))
+    assert_rejected(res, path, "consumers[0].count", "faults[1].node")
+    assert "faults[0]" not in res.stderr
+    assert res.stderr.splitlines()[0].startswith("2 problem(s)")
