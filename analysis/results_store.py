@@ -16,6 +16,7 @@ a shared filesystem for a cluster).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -98,18 +99,33 @@ def completed(out_dir: Path) -> dict[str, str]:
     return out
 
 
-def prepare(out_dir: Path, manifest: dict[str, Any]) -> None:
-    """Create DIR and its manifest, or check that DIR holds this same sweep (resume)."""
+def prepare(out_dir: Path, manifest: dict[str, Any], replace: bool = False) -> None:
+    """Create DIR and its manifest, or check that DIR holds this same sweep made by this same
+    simulator (resume). Runs made by different sources of sim/ and models/ have different
+    digests and results, so they must not be mixed in one directory: a foreign DIR is refused,
+    or with `replace` deleted and started afresh (only a DIR holding a sweep manifest)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / MANIFEST
     if path.exists():
-        existing = json.loads(path.read_text(encoding="utf-8"))
-        if existing.get("digest") != manifest["digest"]:
-            raise ForeignDirectory(
-                f"{out_dir} holds results of another sweep ({existing.get('name')!r}, digest "
-                f"{str(existing.get('digest'))[:12]}); use another --out or remove it")
-        return
+        problem = _foreign(out_dir, json.loads(path.read_text(encoding="utf-8")), manifest)
+        if problem is None:
+            return
+        if not replace:
+            raise ForeignDirectory(f"{problem}; use another --out, remove it, or pass --replace")
+        shutil.rmtree(out_dir)
+        out_dir.mkdir(parents=True)
     atomic_write_text(path, json.dumps(manifest, indent=1))
+
+
+def _foreign(out_dir: Path, existing: dict[str, Any], manifest: dict[str, Any]) -> str | None:
+    if existing.get("digest") != manifest["digest"]:
+        return (f"{out_dir} holds results of another sweep ({existing.get('name')!r}, digest "
+                f"{str(existing.get('digest'))[:12]})")
+    if existing.get("simulator_sha256") != manifest.get("simulator_sha256"):
+        return (f"{out_dir} holds runs made by another version of the simulator (sim/, models/: "
+                f"{str(existing.get('simulator_sha256'))[:12]}, now {str(manifest.get('simulator_sha256'))[:12]}), "
+                "whose results would not mix with new runs")
+    return None
 
 
 def read_manifest(out_dir: Path) -> dict[str, Any]:

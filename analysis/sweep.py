@@ -35,6 +35,7 @@ from sim.files import atomic_path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sim", "models", "analysis")
+SIMULATOR_PACKAGES = ("sim", "models")  # what a run's results (and digest) depend on
 
 
 @dataclass
@@ -51,6 +52,7 @@ class SweepOutcome:
 
 def manifest(sweep: Sweep) -> dict[str, Any]:
     return {"name": sweep.name, "source": sweep.source, "digest": sweep.digest(),
+            "simulator_sha256": simulator_sha256(),
             "base": str(sweep.base_path), "params": {n: p.key for n, p in sweep.params.items()},
             "param_types": sweep.param_types, "grid": list(sweep.spec.grid), "zip": list(sweep.spec.zip),
             "points": [{"point": p.index, "point_key": p.key, "params": p.params} for p in sweep.points],
@@ -76,10 +78,10 @@ def tasks(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
 
 def run_sweep(sweep: Sweep, out_dir: str | Path, master: str | None = None,
               parallelism: int | None = None, verify_determinism: int = 0,
-              progress: TextIO | None = None) -> SweepOutcome:
+              progress: TextIO | None = None, replace: bool = False) -> SweepOutcome:
     started = time.perf_counter()
     out_dir = Path(out_dir)
-    store.prepare(out_dir, manifest(sweep))
+    store.prepare(out_dir, manifest(sweep), replace)
     status = store.completed(out_dir)
     all_tasks = tasks(sweep, out_dir)
     pending = [t for t in all_tasks if status.get(t["run_id"]) != "ok"]
@@ -134,14 +136,27 @@ def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
     return spark
 
 
-def package_zip() -> Path:
-    """The project's packages, zipped for executors; one file per content digest, reused."""
-    sources = {src.relative_to(PROJECT_ROOT).as_posix(): src.read_bytes()
-               for package in PACKAGES for src in sorted((PROJECT_ROOT / package).rglob("*.py"))}
+def _sources(packages: tuple[str, ...]) -> dict[str, bytes]:
+    return {src.relative_to(PROJECT_ROOT).as_posix(): src.read_bytes()
+            for package in packages for src in sorted((PROJECT_ROOT / package).rglob("*.py"))}
+
+
+def _sources_sha256(sources: dict[str, bytes]) -> str:
     digest = hashlib.sha256()
     for name, content in sources.items():
         digest.update(name.encode() + b"\0" + content)
-    path = Path(tempfile.gettempdir()) / f"rmqsim-packages-{digest.hexdigest()[:16]}.zip"
+    return digest.hexdigest()
+
+
+def simulator_sha256() -> str:
+    """Digest of the simulator's sources: a sweep directory's runs must all come from one."""
+    return _sources_sha256(_sources(SIMULATOR_PACKAGES))
+
+
+def package_zip() -> Path:
+    """The project's packages, zipped for executors; one file per content digest, reused."""
+    sources = _sources(PACKAGES)
+    path = Path(tempfile.gettempdir()) / f"rmqsim-packages-{_sources_sha256(sources)[:16]}.zip"
     if not path.exists():
         with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
             for name, content in sources.items():  # fixed timestamps: same sources, same bytes

@@ -7,6 +7,7 @@ bash scripts/setup.sh
 .venv/bin/rmqsim run scenarios/baseline.yaml
 sweep="$(ls scenarios/sweeps/*.yaml | sort | head -n 1)"
 name="$(awk '/^name:/ {print $2; exit}' "$sweep")"
-.venv/bin/rmqsim sweep "$sweep" --out "sweeps/$name"
+# --replace: results left by an older version of the simulator are started afresh, not mixed
+.venv/bin/rmqsim sweep "$sweep" --out "sweeps/$name" --replace
 .venv/bin/rmqsim report "sweeps/$name"
 echo "open sweeps/$name/report/index.html (figures also as PNG and SVG in that folder)"

@@ -90,7 +90,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     try:
         outcome = run_sweep(sweep, out, master=args.master, parallelism=args.parallelism,
-                            verify_determinism=args.verify_determinism)
+                            verify_determinism=args.verify_determinism, replace=args.replace)
     except ForeignDirectory as exc:
         print(f"rmqsim sweep: {exc}", file=sys.stderr)
         return 2
@@ -148,6 +148,8 @@ def parser() -> argparse.ArgumentParser:
     swp.add_argument("--verify-determinism", type=int, default=0, metavar="K",
                      help="rerun K random runs in the driver and compare trace digests")
     swp.add_argument("--dry-run", action="store_true", help="validate and list the points only")
+    swp.add_argument("--replace", action="store_true",
+                     help="if --out holds another sweep, or runs of another simulator version, delete it and start afresh")
     swp.set_defaults(func=cmd_sweep)
     rep = sub.add_parser("report", help="figures and an HTML page from a sweep's results")
     rep.add_argument("dir", help="a sweep output directory")

@@ -99,9 +99,11 @@ class _DistBase(BaseModel):
         return draw
 
     def block_sampler(self, stream: random.Random, scale: float) -> Callable[[], list[int]]:
-        """The next `BATCH` draws of `sampler(stream, scale)` per call, last draw first."""
+        """The next draws of `sampler(stream, scale)` per call, last draw first. Here one draw
+        per call: a distribution drawn from `stream` itself must not run ahead of the other
+        users of that stream (a link's extra-latency and loss draws share it)."""
         draw = self.sampler(stream, scale)
-        return lambda: [draw() for _ in range(BATCH)][::-1]
+        return lambda: [draw()]
 
 
 class _Batched(_DistBase):

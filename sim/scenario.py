@@ -15,10 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from models.broker.config import BrokerConfig, MessageStoreConfig
 from models.consumer.config import PushConsumerConfig
@@ -96,7 +96,7 @@ class ProducerSpec(BaseModel):
     arrival: Literal["poisson", "constant"] = "poisson"
     message_bytes: Dist = Constant(value=1024)
     tags: list[str] = []
-    keys: int = Field(0, ge=0)  # number of distinct sharding keys (0: none)
+    keys: int = Field(0, ge=0, le=2**31 - 1)  # number of distinct sharding keys (0: none)
     send_mode: Literal["SYNC", "ONEWAY"] = "SYNC"
     start_ms: DurationMs = Field(1_000, ge=0)
     stop_ms: DurationMs | None = Field(None, gt=0)  # default: the scenario's duration
@@ -225,12 +225,12 @@ def cross_check(data: dict) -> list[str]:
         for i, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 continue
-            count, base = entry.get("count", 1), str(entry.get("name", section[:-1]))
-            if not _valid_count(count):  # reported by pydantic; don't guess the node names
+            count, base = _count(entry.get("count", 1)), str(entry.get("name", section[:-1]))
+            if count is None:  # reported by pydantic; don't guess the node names
                 unknown_counts.append(base)
-                continue
-            for name in instance_names(base, count):
-                problems += _claim(nodes, name, f"{section}[{i}]")
+            else:
+                for name in instance_names(base, count):
+                    problems += _claim(nodes, name, f"{section}[{i}]")
             topic = entry.get("topic", "TopicTest")
             if topic not in topics:
                 problems.append(f"{section}[{i}].topic: topic {topic!r} is not declared in cluster.topics "
@@ -242,8 +242,15 @@ def cross_check(data: dict) -> list[str]:
     return problems
 
 
-def _valid_count(count: Any) -> bool:
-    return isinstance(count, int) and not isinstance(count, bool) and 0 < count <= MAX_INSTANCES
+_COUNT = TypeAdapter(Annotated[int, Field(gt=0, le=MAX_INSTANCES)])  # the `count` fields' rule
+
+
+def _count(value: Any) -> int | None:
+    """`value` as the scenario model will read a `count` (lax: 2.0 and "2" are 2), else None."""
+    try:
+        return _COUNT.validate_python(value)
+    except ValidationError:
+        return None
 
 
 def _claim(nodes: dict[str, str], name: str, section: str) -> list[str]:

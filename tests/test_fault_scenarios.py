@@ -125,6 +125,14 @@ def test_fault_was_injected(name: str) -> None:
     assert s["sent_ok"] > 5000  # the workload ran
 
 
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_fault_records_hold_only_exact_scalar_types(name: str) -> None:
+    """Fault and recovery paths emit record kinds the baseline never does; the digest needs
+    exact str/int/float/bool/None there too (see tests/test_determinism.py)."""
+    allowed = {str, int, float, bool, type(None)}
+    assert all(type(v) in allowed for r in result(name).records for v in r)
+
+
 # --- broker process crash (page cache survives) ---------------------------------------------
 
 

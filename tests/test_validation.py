@@ -174,3 +174,19 @@ def test_invalid_count_reports_only_the_count(tmp_path):
     assert_rejected(res, path, "consumers[0].count", "faults[1].node")
     assert "faults[0]" not in res.stderr
     assert res.stderr.splitlines()[0].startswith("2 problem(s)")
+
+
+@pytest.mark.parametrize("text, expected", [
+    # a count pydantic accepts (lax: 2.0 is 2) names its instances as the run will
+    ("consumers:\n  - {name: c, count: 2.0, topic: nope}\n"
+     "faults:\n  - {at_ms: 100, kind: process_crash, node: c-7}\n",
+     ["consumers[0].topic", "faults[0].node: 'c-7'"]),
+    # an invalid count still lets the entry's other checks run
+    ("consumers:\n  - {name: c, count: 0, topic: nope}\n", ["consumers[0].count", "consumers[0].topic"]),
+])
+def test_count_is_read_as_the_model_reads_it(tmp_path, text, expected):
+    path = tmp_path / "count.yaml"
+    path.write_text(text, encoding="utf-8")
+    res = run_cli("validate", str(path))
+    assert_rejected(res, path, *expected)
+    assert res.stderr.splitlines()[0].startswith(f"{len(expected)} problem(s)")

@@ -27,7 +27,6 @@ class Workload:
         self.message_bytes = message_bytes
         self.tags = tags
         self.keys = keys
-        self.shards = [f"k{i}" for i in range(keys)]
         self.start_us, self.stop_us = start_us, stop_us
         self.stream = self.node.env.rng.stream(f"{self.node.name}.workload")
         self.body_bytes = message_bytes.sampler_int(self.stream)
@@ -52,7 +51,7 @@ class Workload:
             return
         self.seq += 1
         tag = self.tags[self.tag_index()] if self.tags else None
-        shard = self.shards[self.shard_index()] if self.keys else ""
+        shard = f"k{self.shard_index()}" if self.keys else ""
         msg = new_message((f"{self.node.name}-{self.seq}", self.topic, tag, shard or None,
                            self.body_bytes(), now, self.node.name) + NEW_MESSAGE_DEFAULTS)
         self.producer.send(msg, shard)

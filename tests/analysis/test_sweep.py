@@ -565,3 +565,32 @@ def test_float_parameter_values_survive_the_override_round_trip(tmp_path):
     sweep = load_sweep(path)
     sc = scenario_mod.from_data(sweep.scenario_data(sweep.points[0]))
     assert sc.consumers[0].consume_time_ms.mean() == 0.00001
+
+
+def test_resume_refuses_runs_of_another_simulator_version(tmp_path):
+    """No Spark: a directory is resumed only by the same sweep *and* the same sim/ + models/
+    sources, since other sources give other digests and results."""
+    from analysis.sweep import manifest, simulator_sha256
+
+    path = write_sweep(tmp_path, "versioned", set=SHORT, seeds=[1])
+    sweep, out = load_sweep(path), tmp_path / "out"
+    current = manifest(sweep)
+    assert current["simulator_sha256"] == simulator_sha256() and len(current["simulator_sha256"]) == 64
+    store.prepare(out, current)
+    store.prepare(out, current)  # same sweep, same simulator: resumes
+    older = dict(current, simulator_sha256="0" * 64)
+    with pytest.raises(store.ForeignDirectory, match="another version of the simulator"):
+        store.prepare(out, older)
+    legacy = tmp_path / "legacy"  # made before manifests carried the simulator digest
+    store.prepare(legacy, {k: v for k, v in current.items() if k != "simulator_sha256"})
+    with pytest.raises(store.ForeignDirectory, match="another version of the simulator"):
+        store.prepare(legacy, current)
+    with pytest.raises(store.ForeignDirectory, match="another sweep"):
+        store.prepare(out, dict(current, digest="x"))
+    (out / "runs").mkdir()
+    (out / "runs" / "p0000-s1.parquet").write_bytes(b"old")
+    store.prepare(out, older, replace=True)  # foreign: deleted, started afresh
+    assert not (out / "runs").exists() and store.read_manifest(out) == older
+    (out / "keep").write_text("x")
+    store.prepare(out, older, replace=True)  # same sweep and simulator: resumed, nothing deleted
+    assert (out / "keep").exists()
