@@ -54,8 +54,7 @@ class Message(NamedTuple):
 
 
 # A producer's new message: the fields after `producer`, as Message's defaults give them.
-NEW_MESSAGE_DEFAULTS = (0, "", 0, "", -1)
-assert NEW_MESSAGE_DEFAULTS == tuple(Message._field_defaults.values())
+NEW_MESSAGE_DEFAULTS = tuple(Message._field_defaults.values())
 
 
 def fast_constructor(cls: type[T]) -> Callable[[tuple], T]:

@@ -59,7 +59,7 @@ class Link:
     @extra.setter
     def extra(self, dist: Any) -> None:
         self._extra = dist
-        self.impaired = dist is not None or self._loss_probability > 0
+        self._update_impaired()
 
     @property
     def loss_probability(self) -> float:
@@ -69,7 +69,10 @@ class Link:
     @loss_probability.setter
     def loss_probability(self, probability: float) -> None:
         self._loss_probability = probability
-        self.impaired = self._extra is not None or probability > 0
+        self._update_impaired()
+
+    def _update_impaired(self) -> None:
+        self.impaired = self._extra is not None or self._loss_probability > 0
 
     def set_dist(self, dist: Any) -> None:
         self.dist = dist

@@ -30,6 +30,7 @@ from sim.faults import FaultSpec, RandomFaultSpec
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 MAX_INSTANCES = 1000  # `count` of one producer or consumer entry
+Count = Annotated[int, Field(gt=0, le=MAX_INSTANCES)]  # instances of one producer/consumer entry
 
 
 class NameServerSpec(BaseModel):
@@ -89,7 +90,7 @@ class NetworkSpec(BaseModel):
 class ProducerSpec(BaseModel):
     model_config = _STRICT
     name: str = "producer"
-    count: int = Field(1, gt=0, le=MAX_INSTANCES)
+    count: Count = 1
     zone: str = "zone-a"
     topic: str = "TopicTest"
     rate_per_s: float = Field(1000.0, gt=0)
@@ -106,7 +107,7 @@ class ProducerSpec(BaseModel):
 class ConsumerSpec(BaseModel):
     model_config = _STRICT
     name: str = "consumer"
-    count: int = Field(1, gt=0, le=MAX_INSTANCES)
+    count: Count = 1
     zone: str = "zone-a"
     group: str = "please_rename_unique_group_name"
     topic: str = "TopicTest"
@@ -242,7 +243,7 @@ def cross_check(data: dict) -> list[str]:
     return problems
 
 
-_COUNT = TypeAdapter(Annotated[int, Field(gt=0, le=MAX_INSTANCES)])  # the `count` fields' rule
+_COUNT = TypeAdapter(Count)  # the `count` fields' own rule
 
 
 def _count(value: Any) -> int | None:
