@@ -1,14 +1,24 @@
-"""Checkers over one run's records, per consumer group (Maelstrom's queue vocabulary).
+"""Checkers, per consumption unit (Maelstrom's queue vocabulary), over the Ledger's arrays.
 
-- lost: acknowledged SEND_OK, never consumed successfully by a subscribed group by the end of
-  the settle period (a BROADCASTING group is judged per member instance);
-- duplicates: successful consumptions of a uniq key beyond the first, in the same group; a
-  redelivery after the listener itself failed is a retry, not a duplicate. Each duplicated key
-  gets a cause: `producer_retry` when the broker stored it more than once (a send retried after
-  a lost response), else `redelivery` (offset rollback: rebalance, crash, sliding window);
-- order_violations (groups consuming orderly): per (producer, sharding key), messages whose
-  first successful consumption comes after a later-sent message's;
-- latency: send (first attempt) → first successful consumption, pooled over groups.
+A unit is a consumer group, or one member of a BROADCASTING group (each member must see every
+message). For each unit, over the messages of its subscribed topic:
+
+- lost: acknowledged SEND_OK, never consumed successfully, and not in the retry path or the DLQ
+  when the run ended;
+- pending_retry: acknowledged, not consumed successfully, but a consumption failed and the
+  message went back through %RETRY% / SCHEDULE_TOPIC_XXXX (or a local re-consumption): it is
+  still on its way, not lost;
+- dlq: acknowledged, moved to the group's dead-letter queue after its retries (not lost, but not
+  consumed by the group);
+- duplicates: successful consumptions of a message beyond the first, in the same unit; a
+  redelivery after the listener itself failed is a retry, not a duplicate. Each duplicated
+  message gets a cause: `producer_retry` when the brokers stored it more than once (a send
+  retried after a lost response), else `redelivery` (offset rollback: rebalance, crash, sliding
+  window);
+- order_violations (orderly groups only; null elsewhere: order is not promised there): per
+  (producer, sharding key), messages whose first successful consumption comes after that of a
+  later-sent message (ties in consumption time are taken in message-id order);
+- latency: send (first attempt) → first successful consumption, pooled over units.
 """
 
 from __future__ import annotations
@@ -17,213 +27,179 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from models.records import BROKER_STORED, CONSUMER_CONSUMED, PRODUCER_SEND_FAILED, PRODUCER_SENT
-from sim.trace import field_index
+import numpy as np
 
-PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
-
-
-def _ix(kind: str, *names: str) -> list[int]:
-    return [field_index(kind, n) for n in names]
+from analysis.ledger import ACKED, DELIVERY_COUNT_CAP, IN_DLQ, IN_RETRY, LOST_SAMPLE, PERCENTILES, SEQ_BITS, Ledger
 
 
-def percentiles_ms(values_us: list[int]) -> dict[str, float | None]:
+def percentiles_ms(values_us: Any) -> dict[str, float | None]:
     """Nearest-rank percentiles in ms (None when there is no sample)."""
-    if not values_us:
-        return {name: None for name, _ in PERCENTILES} | {"max": None}
-    ordered = sorted(values_us)
+    ordered = np.sort(np.asarray(values_us, dtype=np.int64))
     n = len(ordered)
+    if not n:
+        return {name: None for name, _ in PERCENTILES} | {"max": None}
     out: dict[str, float | None] = {}
     for name, q in PERCENTILES:
-        out[name] = ordered[max(0, math.ceil(q * n) - 1)] / 1000
-    out["max"] = ordered[-1] / 1000
+        out[name] = int(ordered[max(0, math.ceil(q * n) - 1)]) / 1000
+    out["max"] = int(ordered[-1]) / 1000
     return out
 
 
-def _seq(uniq_key: str) -> int:
-    return int(uniq_key.rsplit("-", 1)[1])
+def check(records: Iterable[tuple], subscriptions: dict[str, str], producers: list[Any],
+          broadcasting: Iterable[str] = (), orderly: Iterable[str] = (),
+          members: dict[str, list[str]] | None = None, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The metrics of a record stream (tests, stored traces): a Ledger fed every record."""
+    ledger = Ledger(list(producers), subscriptions, tuple(broadcasting), tuple(orderly), members)
+    ledger.feed(list(records))
+    return ledger.results(details)
 
 
-DELIVERY_COUNT_CAP = 10  # delivery-count histograms put 10 and more in the last bin
+def _view(arr: Any, dtype: Any, length: int) -> np.ndarray:
+    """The first `length` values of a ledger array (shorter arrays read as the fill value)."""
+    view = np.frombuffer(arr, dtype=dtype)
+    return view[:length]
 
 
-def check(records: Iterable[tuple], subscriptions: dict[str, str], broadcasting: Iterable[str] = (),
-          orderly: Iterable[str] = (), details: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`subscriptions`: group → topic. Returns the metrics of the run (see module docstring).
+class _Producers:
+    """NumPy views of the per-producer message arrays, cut to each producer's top sequence."""
 
-    With a `details` dict, also fills in per-message facts for sweeps and reports:
-    `latency_samples` (unit, key, born_us, latency_us) for every acked message's first successful
-    consumption, and `delivery_counts`, a histogram whose index is the number of successful
-    consumptions of an acked message in a unit (0 = lost; the last bin counts
-    `DELIVERY_COUNT_CAP` and more).
-    """
-    by_kind = _by_kind(records, (PRODUCER_SENT, PRODUCER_SEND_FAILED, BROKER_STORED, CONSUMER_CONSUMED))
-    broadcasting, orderly = set(broadcasting), set(orderly)
-    sent = _sent(by_kind[PRODUCER_SENT], by_kind[PRODUCER_SEND_FAILED])
-    copies = _stored_copies(by_kind[BROKER_STORED])
-    units = _consumption(by_kind[CONSUMER_CONSUMED], broadcasting)
+    def __init__(self, ledger: Ledger) -> None:
+        self.n = len(ledger.producers)
+        self.length = [top + 1 if top else 0 for top in ledger.top_seq]
+        self.born = [_view(ledger.born_us[p], np.int64, self.length[p]) for p in range(self.n)]
+        self.state = [_view(ledger.state[p], np.uint8, self.length[p]) for p in range(self.n)]
+        self.copies = [_view(ledger.copies[p], np.uint8, self.length[p]) for p in range(self.n)]
+        self.topics = [info.topic for info in ledger.producers]
+
+
+def _padded(arr: Any, dtype: Any, length: int, fill: int) -> np.ndarray:
+    view = np.frombuffer(arr, dtype=dtype)[:length]
+    if len(view) == length:
+        return view
+    return np.concatenate([view, np.full(length - len(view), fill, dtype=dtype)])
+
+
+def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    prods = _Producers(ledger)
     groups: dict[str, dict[str, Any]] = {}
-    all_latencies: list[int] = []
-    for unit, consumed in sorted(units.items()):
-        group = unit.split("/", 1)[0]
-        topic = subscriptions.get(group)
-        acked = sent["acked"].get(topic, {})
-        result = _judge_unit(consumed, acked, copies, group in orderly)
-        all_latencies += result.pop("_latencies_us")
-        groups[unit] = result
-        if details is not None:
-            _add_details(details, unit, consumed, acked)
-    for group, topic in sorted(subscriptions.items()):
-        if group not in broadcasting and group not in groups:  # subscribed, consumed nothing
-            groups[group] = _judge_unit({}, sent["acked"].get(topic, {}), copies, group in orderly)
-            groups[group].pop("_latencies_us")
-            if details is not None:
-                _add_details(details, group, {}, sent["acked"].get(topic, {}))
-    consumed = sum(g["consumed_ok_distinct"] + g["duplicates"] for g in groups.values())  # Σ ok counts
-    return _totals(sent, copies, consumed, groups, all_latencies)
+    latencies: list[np.ndarray] = []
+    for name in sorted(ledger.units):
+        result, unit_latencies = _judge_unit(ledger, ledger.units[name], prods, details)
+        groups[name] = result
+        latencies.append(unit_latencies)
+    return _totals(ledger, prods, groups, np.concatenate(latencies) if latencies else np.zeros(0, np.int64))
 
 
-def _add_details(details: dict[str, Any], unit: str, consumed: dict[str, list],
-                 acked: dict[str, tuple]) -> None:
-    samples = details.setdefault("latency_samples", [])
-    counts = details.setdefault("delivery_counts", [0] * (DELIVERY_COUNT_CAP + 1))
-    for key, (born_us, _producer, _shard) in acked.items():
-        entry = consumed.get(key)
-        ok = entry[0] if entry is not None else 0
-        counts[min(ok, DELIVERY_COUNT_CAP)] += 1
-        if ok:
-            samples.append((unit, key, born_us, entry[1] - born_us))
-
-
-def _by_kind(records: Iterable[tuple], kinds: tuple[str, ...]) -> dict[str, list[tuple]]:
-    """One pass over the run: the records of each wanted kind, in emission order."""
-    out: dict[str, list[tuple]] = {kind: [] for kind in kinds}
-    get = out.get
-    for r in records:
-        bucket = get(r[2])
-        if bucket is not None:
-            bucket.append(r)
-    return out
-
-
-def _sent(sent_records: list[tuple], failed_records: list[tuple]) -> dict[str, Any]:
-    key_i, topic_i, shard_i, status_i, attempts_i, born_i = _ix(
-        PRODUCER_SENT, "key", "topic", "shard", "status", "attempts", "born_us")
-    f_attempts_i = field_index(PRODUCER_SEND_FAILED, "attempts")
-    acked: dict[str, dict[str, tuple]] = {}
-    attempts = sent_ok = non_ok = 0
-    for r in sent_records:
-        attempts += r[attempts_i]
-        if r[status_i] == "SEND_OK":
-            sent_ok += 1
-            per_topic = acked.get(r[topic_i])
-            if per_topic is None:
-                per_topic = acked[r[topic_i]] = {}
-            per_topic[r[key_i]] = (r[born_i], r[1], r[shard_i])
-        else:
-            non_ok += 1
-    attempts += sum(r[f_attempts_i] for r in failed_records)
-    return {"acked": acked, "attempts": attempts, "sent_ok": sent_ok, "failed": len(failed_records),
-            "non_ok": non_ok}
-
-
-def _stored_copies(stored_records: list[tuple]) -> dict[str, int]:
-    key_i, topic_i, reconsume_i = _ix(BROKER_STORED, "key", "topic", "reconsume_times")
-    copies: dict[str, int] = {}
-    internal = ("%", "SCHEDULE_", "RMQ_SYS")
-    for r in stored_records:
-        if r[reconsume_i] == 0 and not r[topic_i].startswith(internal):
-            key = r[key_i]
-            copies[key] = copies.get(key, 0) + 1
-    return copies
-
-
-def _consumption(consumed_records: list[tuple], broadcasting: set[str]) -> dict[str, dict[str, list]]:
-    """unit → key → [ok count, first ok time µs, consume attempts]."""
-    group_i, key_i, ok_i = _ix(CONSUMER_CONSUMED, "group", "key", "ok")
-    units: dict[str, dict[str, list]] = {}
-    for r in consumed_records:
-        group = r[group_i]
-        unit = f"{group}/{r[1]}" if group in broadcasting else group
-        per_key = units.get(unit)
-        if per_key is None:
-            per_key = units[unit] = {}
-        entry = per_key.get(r[key_i])
-        if entry is None:
-            entry = per_key[r[key_i]] = [0, None, 0]
-        entry[2] += 1
-        if r[ok_i]:
-            entry[0] += 1
-            if entry[1] is None:
-                entry[1] = r[0]
-    return units
-
-
-def _judge_unit(consumed: dict[str, list], acked: dict[str, tuple], copies: dict[str, int],
-                orderly: bool) -> dict[str, Any]:
-    duplicates = duplicated = ok_distinct = attempts = 0
-    causes = {"producer_retry": 0, "redelivery": 0}
-    latencies: list[int] = []
-    for key, (ok, first_ok_us, tries) in consumed.items():  # one pass: this runs per message
-        attempts += tries
-        if not ok:
+def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
+                details: dict[str, Any] | None) -> tuple[dict[str, Any], np.ndarray]:
+    lost_ids: list[np.ndarray] = []
+    latencies: list[np.ndarray] = []
+    c = {"lost": 0, "pending_retry": 0, "dlq": 0, "duplicates": 0, "duplicated_messages": 0,
+         "consumed_ok_distinct": 0, "producer_retry": 0, "redelivery": 0}
+    order_rows: list[tuple[np.ndarray, ...]] = []
+    for p in range(prods.n):
+        length = prods.length[p]
+        ok = _padded(unit.ok_count[p], np.uint16, length, 0).astype(np.int64)
+        first = _padded(unit.first_ok_us[p], np.int64, length, -1)
+        retry = _padded(unit.retry[p], np.uint8, length, 0)
+        consumed = ok > 0
+        extra = np.maximum(ok - 1, 0)
+        c["consumed_ok_distinct"] += int(consumed.sum())
+        c["duplicates"] += int(extra.sum())
+        c["duplicated_messages"] += int((ok > 1).sum())
+        stored_twice = prods.copies[p] > 1
+        c["producer_retry"] += int(extra[stored_twice].sum())
+        c["redelivery"] += int(extra[~stored_twice].sum())
+        if prods.topics[p] != unit.topic:
             continue
-        ok_distinct += 1
-        sent = acked.get(key)
-        if sent is not None:
-            latencies.append(first_ok_us - sent[0])
-        if ok > 1:
-            duplicates += ok - 1
-            duplicated += 1
-            causes["producer_retry" if copies.get(key, 0) > 1 else "redelivery"] += ok - 1
-    lost = [k for k in acked if k not in consumed or not consumed[k][0]]
-    return {
-        "lost": len(lost),
-        "lost_sample": sorted(lost, key=_seq)[:10],
-        "duplicates": duplicates,
-        "duplicated_messages": duplicated,
-        "duplicate_causes": causes,
-        "consumed_ok_distinct": ok_distinct,
-        "consume_attempts": attempts,
-        "order_violations": _order_violations(consumed, acked) if orderly else 0,
-        "latency_ms": percentiles_ms(latencies),
-        "_latencies_us": latencies,
+        acked = (prods.state[p] & ACKED) != 0
+        missing = acked & ~consumed
+        c["lost"] += int((missing & (retry == 0)).sum())
+        c["pending_retry"] += int((missing & (retry == IN_RETRY)).sum())
+        c["dlq"] += int((missing & (retry == IN_DLQ)).sum())
+        lost_seqs = np.nonzero(missing & (retry == 0))[0][:LOST_SAMPLE]
+        lost_ids.append((lost_seqs.astype(np.int64), np.full(len(lost_seqs), p, np.int64)))
+        delivered = acked & consumed
+        seqs = np.nonzero(delivered)[0]
+        unit_lat = first[seqs] - prods.born[p][seqs]
+        latencies.append(unit_lat)
+        if unit.orderly:
+            order_rows.append((first[seqs], np.full(len(seqs), p, np.int64), seqs,
+                               np.asarray(ledger.shard[p])[seqs]))
+        if details is not None:
+            _add_details(details, unit.name, p, acked, ok, seqs, prods.born[p][seqs], unit_lat)
+    unit_latencies = np.concatenate(latencies) if latencies else np.zeros(0, np.int64)
+    result = {
+        "lost": c["lost"],
+        "lost_sample": _lost_sample(ledger, lost_ids),
+        "pending_retry": c["pending_retry"],
+        "dlq": c["dlq"],
+        "duplicates": c["duplicates"],
+        "duplicated_messages": c["duplicated_messages"],
+        "duplicate_causes": {"producer_retry": c["producer_retry"], "redelivery": c["redelivery"]},
+        "consumed_ok_distinct": c["consumed_ok_distinct"],
+        "consume_attempts": unit.attempts,
+        "order_violations": _order_violations(order_rows) if unit.orderly else None,
+        "latency_ms": percentiles_ms(unit_latencies),
     }
+    return result, unit_latencies
 
 
-def _order_violations(consumed: dict[str, list], acked: dict[str, tuple]) -> int:
-    firsts = sorted((e[1], k) for k, e in consumed.items() if e[1] is not None and k in acked)
-    highest: dict[tuple[str, str], int] = {}
+def _lost_sample(ledger: Ledger, lost_ids: list[tuple[np.ndarray, np.ndarray]]) -> list[str]:
+    """The first lost messages by sequence number (then producer), as display keys."""
+    pairs = sorted((int(s), int(p)) for seqs, ps in lost_ids for s, p in zip(seqs, ps, strict=True))
+    return [f"{ledger.producers[p].name}-{s}" for s, p in pairs[:LOST_SAMPLE]]
+
+
+def _order_violations(rows: list[tuple[np.ndarray, ...]]) -> int:
+    if not rows:
+        return 0
+    first, producer, seq, shard = (np.concatenate(col) for col in zip(*rows, strict=True))
+    msg_id = (producer << SEQ_BITS) | seq
+    order = np.lexsort((msg_id, first))
+    highest: dict[tuple[int, int], int] = {}
     violations = 0
-    for _t, key in firsts:
-        producer, shard = acked[key][1], acked[key][2]
-        stream_key, seq = (producer, shard), _seq(key)
-        if seq < highest.get(stream_key, -1):
+    for i in order.tolist():
+        stream, s = (int(producer[i]), int(shard[i])), int(seq[i])
+        if s < highest.get(stream, -1):
             violations += 1
         else:
-            highest[stream_key] = seq
+            highest[stream] = s
     return violations
 
 
-def _totals(sent: dict[str, Any], copies: dict[str, int], consumed: int,
-            groups: dict[str, dict[str, Any]], latencies: list[int]) -> dict[str, Any]:
-    dup_causes = {"producer_retry": 0, "redelivery": 0}
+def _add_details(details: dict[str, Any], unit: str, p: int, acked: np.ndarray, ok: np.ndarray,
+                 seqs: np.ndarray, born: np.ndarray, latency: np.ndarray) -> None:
+    counts = details.setdefault("delivery_counts", [0] * (DELIVERY_COUNT_CAP + 1))
+    histogram = np.bincount(np.minimum(ok[acked], DELIVERY_COUNT_CAP), minlength=DELIVERY_COUNT_CAP + 1)
+    for i, n in enumerate(histogram.tolist()):
+        counts[i] += n
+    samples = details.setdefault("latency_samples", {"unit": [], "msg_id": [], "born_us": [], "latency_us": []})
+    samples["unit"].append(np.full(len(seqs), unit, dtype=object))
+    samples["msg_id"].append((np.int64(p) << SEQ_BITS) | seqs.astype(np.int64))
+    samples["born_us"].append(born)
+    samples["latency_us"].append(latency)
+
+
+def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]],
+            latencies: np.ndarray) -> dict[str, Any]:
+    causes = {"producer_retry": 0, "redelivery": 0}
     for g in groups.values():
         for cause, n in g["duplicate_causes"].items():
-            dup_causes[cause] += n
+            causes[cause] += n
+    orderly = [g["order_violations"] for g in groups.values() if g["order_violations"] is not None]
+    stored_duplicates = sum(int(np.maximum(c.astype(np.int64) - 1, 0).sum()) for c in prods.copies)
     return {
-        "sent_attempts": sent["attempts"],
-        "sent_ok": sent["sent_ok"],
-        "sent_not_ok": sent["non_ok"],
-        "send_failed": sent["failed"],
-        "stored": sum(copies.values()),
-        "stored_duplicates": sum(n - 1 for n in copies.values() if n > 1),
-        "consumed": consumed,
+        **ledger.counts,
+        "stored_duplicates": stored_duplicates,
+        "consumed": sum(g["consumed_ok_distinct"] + g["duplicates"] for g in groups.values()),
         "lost": sum(g["lost"] for g in groups.values()),
+        "pending_retry": sum(g["pending_retry"] for g in groups.values()),
+        "dlq": sum(g["dlq"] for g in groups.values()),
         "duplicates": sum(g["duplicates"] for g in groups.values()),
         "duplicated_messages": sum(g["duplicated_messages"] for g in groups.values()),
-        "duplicate_causes": dup_causes,
-        "order_violations": sum(g["order_violations"] for g in groups.values()),
+        "duplicate_causes": causes,
+        "order_violations": sum(orderly) if orderly else None,
         "latency_ms": percentiles_ms(latencies),
         "groups": groups,
     }

@@ -1,16 +1,26 @@
 """Messages and queues: common.message.Message / MessageExt / MessageQueue.
 
-A message is an immutable tuple; the per-message cost is one tuple, shared by the producer's
-request, the CommitLog record and every pull response (no copies). `uniq_key` plays the role of
-the `UNIQ_KEY` property (MessageClientIDSetter): it is set once per send and reused by every
-retry, so a re-sent message has the same key but a new CommitLog record.
+A message's identity is an integer, `msg_id = producer_index << 32 | seq` (the producer's index in
+scenario order, and its 1-based sequence number). It plays the role of the `UNIQ_KEY` property
+(MessageClientIDSetter): set once per message and reused by every retry, so a re-sent message has
+the same id but a new CommitLog record. The key string a person reads (`p-1-42`) is derived from
+it only for display (`uniq_key`).
+
+`Message` is what a producer sends (the request body and header of SEND_MESSAGE); the broker copies
+its fields into the CommitLog's arrays and keeps no object. `MessageExt` is a stored message as a
+pull returns it (built per delivery from those arrays). Both are NamedTuples built on hot paths
+without NamedTuple's Python-level `__new__` (`fast_constructor`).
+
+`props` carries the rare properties a plain message does not have (None for most messages):
+`RETRY_TOPIC`, `REAL_TOPIC`, `REAL_QID`, `DELAY`, `ORIGIN_MESSAGE_ID`, ..., as a dict keyed by
+the Java property name (MessageConst).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 T = TypeVar("T", bound=tuple)
 
@@ -19,6 +29,34 @@ DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 UNIQ_KEY_CHARS = 32  # 16-byte IPv4 client id, hex encoded
 FIXED_RECORD_BYTES = 91  # MessageExtEncoder.calMsgLength, IPv4 hosts, v1 format
+BASE_PROPERTIES_BYTES = 10 + UNIQ_KEY_CHARS + 10  # UNIQ_KEY=<32 hex>, WAIT=true (name\x01value\x02)
+
+# MessageConst property names used in `props`
+PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
+PROPERTY_REAL_TOPIC = "REAL_TOPIC"
+PROPERTY_REAL_QUEUE_ID = "REAL_QID"
+PROPERTY_DELAY_TIME_LEVEL = "DELAY"
+PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+
+SEQ_BITS = 32
+SEQ_MASK = (1 << SEQ_BITS) - 1
+
+
+def msg_id_of(producer_index: int, seq: int) -> int:
+    return producer_index << SEQ_BITS | seq
+
+
+def producer_index_of(msg_id: int) -> int:
+    return msg_id >> SEQ_BITS
+
+
+def seq_of(msg_id: int) -> int:
+    return msg_id & SEQ_MASK
+
+
+def uniq_key(msg_id: int, producer_names: list[str]) -> str:
+    """The human-readable stand-in for UNIQ_KEY: `<producer node>-<seq>`."""
+    return f"{producer_names[msg_id >> SEQ_BITS]}-{msg_id & SEQ_MASK}"
 
 
 class MessageQueue(NamedTuple):
@@ -33,60 +71,80 @@ class MessageQueue(NamedTuple):
 
 
 class Message(NamedTuple):
-    """The message as stored. `topic` is where it is stored; `origin_topic` the user's topic."""
+    """A message as a producer sends it. `size_bytes` is its encoded CommitLog record length
+    (computed once, by `record_bytes`); `shard` is the sharding key index (KEYS `k<shard>`), or -1."""
 
-    uniq_key: str
+    msg_id: int
     topic: str
     tags: str | None
-    keys: str | None
+    shard: int
     body_bytes: int
     born_us: int
-    producer: str
+    size_bytes: int
     reconsume_times: int = 0
-    origin_topic: str = ""  # RETRY_TOPIC property: the user topic of a retry message
-    delay_level: int = 0  # DELAY property
-    real_topic: str = ""  # REAL_TOPIC property (while parked in SCHEDULE_TOPIC_XXXX)
-    real_queue_id: int = -1  # REAL_QID property
+    delay_level: int = 0  # DELAY property (0: none)
+    props: dict[str, Any] | None = None
+
+
+class MessageExt(NamedTuple):
+    """common.message.MessageExt: a stored message as getMessage returns it."""
+
+    msg_id: int
+    topic: str  # the topic it is stored under
+    queue_id: int
+    queue_offset: int
+    phys_offset: int  # commitLogOffset
+    size_bytes: int  # storeSize
+    store_us: int  # storeTimestamp (bornTimestamp is not kept: the checkers read it from the producer)
+    tags: str | None
+    reconsume_times: int
+    body_bytes: int
+    props: dict[str, Any] | None
 
     @property
     def user_topic(self) -> str:
-        return self.origin_topic or self.topic
-
-
-# A producer's new message: the fields after `producer`, as Message's defaults give them.
-NEW_MESSAGE_DEFAULTS = tuple(Message._field_defaults.values())
+        """The topic the application sees: RETRY_TOPIC for a retry message, else the topic."""
+        if self.props and PROPERTY_RETRY_TOPIC in self.props:
+            return self.props[PROPERTY_RETRY_TOPIC]
+        return self.topic
 
 
 def fast_constructor(cls: type[T]) -> Callable[[tuple], T]:
     """Build a NamedTuple `cls` from one tuple of *all* its fields in declared order, without
     the Python-level `__new__` NamedTuple generates: about half the cost of `cls(...)`, which
-    matters for the few payloads built once or twice per simulated message."""
+    matters for the payloads built once or twice per simulated message."""
     return partial(tuple.__new__, cls)
 
 
 new_message = fast_constructor(Message)
+new_message_ext = fast_constructor(MessageExt)
 
 
-def properties_bytes(msg: Message) -> int:
-    """Length of the encoded properties string (name\\x01value\\x02 pairs), approximately."""
-    size = 10 + UNIQ_KEY_CHARS  # UNIQ_KEY
-    size += 10  # WAIT=true
-    if msg.tags:
-        size += 6 + len(msg.tags)
-    if msg.keys:
-        size += 6 + len(msg.keys)
-    if msg.origin_topic:
-        size += 13 + len(msg.origin_topic)  # RETRY_TOPIC
-    if msg.real_topic:
-        size += 12 + len(msg.real_topic) + 11  # REAL_TOPIC, REAL_QID
-    if msg.reconsume_times:
-        size += 20
+def properties_bytes(tags: str | None, keys_chars: int, props: dict[str, Any] | None) -> int:
+    """Length of the encoded properties string (`name\\x01value\\x02` pairs)."""
+    size = BASE_PROPERTIES_BYTES
+    if tags:
+        size += 6 + len(tags)  # TAGS
+    if keys_chars:
+        size += 6 + keys_chars  # KEYS
+    if props:
+        for name, value in props.items():
+            size += len(name) + 2 + len(str(value))
     return size
 
 
-def record_bytes(msg: Message) -> int:
+def record_bytes(topic: str, body_bytes: int, tags: str | None = None, keys_chars: int = 0,
+                 props: dict[str, Any] | None = None, reconsume_times: int = 0) -> int:
     """CommitLog record size: 91 + body + topic + properties (MessageExtEncoder.calMsgLength)."""
-    return FIXED_RECORD_BYTES + msg.body_bytes + len(msg.topic) + properties_bytes(msg)
+    size = FIXED_RECORD_BYTES + body_bytes + len(topic) + properties_bytes(tags, keys_chars, props)
+    if reconsume_times:
+        size += 20  # RECONSUME_TIME, MAX_RECONSUME_TIMES
+    return size
+
+
+def shard_key(shard: int) -> str:
+    """The KEYS property of sharding key index `shard` (`k<shard>`)."""
+    return f"k{shard}"
 
 
 def retry_topic(group: str) -> str:
@@ -98,8 +156,9 @@ def dlq_topic(group: str) -> str:
 
 
 def java_string_hash(text: str) -> int:
-    """java.lang.String.hashCode (tags code on the ConsumeQueue)."""
+    """java.lang.String.hashCode over UTF-16 code units (tags code on the ConsumeQueue)."""
     h = 0
-    for ch in text:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h

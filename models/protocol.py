@@ -1,14 +1,15 @@
 """Remoting requests and responses (remoting.protocol.*), and the status enums.
 
 Payloads are NamedTuples: cheap to build, immutable, and dispatched by type at the receiving
-node. Response codes are ResponseCode's integers.
+node. Response codes are ResponseCode's integers. Stored messages travel as `MessageExt`
+(models/message.py), never as the broker's storage layout.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from models.message import Message, fast_constructor
+from models.message import Message, MessageExt, fast_constructor
 
 # ResponseCode / RemotingSysResponseCode
 SUCCESS, SYSTEM_ERROR, SYSTEM_BUSY = 0, 1, 2
@@ -75,7 +76,7 @@ class PullMessage(NamedTuple):
     max_msg_nums: int
     commit_offset: int  # -1: FLAG_COMMIT_OFFSET not set
     suspend_timeout_us: int  # 0: FLAG_SUSPEND not set
-    tags: frozenset | None  # subscription tag set; None = '*'
+    tag_codes: frozenset | None  # SubscriptionData.codeSet (String.hashCode of each tag); None = '*'
 
 
 class PullResponse(NamedTuple):
@@ -83,7 +84,7 @@ class PullResponse(NamedTuple):
     next_begin_offset: int
     min_offset: int
     max_offset: int
-    records: tuple = ()  # CommitLog records (see commit_log.R_*)
+    msgs: tuple[MessageExt, ...] = ()
 
 
 class QueryConsumerOffset(NamedTuple):
@@ -128,8 +129,12 @@ class NotifyConsumerIdsChanged(NamedTuple):
 
 
 class ConsumerSendMsgBack(NamedTuple):
+    """CONSUMER_SEND_MSG_BACK: the broker looks the message up by its CommitLog offset."""
+
     group: str
-    msg: Message
+    phys_offset: int  # commitLogOffset of the consumed copy
+    msg_id: int  # originMsgId (its uniq key)
+    origin_topic: str
     delay_level: int
     max_reconsume_times: int
 

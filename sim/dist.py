@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -229,10 +229,12 @@ class Empirical(_DistBase):
         return sum(self.values) / len(self.values)
 
 
-def index_sampler(stream: random.Random, n: int) -> Callable[[], int]:
-    """Uniform whole numbers in [0, n), drawn in NumPy blocks like the batched distributions."""
+def index_sampler(stream: random.Random, n: int, blocks: bool = False) -> Callable[[], Any]:
+    """Uniform whole numbers in [0, n), drawn in NumPy blocks like the batched distributions;
+    with `blocks`, the function returns the next block (last draw first) instead of one draw."""
     gen = _generator(stream)
-    return _popping(lambda: gen.integers(0, n, BATCH)[::-1].tolist())
+    block = lambda: gen.integers(0, n, BATCH)[::-1].tolist()  # noqa: E731
+    return block if blocks else _popping(block)
 
 
 def _coerce(value: object) -> object:

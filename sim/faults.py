@@ -111,6 +111,7 @@ class FaultInjector:
         self.random_specs = random_specs
         self.duration_us = duration_us
         self.active = True
+        self.log: list[tuple] = []  # the fault records it emitted (fault windows for reports)
 
     def start(self) -> None:
         for spec in self.scripted:
@@ -122,6 +123,7 @@ class FaultInjector:
 
     def _emit(self, kind: str, fault: str, target: str, detail: str) -> None:
         self.env.tracer.emit("faults", kind, fault, target, detail)
+        self.log.append((self.env.now, "faults", kind, fault, target, detail))
 
     def inject(self, spec: FaultSpec) -> None:
         if not self.active:

@@ -11,7 +11,8 @@ Modelling choices:
 - A partition cuts links; whatever is in flight on a cut link is lost (a connection reset) and
   sends on it are dropped. Callers notice only through their RPC timeouts.
 - Sends to a node that is down, and messages in flight to a node that crashes, are dropped
-  (traced as `net.dropped`). If the host is up but the process is not (crashed, or still
+  (traced as `net.dropped`): a crash resets every connection into the node (bumps the links'
+  generation), so an arrival needs only compare its link's generation. If the host is up but the process is not (crashed, or still
   booting after a restart) a request is refused: the caller gets CONNECT_FAILED after a round
   trip, as a TCP RST. After a power loss nothing answers, and the caller waits for its timeout.
 - When a *process* dies, its peers' TCP connections are closed by the OS at once (RST/FIN):
@@ -30,26 +31,41 @@ from simpy.core import NORMAL
 
 from sim import trace
 from sim.dist import Constant
-from sim.node import CONNECT_FAILED, REQUEST, RESPONSE
+from sim.node import CONNECT_FAILED
 
 TCP_RTO_MIN_US = 200_000  # Linux TCP_RTO_MIN
 TCP_RTO_MAX_US = 120_000_000  # Linux TCP_RTO_MAX
 
 
 class Link:
-    __slots__ = ("src", "dst", "dst_node", "arrive", "dist", "stream", "latencies_us", "_next_block",
-                 "last_delivery_us", "generation", "cut", "_extra", "_loss_probability", "impaired")
+    """One direction of a TCP connection, and the owner of the deliveries in flight on it: a
+    delivery is a heap entry `(t, NORMAL, eid, link, epoch, fn, args)` (sim/env.py), dropped if
+    the connection was reset since (`epoch` bumped by a partition or the receiver's crash) and
+    deferred while the receiver is paused (`paused_until` mirrors the receiving node's)."""
 
-    def __init__(self, src: str, dst_node: Any, dist: Any, stream: Any) -> None:
+    __slots__ = ("src", "dst", "dst_node", "handlers", "response", "dist", "stream", "latencies_us",
+                 "_next_block", "last_delivery_us", "epoch", "paused_until", "on_drop", "reset_reason",
+                 "cut", "_extra", "_loss_probability", "impaired")
+
+    def __init__(self, src: str, dst_node: Any, dist: Any, stream: Any, on_drop: Callable[[tuple], None]) -> None:
         self.src, self.dst, self.dst_node, self.stream = src, dst_node.name, dst_node, stream
-        self.arrive = dst_node.arrive  # bound once: the delivery callback of every message
+        self.handlers = dst_node.handlers  # request handlers by payload type
+        self.response = dst_node.response_arrived  # bound once: the continuation of every response
         self.set_dist(dist)
         self.last_delivery_us = 0
-        self.generation = 0
+        self.epoch = 0  # bumped by every connection reset (partition, receiver crash)
+        self.paused_until = dst_node.paused_until
+        self.on_drop = on_drop
+        self.reset_reason = ""
         self.cut = False
         self._extra: Any = None
         self._loss_probability = 0.0
         self.impaired = False  # extra latency or loss set: the slow path of `send`
+
+    @property
+    def generation(self) -> int:
+        """The connection's incarnation (= `epoch`)."""
+        return self.epoch
 
     @property
     def extra(self) -> Any:
@@ -96,7 +112,7 @@ class Network:
         self.links: dict[tuple[str, str], Link] = {}
         self._watchers: dict[str, list[tuple[Any, Callable[[str], None]]]] = {}
         self._emit = env.tracer.emit
-        self._queue, self._eid = env._queue, env._eid  # the event heap, for `send`
+        self._queue, self._eid = env._queue, env._eid  # the event heap
         env.network = self
 
     def add_node(self, node: Any) -> None:
@@ -118,7 +134,7 @@ class Network:
         link = self.links.get(key)
         if link is None:
             link = Link(src, self.nodes[dst], self._latency_for(src, dst),
-                        self.env.rng.stream(f"net.{src}->{dst}"))
+                        self.env.rng.stream(f"net.{src}->{dst}"), self.dropped_in_flight)
             self.links[key] = link
             if not self.graph.has_edge(src, dst):
                 self.graph.add_edge(src, dst, latency=link.dist)
@@ -132,13 +148,15 @@ class Network:
         return self.zone_latency.get(zones, self.default_latency)
 
     # --- traffic ----------------------------------------------------------------------------
-    def send(self, src_node: Any, dst: str, envelope: tuple) -> None:
+    def transmit(self, src_node: Any, dst: str, req_id: int, payload: Any, response: bool = False) -> None:
+        """Send one message from `src_node` to `dst`: a request (`req_id` > 0) or oneway message
+        (0) goes to the receiver's handler for its payload type, a response to the receiver's
+        continuation for `req_id`."""
         link = src_node.out_links.get(dst)
         if link is None:
             link = src_node.out_links[dst] = self.link(src_node.name, dst)
-        dst_node = link.dst_node
-        if link.cut or not dst_node.serving:
-            self._undeliverable(src_node, link, dst_node, envelope)
+        if link.cut or not link.dst_node.serving:
+            self._undeliverable(src_node, link, req_id, payload, response)
             return
         latencies = link.latencies_us
         arrive = self.env._now + (latencies.pop() if latencies else link.sample_us())
@@ -150,18 +168,21 @@ class Network:
         if arrive < link.last_delivery_us:
             arrive = link.last_delivery_us
         link.last_delivery_us = arrive
-        heappush(self._queue, (arrive, NORMAL, next(self._eid),  # a bare (fn, args) entry: env.py
-                               (link.arrive, (link, link.generation, dst_node.epoch, envelope))))
+        if response:
+            fn, args = link.response, (req_id, payload)
+        else:
+            fn = link.handlers.get(type(payload))
+            if fn is None:
+                raise TypeError(f"{link.dst} has no handler for {type(payload).__name__}")
+            args = (link.src, req_id, payload)
+        heappush(self._queue, (arrive, NORMAL, next(self._eid), link, link.epoch, fn, args))  # = env.push
 
-    def _undeliverable(self, src_node: Any, link: Link, dst_node: Any, envelope: tuple) -> None:
+    def _undeliverable(self, src_node: Any, link: Link, req_id: int, payload: Any, response: bool) -> None:
+        dst_node = link.dst_node
         reason = "partition" if link.cut else ("down" if not dst_node.host_up else "refused")
-        self._emit(src_node.name, trace.NET_DROPPED, src_node.name, dst_node.name,
-                   type(envelope[2]).__name__, reason)
-        if reason == "refused" and envelope[0] == REQUEST:  # RST comes back after one round trip
-            rtt = 2 * link.sample_us()
-            back = self.link(dst_node.name, src_node.name)
-            src_node.call_later(rtt, src_node.arrive, back, back.generation, src_node.epoch,
-                                (RESPONSE, envelope[1], CONNECT_FAILED))
+        self._emit(src_node.name, trace.NET_DROPPED, src_node.name, dst_node.name, type(payload).__name__, reason)
+        if reason == "refused" and req_id and not response:  # a request: RST comes back after a round trip
+            src_node.call_later(2 * link.sample_us(), src_node.response_arrived, req_id, CONNECT_FAILED)
 
     def _retransmit_delay_us(self, link: Link) -> int:
         delay, rto = 0, TCP_RTO_MIN_US
@@ -170,11 +191,22 @@ class Network:
             rto *= 2
         return delay
 
-    def dropped_in_flight(self, link: Link, generation: int, envelope: tuple) -> None:
-        """A message in flight on `link` found its connection reset or its receiver gone."""
-        reason = "reset" if generation != link.generation else "down"
-        self._emit(link.src, trace.NET_DROPPED, link.src, link.dst, type(envelope[2]).__name__,
-                   reason)
+    def dropped_in_flight(self, entry: tuple) -> None:
+        """A delivery (a heap entry, sim/env.py) found its connection reset (partition or
+        receiver crash); its payload is the last argument."""
+        link = entry[3]
+        self._emit(link.src, trace.NET_DROPPED, link.src, link.dst, type(entry[6][-1]).__name__, link.reset_reason)
+
+    def reset(self, link: Link, reason: str) -> None:
+        """Reset the connection: whatever is in flight on it is lost."""
+        link.epoch += 1
+        link.reset_reason = reason
+
+    def paused(self, node: Any) -> None:
+        """`node` paused or resumed: deliveries to it wait as its timers do."""
+        for link in self.links.values():
+            if link.dst_node is node:
+                link.paused_until = node.paused_until
 
     # --- connection watching ----------------------------------------------------------------
     def watch(self, observer: Any, target: str, on_closed: Callable[[str], None]) -> None:
@@ -188,6 +220,9 @@ class Network:
         self._watchers[target] = [(o, f) for o, f in entries if o is not observer]
 
     def node_crashed(self, node: Any, power_loss: bool) -> None:
+        for link in self.links.values():  # insertion order: deterministic
+            if link.dst_node is node:
+                self.reset(link, "down")
         if power_loss:
             return
         for peer in self.nodes.values():  # insertion order: deterministic
@@ -207,7 +242,7 @@ class Network:
         link = self.link(src, dst)
         if not link.cut:
             link.cut = True
-            link.generation += 1  # in-flight data on this connection is reset
+            self.reset(link, "reset")  # in-flight data on this connection is lost
 
     def partition(self, groups: list[list[str]], one_way: bool = False) -> None:
         """Cut every link between different groups (only first group → others if one_way)."""

@@ -14,7 +14,7 @@ start-up and recovery logic.
 A `pause` (GC or VM stall) freezes the node: timers and deliveries that fall due during the pause
 run when it ends, in their original order.
 
-Messages: `send` is oneway; `rpc(dst, payload, timeout_us, on_reply, *args)` calls
+Messages: `send` is oneway (request id 0); `rpc(dst, payload, timeout_us, on_reply, *args)` calls
 `on_reply(*args, response)`, or `on_reply(*args, None)` at the timeout (the "third state": the
 request may still have been processed), or `on_reply(*args, CONNECT_FAILED)` when the peer's host
 is up but its process is not (connection refused, one round trip). Passing `args` instead of a
@@ -33,9 +33,7 @@ import simpy
 from simpy.core import NORMAL
 
 from sim import trace
-from sim.env import DIRECT
-
-ONEWAY, REQUEST, RESPONSE = 0, 1, 2
+from sim.env import OwnedCall
 
 
 class ConnectFailed:
@@ -47,37 +45,7 @@ class ConnectFailed:
 
 CONNECT_FAILED = ConnectFailed()
 Handler = Callable[[str, int, Any], None]
-
-
-class NodeCall:
-    """A callback owned by a node incarnation; dropped if the node crashed, deferred if paused."""
-
-    __slots__ = ("node", "epoch", "fn", "args")
-
-    def __init__(self, node: Node, delay_us: int, fn: Callable[..., Any], args: tuple) -> None:
-        self.node = node
-        self.epoch = node.epoch
-        self.fn = fn
-        self.args = args
-        env = node.env
-        heappush(env._queue, (env._now + delay_us, NORMAL, next(env._eid), self))  # = env.schedule
-
-    def cancel(self) -> None:
-        self.fn = None
-
-
-def fire_node_call(event: NodeCall) -> None:
-    """Dispatched by `SimEnv.run`."""
-    node = event.node
-    if node.epoch != event.epoch or not node.up or event.fn is None:
-        return
-    if node.paused_until > node.env._now:
-        NodeCall(node, node.paused_until - node.env._now, event.fn, event.args)
-        return
-    event.fn(*event.args)
-
-
-DIRECT[NodeCall] = fire_node_call
+NodeCall = OwnedCall  # a timer owned by a node incarnation (sim/env.py)
 
 
 class Node:
@@ -88,10 +56,11 @@ class Node:
         self.up = True
         self.host_up = True  # False after a power loss: nobody answers, not even with a RST
         self.booting = False  # restarted, start-up not finished: connections are refused
-        self.serving = True  # up and not booting (kept as a field: read on every delivery)
+        self.serving = True  # up and not booting (kept as a field: read on every send)
         self.startup_us = 0  # JVM start + recovery time before a restarted node serves
         self.epoch = 0  # incarnation; bumped by every crash
         self.paused_until = 0
+        self.on_drop = None  # timers of a dead incarnation vanish silently (sim/env.py)
         self.disk: Any = None
         self.handlers: dict[type, Handler] = {}
         self.out_links: dict[str, Any] = {}  # dst name -> sim.network.Link (the network's cache)
@@ -105,6 +74,8 @@ class Node:
         self._crash_hooks: list[Callable[[], None]] = []
         self._power_hooks: list[Callable[[], None]] = []
         self._emit = env.tracer.emit
+        self._chunk = env.tracer.chunk  # hot paths append records here (sim/trace.py Tracer.emit)
+        self._flush = env.tracer.flush
 
     # --- life cycle -------------------------------------------------------------------------
     def add_service(self, service: Callable[[], Generator]) -> None:
@@ -155,7 +126,7 @@ class Node:
         self.up = True
         self.host_up = True
         self.booting = True
-        NodeCall(self, self.startup_us, self._booted, ())
+        self.call_later(self.startup_us, self._booted)
 
     def _booted(self) -> None:
         self.booting = False
@@ -163,20 +134,29 @@ class Node:
         self.trace(trace.NODE_RESTARTED, self.epoch)
         self.start()
 
-
     def pause(self, duration_us: int) -> None:
         self.paused_until = max(self.paused_until, self.env._now + duration_us)
+        if self.env.network is not None:
+            self.env.network.paused(self)
 
     def unpause(self) -> None:
         self.paused_until = 0
+        if self.env.network is not None:
+            self.env.network.paused(self)
 
     # --- time -------------------------------------------------------------------------------
-    def call_later(self, delay_us: int, fn: Callable[..., Any], *args: Any) -> NodeCall:
-        return NodeCall(self, delay_us, fn, args)
+    def call_later(self, delay_us: int, fn: Callable[..., Any], *args: Any) -> None:
+        """Call `fn(*args)` after `delay_us`, unless this incarnation crashed (deferred while paused)."""
+        env = self.env
+        heappush(env._queue, (env._now + delay_us, NORMAL, next(env._eid), self, self.epoch, fn, args))  # = push
+
+    def timer(self, delay_us: int, fn: Callable[..., Any], *args: Any) -> OwnedCall:
+        """`call_later` that can be cancelled (`.cancel()`)."""
+        return OwnedCall(self, delay_us, fn, args)
 
     def sleep_us(self, delay_us: int) -> simpy.Event:
         event = simpy.Event(self.env)
-        NodeCall(self, delay_us, event.succeed, ())
+        self.call_later(delay_us, event.succeed)
         return event
 
     def sleep_ms(self, delay_ms: float) -> simpy.Event:
@@ -190,7 +170,7 @@ class Node:
         self.handlers[payload_type] = handler
 
     def send(self, dst: str, payload: Any) -> None:
-        self.env.network.send(self, dst, (ONEWAY, 0, payload))
+        self.env.network.transmit(self, dst, 0, payload)
 
     def rpc(self, dst: str, payload: Any, timeout_us: int, on_reply: Callable[..., None], *args: Any) -> None:
         req_id = self._next_req_id
@@ -200,9 +180,9 @@ class Node:
         if fifo is None:
             fifo = self._deadlines[timeout_us] = deque()
         if not fifo:  # an expiry timer is armed exactly while its FIFO is not empty
-            NodeCall(self, timeout_us, self._expire, (timeout_us,))
+            self.call_later(timeout_us, self._expire, timeout_us)
         fifo.append((self.env._now + timeout_us, req_id))
-        self.env.network.send(self, dst, (REQUEST, req_id, payload))
+        self.env.network.transmit(self, dst, req_id, payload)
 
     def rpc_event(self, dst: str, payload: Any, timeout_us: int) -> simpy.Event:
         """`rpc` for generator services: the event's value is the response or None."""
@@ -212,7 +192,7 @@ class Node:
 
     def reply(self, dst: str, req_id: int, payload: Any) -> None:
         if req_id:
-            self.env.network.send(self, dst, (RESPONSE, req_id, payload))
+            self.env.network.transmit(self, dst, req_id, payload, True)
 
     def fail_requests_to(self, link: Any, delay_us: int) -> None:
         """The peer at the other end of `link` (peer → this node) died: its connection closes and
@@ -220,8 +200,7 @@ class Node:
         and fails the response futures)."""
         for req_id, (_on_reply, _args, dst) in list(self._pending.items()):
             if dst == link.src:
-                NodeCall(self, delay_us, self.arrive,
-                         (link, link.generation, self.epoch, (RESPONSE, req_id, CONNECT_FAILED)))
+                self.call_later(delay_us, self.response_arrived, req_id, CONNECT_FAILED)
 
     def _expire(self, timeout_us: int) -> None:
         fifo, pending, now = self._deadlines.get(timeout_us), self._pending, self.env._now
@@ -231,28 +210,20 @@ class Node:
             if req_id in pending and deadline <= now:
                 expired.append(pending.pop(req_id))
         if fifo:
-            NodeCall(self, fifo[0][0] - now, self._expire, (timeout_us,))
+            self.call_later(fifo[0][0] - now, self._expire, timeout_us)
         for on_reply, args, _dst in expired:
             on_reply(*args, None)
 
-    def arrive(self, link: Any, generation: int, epoch: int, envelope: tuple) -> None:
-        """A message arrives over `link` (a sim.network.Link into this node), sent while the link
-        had `generation` and this node `epoch`: dropped if either changed since, deferred while
-        paused, else a response goes to its callback and a request or oneway message to the
-        handler of its payload type. Scheduled by sim.network.Network; the hot path."""
-        if generation != link.generation or self.epoch != epoch or not self.serving:
-            self.env.network.dropped_in_flight(link, generation, envelope)
-            return
-        if self.paused_until > self.env._now:
-            NodeCall(self, self.paused_until - self.env._now, self.arrive, (link, generation, epoch, envelope))
-            return
-        kind, req_id, payload = envelope
-        if kind == RESPONSE:
-            pending = self._pending.pop(req_id, None)
-            if pending is not None:
-                pending[0](*pending[1], payload)
-            return
+    def response_arrived(self, req_id: int, payload: Any) -> None:
+        """A response to request `req_id` arrived: its continuation runs, unless the request
+        timed out already (then it is ignored). Deliveries reach here through sim/network.py,
+        which drops what a reset connection or a crash destroyed and defers during a pause."""
+        pending = self._pending.pop(req_id, None)
+        if pending is not None:
+            pending[0](*pending[1], payload)
+
+    def handler_for(self, payload: Any) -> Handler:
         handler = self.handlers.get(type(payload))
         if handler is None:
             raise TypeError(f"{self.name} has no handler for {type(payload).__name__}")
-        handler(link.src, req_id, payload)
+        return handler

@@ -2,8 +2,17 @@
 
 Lifecycle: build (nodes in scenario order: nameservers, brokers, producers, consumers — equal-
 time events then run in that order) → start → run `duration_ms` with faults → heal everything
-→ settle `settle_ms` → checkers → summary. The summary holds only deterministic facts; wall time
-and versions go to `RunResult.meta`.
+→ settle `settle_ms` → checkers → summary with a verdict. The summary holds only deterministic
+facts; wall time and versions go to `RunResult.meta`.
+
+Records stream through the Tracer (sim/trace.py) to the run digest and to the chunk observers
+wired here: the Ledger (analysis/ledger.py, the checkers' ground truth), the fault log, and on
+request a Parquet trace writer or a caller's own observers. Nothing per message is kept unless
+the caller asks (`keep_records`).
+
+Bounds: `max_events` (events processed) and `max_wall_s` (wall time, checked between slices
+of simulated time) stop a run early; it still gets a summary, with `stopped_by` set and the
+verdict `unknown`. `wall_budget_s` (sweeps' `run_timeout_s`) instead raises WallBudgetExceeded.
 """
 
 from __future__ import annotations
@@ -12,11 +21,13 @@ import gc
 import os
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.checks import check
+from analysis.ledger import Ledger, ProducerInfo
+from analysis.verdict import guarantees_for, judge
 from models.broker.broker import Broker
 from models.consumer.config import MessageModel
 from models.consumer.push_consumer import PushConsumer
@@ -32,6 +43,9 @@ from sim.rng import Rng
 from sim.scenario import Scenario, instance_names
 from sim.trace import Tracer
 
+DEFAULT_MAX_EVENTS = 2_000_000_000  # far beyond any study: about 3 × 10^8 messages
+SLICE_US = 1_000_000  # with a wall bound, the clock is checked every simulated second
+
 
 @dataclass
 class World:
@@ -39,22 +53,28 @@ class World:
     scenario: Scenario
     nodes: dict[str, Any] = field(default_factory=dict)  # node name -> Node
     models: dict[str, Any] = field(default_factory=dict)  # node name -> model object
+    producers: list[ProducerInfo] = field(default_factory=list)  # by producer index (message ids)
     injector: FaultInjector | None = None
 
 
 @dataclass
 class RunResult:
     summary: dict[str, Any]
-    records: list[tuple]
     meta: dict[str, Any]
     world: World
+    records: list[tuple] = field(default_factory=list)  # every record, only with keep_records
     details: dict[str, Any] = field(default_factory=dict)  # per-message facts, when asked for
+    fault_records: list[tuple] = field(default_factory=list)
 
 
-def build(sc: Scenario, seed: int) -> World:
+class WallBudgetExceeded(RuntimeError):
+    """A run took longer (wall time) than the budget its caller gave it."""
+
+
+def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
     env = SimEnv()
     env.rng = Rng(seed)
-    env.tracer = Tracer(env)
+    env.tracer = Tracer(env, keep=keep_records)
     network = Network(env, sc.network.latency_ms)
     world = World(env, sc)
     namesrvs = [n.name for n in sc.cluster.nameservers]
@@ -68,8 +88,9 @@ def build(sc: Scenario, seed: int) -> World:
         for name in instance_names(p.name, p.count):
             producer = Producer(env, name, p.zone, p.client, namesrvs, [p.topic], p.send_mode)
             stop = ms(p.stop_ms) if p.stop_ms is not None else duration_us
-            Workload(producer, p.topic, p.rate_per_s, p.arrival, p.message_bytes, p.tags, p.keys,
-                     ms(p.start_ms), min(stop, duration_us))
+            Workload(producer, len(world.producers), p.topic, p.rate_per_s, p.arrival, p.message_bytes, p.tags,
+                     p.keys, ms(p.start_ms), min(stop, duration_us))
+            world.producers.append(ProducerInfo(name, p.topic))
             _add(world, producer)
     for c in sc.consumers:
         for name in instance_names(c.name, c.count):
@@ -112,71 +133,100 @@ def start(world: World) -> None:
     world.injector.start()
 
 
-class WallBudgetExceeded(RuntimeError):
-    """A run took longer (wall time) than the budget its caller gave it."""
+def consumer_groups(sc: Scenario) -> dict[str, dict[str, Any]]:
+    """group → its topic, message model, consume mode and members (node names)."""
+    groups: dict[str, dict[str, Any]] = {}
+    for c in sc.consumers:
+        entry = groups.setdefault(c.group, {"topic": c.topic, "members": [], "orderly": False,
+                                            "broadcasting": c.client.message_model is MessageModel.BROADCASTING})
+        entry["members"] += instance_names(c.name, c.count)
+    return groups
 
 
-BUDGET_SLICE_US = 1_000_000  # with a wall budget, the clock is checked every simulated second
+def make_ledger(world: World) -> Ledger:
+    groups = consumer_groups(world.scenario)
+    return Ledger(world.producers, {g: e["topic"] for g, e in groups.items()},
+                  broadcasting=tuple(g for g, e in groups.items() if e["broadcasting"]),
+                  orderly=tuple(g for g, e in groups.items() if e["orderly"]),
+                  members={g: e["members"] for g, e in groups.items()})
 
 
-def run_scenario(sc: Scenario | str | Path, seed: int | None = None,
-                 overrides: list[str] | None = None, details: bool = False,
-                 wall_budget_s: float | None = None) -> RunResult:
-    """Run one scenario; with `details`, `RunResult.details` gets the checkers' per-message facts
-    (see analysis.checks.check). With `wall_budget_s`, a run still going after that much wall
-    time raises WallBudgetExceeded (checked between simulated seconds; the slicing does not
-    change the order of events, so the digest is the same)."""
+def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: list[str] | None = None,
+                 details: bool = False, keep_records: bool = False,
+                 observers: tuple[Callable[[list[tuple]], None], ...] = (), wall_budget_s: float | None = None,
+                 max_events: int | None = None, max_wall_s: float | None = None) -> RunResult:
+    """Run one scenario (a path or a loaded Scenario).
+
+    `details`: `RunResult.details` gets the checkers' per-message facts (latency samples and
+    delivery counts, analysis/checks.py). `keep_records`: `RunResult.records` holds every record
+    (tests; memory grows with the run). `observers`: extra Tracer chunk observers (e.g. a Parquet
+    trace writer). Bounds: see the module docstring.
+    """
     if not isinstance(sc, Scenario):
         sc = scenario_mod.load(sc, overrides)
     seed = sc.seed if seed is None else int(seed)
     wall_start = time.perf_counter()
-    world = build(sc, seed)
+    world = build(sc, seed, keep_records)
+    env, tracer = world.env, world.env.tracer
+    ledger = make_ledger(world)
+    tracer.observers += [ledger.feed, *observers]
     start(world)
-    env = world.env
     end_us = ms(sc.duration_ms) + ms(sc.settle_ms)
     gc_was_enabled = gc.isenabled()
-    gc.disable()  # the run and its checks allocate millions of small acyclic tuples; GC passes only cost time
+    gc.disable()  # the run allocates millions of short-lived acyclic objects; GC passes only cost time
     try:
-        if wall_budget_s is None:
-            env.run(until=end_us)
-        else:
-            _run_within(env, end_us, wall_start + wall_budget_s, wall_budget_s)
-        env.tracer.emit("run", trace.RUN_ENDED, "settled")
-        records = env.tracer.records
+        stopped_by = _run(env, end_us, wall_start, wall_budget_s, max_events, max_wall_s)
+        tracer.emit("run", trace.RUN_ENDED, "settled" if stopped_by is None else f"stopped:{stopped_by}")
+        digest = tracer.close()
         sim_wall_s = time.perf_counter() - wall_start
         facts: dict[str, Any] | None = {} if details else None
-        summary = summarize(world, seed, records, facts)
+        summary = summarize(world, seed, ledger, digest, tracer.count, env.now, stopped_by, facts)
     finally:
         if gc_was_enabled:
             gc.enable()
     wall_s = time.perf_counter() - wall_start
     meta = {"wall_s": round(wall_s, 3), "simulate_wall_s": round(sim_wall_s, 3),
             "check_wall_s": round(wall_s - sim_wall_s, 3), "python": platform.python_version(), "pid": os.getpid(),
-            "sim_to_wall": round(end_us / 1e6 / wall_s, 2) if wall_s else None,
+            "events": env.events, "sim_to_wall": round(env.now / 1e6 / wall_s, 2) if wall_s else None,
             "random_streams": env.rng.names}
-    return RunResult(summary, records, meta, world, facts or {})
+    return RunResult(summary, meta, world, tracer.records, facts or {}, world.injector.log)
 
 
-def _run_within(env: SimEnv, end_us: int, deadline: float, budget_s: float) -> None:
+def _run(env: SimEnv, end_us: int, wall_start: float, wall_budget_s: float | None, max_events: int | None,
+         max_wall_s: float | None) -> str | None:
+    """Run to `end_us`, or to a bound; returns the bound that stopped the run, or None."""
+    budget = max_events if max_events is not None else DEFAULT_MAX_EVENTS
+    if wall_budget_s is None and max_wall_s is None:
+        return "max_events" if env.run(until=end_us, max_events=budget) else None
     while env.now < end_us:
-        env.run(until=min(end_us, env.now + BUDGET_SLICE_US))
-        if time.perf_counter() > deadline and env.now < end_us:
-            raise WallBudgetExceeded(f"run exceeded its wall-time budget of {budget_s} s at simulated "
+        if env.run(until=min(end_us, env.now + SLICE_US), max_events=budget - env.events):
+            return "max_events"
+        elapsed = time.perf_counter() - wall_start
+        if env.now >= end_us:
+            break
+        if wall_budget_s is not None and elapsed > wall_budget_s:
+            raise WallBudgetExceeded(f"run exceeded its wall-time budget of {wall_budget_s} s at simulated "
                                      f"{env.now / 1e6:.0f} s of {end_us / 1e6:.0f} s")
+        if max_wall_s is not None and elapsed > max_wall_s:
+            return "max_wall_s"
+    return None
 
 
-def summarize(world: World, seed: int, records: list[tuple],
-              details: dict[str, Any] | None = None) -> dict[str, Any]:
+def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int, now_us: int,
+              stopped_by: str | None, details: dict[str, Any] | None = None) -> dict[str, Any]:
     sc = world.scenario
-    subscriptions = {c.group: c.topic for c in sc.consumers}
-    broadcasting = [c.group for c in sc.consumers if c.client.message_model is MessageModel.BROADCASTING]
-    metrics = check(records, subscriptions, broadcasting, orderly=(), details=details)
-    return {
+    metrics = ledger.results(details)
+    summary = {
         "scenario": sc.name,
         "seed": seed,
         "scenario_sha256": sc.digest(),
-        "trace_sha256": trace.digest(records),
-        "records": len(records),
-        "sim_time_ms": (ms(sc.duration_ms) + ms(sc.settle_ms)) // 1000,
+        "trace_sha256": digest,
+        "records": records,
+        "sim_time_ms": now_us // 1000,
+        "stopped_by": stopped_by,
         **metrics,
     }
+    promises = guarantees_for(consumer_groups(sc))
+    expect = {path: bounds.model_dump(exclude_none=True) for path, bounds in sc.expect.items()}
+    summary.update(judge(summary, promises, expect, stopped_by))
+    return summary

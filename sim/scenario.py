@@ -12,13 +12,14 @@ with `count: 1` the node is `<name>`. Rates are per instance. Topic `queues` is 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from models.broker.config import BrokerConfig, MessageStoreConfig
 from models.consumer.config import PushConsumerConfig
@@ -118,6 +119,32 @@ class ConsumerSpec(BaseModel):
     client: PushConsumerConfig = PushConsumerConfig()
 
 
+class ExpectBounds(BaseModel):
+    """`{min: x, max: y}` (either may be left out) on one summary metric."""
+
+    model_config = _STRICT
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def _some_bound(self) -> ExpectBounds:
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        if self.min is not None and self.max is not None and self.max < self.min:
+            raise ValueError(f"max ({self.max}) is below min ({self.min})")
+        return self
+
+
+def _exact(value: Any) -> Any:
+    """`lost: 0` means exactly 0: {min: 0, max: 0}."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return {"min": value, "max": value}
+    return value
+
+
+Expectation = Annotated[ExpectBounds, BeforeValidator(_exact)]
+
+
 class Scenario(BaseModel):
     model_config = _STRICT
     name: str = "scenario"
@@ -130,6 +157,7 @@ class Scenario(BaseModel):
     consumers: list[ConsumerSpec] = []
     faults: list[FaultSpec] = []
     random_faults: list[RandomFaultSpec] = []
+    expect: dict[str, Expectation] = {}  # metric key path -> bounds (analysis/verdict.py)
 
     def digest(self) -> str:
         """SHA-256 of the resolved tree (every default filled in), seed excluded."""
@@ -240,6 +268,21 @@ def cross_check(data: dict) -> list[str]:
     problems += _check_groups(data)
     problems += _check_roles(cluster)
     problems += _check_fault_targets(data, nodes, unknown_counts)
+    problems += _check_expect(data.get("expect"))
+    return problems
+
+
+def _check_expect(expect: Any) -> list[str]:
+    """Every `expect:` key must be a metric the summary has (analysis/verdict.py)."""
+    from analysis.verdict import EXPECTABLE_METRICS
+
+    problems = []
+    for key in expect if isinstance(expect, dict) else ():
+        if key not in EXPECTABLE_METRICS:
+            hint = difflib.get_close_matches(str(key), EXPECTABLE_METRICS, n=1, cutoff=0.6)
+            problems.append(f"expect.{key}: not a metric an expectation can bound" +
+                            (f" (did you mean {hint[0]!r}?)" if hint else
+                             f" (metrics: {', '.join(EXPECTABLE_METRICS)})"))
     return problems
 
 

@@ -1,45 +1,52 @@
-"""Trace records: flat, past-tense kinds declared once; sinks; the run digest.
+"""Trace records: flat, past-tense kinds declared once with typed fields; a streaming tracer; the digest.
 
 A record is a flat tuple `(t_us, node, kind, *fields)`: no dict per record, since a run emits
-several records per simulated message. Each kind and the names of its fields are declared once
-with `declare()` (the kernel's kinds below; RocketMQ's in `models/records.py`), so sinks and
-analysis can turn tuples into named rows. Field values are restricted to str, int, float, bool
-and None, whose `repr` is identical in every process (no `hash()`/`id()` involved).
+several records per simulated message. Each kind, its field names and their types are declared
+once with `declare()` (the kernel's kinds below; RocketMQ's in `models/records.py`), so sinks
+and analysis can turn tuples into named, typed rows. Field values are restricted to str, int,
+float, bool and None, whose encoding is identical in every process (no `hash()`/`id()`).
+
+Streaming: the `Tracer` keeps only the current chunk of `DIGEST_CHUNK` records. When a chunk is
+full (and at `close()`), it is hashed into the run digest and handed to the chunk observers (the
+checkers' ledger, a Parquet trace writer, the fault log), then dropped, unless the caller asked
+to keep every record (`keep=True`: tests, `sim.run(..., keep_records=True)`). So a run's memory
+does not grow with the number of records, and observers see every record, in emission order,
+at most one chunk late.
 
 The digest is SHA-256 over the canonical form of the records in emission order: consecutive
-chunks of `DIGEST_CHUNK` records, each chunk a list of record tuples `(t_us, node, kind,
-field...)` encoded with pickle protocol 4 **without its memo** (`Pickler.fast`). Without the
-memo the bytes depend on values only, never on which equal strings happen to be one object, and
-the opcodes for str/int/float/bool/None/tuple/list are fixed by the protocol (floats as
-big-endian IEEE 754), so the form is the same in every process and on every platform. It is
-3.5× cheaper than JSON-encoding the same chunks, which matters at ~350,000 records a run.
-`write_jsonl` writes the same fields as JSON objects; `digest()` works on tuples read back from
-it too, so anyone can recompute a run's digest.
+chunks of `DIGEST_CHUNK` records, each chunk a list of record tuples encoded with pickle protocol
+4 **without its memo** (`Pickler.fast`). Without the memo the bytes depend on values only, never
+on which equal strings happen to be one object, and the opcodes for str/int/float/bool/None/
+tuple/list are fixed by the protocol (floats as big-endian IEEE 754), so the form is the same in
+every process and on every platform. `digest(records)` recomputes it from any record iterable,
+e.g. a stored trace read back in emission order.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import json
 import pickle
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from sim.files import atomic_path
-
-KINDS: dict[str, tuple[str, ...]] = {}
+KINDS: dict[str, tuple[str, ...]] = {}  # kind -> field names
+TYPES: dict[str, tuple[type, ...]] = {}  # kind -> field types (a value may also be None)
 ENVELOPE = ("t_us", "node", "kind")
+FIELD_TYPES = (str, int, float, bool)
 
 
-def declare(kind: str, *fields: str) -> str:
-    """Declare a record kind `<area>.<past_tense_verb>` and its field names (once)."""
+def declare(kind: str, **fields: type) -> str:
+    """Declare a record kind `<area>.<past_tense_verb>` and its typed fields (once)."""
     if "." not in kind:
         raise ValueError(f"record kind {kind!r} must look like area.verb_ed")
-    if kind in KINDS and KINDS[kind] != fields:
+    names, types = tuple(fields), tuple(fields.values())
+    if any(t not in FIELD_TYPES for t in types):
+        raise ValueError(f"record kind {kind!r}: field types must be one of str, int, float, bool")
+    if kind in KINDS and (KINDS[kind], TYPES[kind]) != (names, types):
         raise ValueError(f"record kind {kind!r} declared twice with different fields")
-    KINDS[kind] = fields
+    KINDS[kind] = names
+    TYPES[kind] = types
     return kind
 
 
@@ -48,30 +55,72 @@ def field_index(kind: str, field: str) -> int:
     return len(ENVELOPE) + KINDS[kind].index(field)
 
 
-FAULT_INJECTED = declare("fault.injected", "fault", "target", "detail")
-FAULT_HEALED = declare("fault.healed", "fault", "target", "detail")
-NODE_CRASHED = declare("node.crashed", "power_loss")
-NODE_RESTARTED = declare("node.restarted", "incarnation")
-NET_DROPPED = declare("net.dropped", "src", "dst", "payload", "reason")
-RUN_ENDED = declare("run.ended", "phase")
-
-
-class Tracer:
-    """Collects records in memory (the ListSink) in emission order."""
-
-    def __init__(self, env: Any) -> None:
-        self.env = env
-        self.records: list[tuple] = []
-
-    def emit(self, node: str, kind: str, *fields: Any) -> None:
-        self.records.append((self.env._now, node, kind, *fields))
-
-    def of_kind(self, kind: str) -> Iterator[tuple]:
-        return (r for r in self.records if r[2] == kind)
-
+FAULT_INJECTED = declare("fault.injected", fault=str, target=str, detail=str)
+FAULT_HEALED = declare("fault.healed", fault=str, target=str, detail=str)
+NODE_CRASHED = declare("node.crashed", power_loss=bool)
+NODE_RESTARTED = declare("node.restarted", incarnation=int)
+NET_DROPPED = declare("net.dropped", src=str, dst=str, payload=str, reason=str)
+RUN_ENDED = declare("run.ended", phase=str)
 
 DIGEST_CHUNK = 4096
 DIGEST_PICKLE_PROTOCOL = 4
+
+ChunkObserver = Callable[[list[tuple]], None]
+
+
+class Tracer:
+    """Streams records in chunks to the digest and the chunk observers (see module docstring)."""
+
+    def __init__(self, env: Any, keep: bool = True) -> None:
+        self.env = env
+        self.keep = keep
+        self.records: list[tuple] = []  # every record, only when `keep`
+        self.count = 0  # records emitted (and flushed)
+        self.chunk: list[tuple] = []
+        self.observers: list[ChunkObserver] = []
+        self._sha = hashlib.sha256()
+        self._digest: str | None = None
+
+    def emit(self, node: str, kind: str, *fields: Any) -> None:
+        """Record `(now, node, kind, *fields)`. The per-message hot paths append the tuple to
+        `chunk` themselves and call `flush()` when it holds `DIGEST_CHUNK` records (the same thing
+        without a call and an argument tuple): `chunk` is one list for the whole run."""
+        chunk = self.chunk
+        chunk.append((self.env._now, node, kind, *fields))
+        if len(chunk) >= DIGEST_CHUNK:
+            self.flush()
+
+    def flush(self, final: bool = False) -> None:
+        """Hash the full chunks of `DIGEST_CHUNK` records (with `final`, also the partial rest),
+        hand those records to the observers, and drop them (or keep them). Digest chunk
+        boundaries are exact whatever the caller's flush timing, so a stored trace rechunked by
+        `digest()` gives the same digest."""
+        chunk = self.chunk
+        n = len(chunk)
+        ready = n if final else n - n % DIGEST_CHUNK
+        if not ready:
+            return
+        batch = chunk[:ready]
+        del chunk[:ready]  # the same list: hot paths hold on to it
+        self.count += ready
+        for start in range(0, ready, DIGEST_CHUNK):
+            self._sha.update(canonical_bytes(batch[start:start + DIGEST_CHUNK]))
+        for observe in self.observers:
+            observe(batch)
+        if self.keep:
+            self.records += batch
+
+    def close(self) -> str:
+        """Flush the last (partial) chunk; returns the run digest (of everything emitted so far:
+        call it when the run is over)."""
+        if self._digest is None:
+            self.flush(final=True)
+            self._digest = self._sha.hexdigest()
+        return self._digest
+
+    def of_kind(self, kind: str) -> Iterator[tuple]:
+        """Records of one kind (kept records plus the current chunk)."""
+        return (r for r in (*self.records, *self.chunk) if r[2] == kind)
 
 
 def canonical_bytes(records: list[tuple]) -> bytes:
@@ -84,21 +133,19 @@ def canonical_bytes(records: list[tuple]) -> bytes:
 
 
 def digest(records: Iterable[tuple]) -> str:
+    """The run digest of a record stream in emission order (chunked as the Tracer does)."""
     h = hashlib.sha256()
-    records = records if isinstance(records, list) else list(records)
-    for start in range(0, len(records), DIGEST_CHUNK):
-        h.update(canonical_bytes(records[start:start + DIGEST_CHUNK]))
+    chunk: list[tuple] = []
+    for record in records:
+        chunk.append(tuple(record))
+        if len(chunk) == DIGEST_CHUNK:
+            h.update(canonical_bytes(chunk))
+            chunk = []
+    if chunk:
+        h.update(canonical_bytes(chunk))
     return h.hexdigest()
 
 
 def as_dict(record: tuple) -> dict[str, Any]:
     names = ENVELOPE + KINDS[record[2]]
     return dict(zip(names, record, strict=True))
-
-
-def write_jsonl(records: Iterable[tuple], path: str) -> None:
-    """Write records as JSON objects, atomically (sim/files.py)."""
-    with atomic_path(Path(path)) as tmp, open(tmp, "w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(as_dict(record), separators=(",", ":")))
-            out.write("\n")

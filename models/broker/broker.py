@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+from models.broker.commit_log import QUEUE_ID_BITS
 from models.broker.config import REGISTER_INITIAL_DELAY_US, BrokerConfig, FlushDiskType, MessageStoreConfig
 from models.broker.consumer_manager import ConsumerManager
 from models.broker.long_polling import PullRequestHoldService
@@ -34,7 +35,17 @@ from models.broker.message_store import (
 )
 from models.broker.offsets import ConsumerOffsetManager
 from models.broker.schedule import ScheduleMessageService
-from models.message import SCHEDULE_TOPIC, Message, dlq_topic, record_bytes, retry_topic
+from models.message import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_RETRY_TOPIC,
+    SCHEDULE_TOPIC,
+    dlq_topic,
+    record_bytes,
+    retry_topic,
+)
 from models.protocol import FLUSH_DISK_TIMEOUT as CODE_FLUSH_DISK_TIMEOUT
 from models.protocol import (
     INVALID_PARAMETER,
@@ -44,6 +55,7 @@ from models.protocol import (
     PULL_RETRY_IMMEDIATELY,
     QUERY_NOT_FOUND,
     SUCCESS,
+    SYSTEM_ERROR,
     TOPIC_NOT_EXIST,
     CodeResponse,
     ConsumerList,
@@ -65,6 +77,7 @@ from models.records import BROKER_REGISTERED, BROKER_SEND_REJECTED, BROKER_STORE
 from sim.disk import Disk, DiskConfig
 from sim.env import ms
 from sim.node import Node
+from sim.trace import DIGEST_CHUNK
 
 RETRY_QUEUE_NUMS = 1  # SubscriptionGroupConfig.retryQueueNums
 DLQ_NUMS_PER_GROUP = 1  # MixAll.DLQ_NUMS_PER_GROUP
@@ -83,20 +96,24 @@ class Broker:
         self.cfg, self.store_cfg = broker_cfg, store_cfg
         self.topics = dict(topics)  # TopicConfigManager: topic -> queue count (read = write)
         self.namesrvs = namesrvs
+        self.max_message_size_bytes = store_cfg.max_message_size_bytes
+        self._chunk = node._chunk
         self.store = MessageStore(node, store_cfg)
         self.commit_log = self.store.commit_log
+        self.reput = self.store.reput
         self.group_commit = self.commit_log.group_commit
         if store_cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
             self.commit_log.on_flushed = self.store.reput.wake
         hold_us = ms(broker_cfg.short_polling_time_mills) if not broker_cfg.long_polling_enable else None
-        self.hold = PullRequestHoldService(node, self.store.max_offset, self.execute_pull,
+        self.hold = PullRequestHoldService(node, self.store.reput.queue, self.execute_pull,
                                            **({"scan_interval_us": hold_us} if hold_us else {}))
         self.store.reput.listeners.append(self.hold.notify_message_arriving)
         self.offsets = ConsumerOffsetManager(node, broker_cfg)
         self.consumers = ConsumerManager(node, broker_cfg)
-        self.schedule = ScheduleMessageService(node, store_cfg.message_delay_level, self.store.queues,
-                                               self.put_internal, store_cfg.flush_delay_offset_interval_ms)
+        self.schedule = ScheduleMessageService(node, store_cfg.message_delay_level, self.store,
+                                               self.put_message, store_cfg.flush_delay_offset_interval_ms)
         self.store.reput.schedule_listener = self.schedule.on_dispatched
+        self.store.reput.delivery_us = self.schedule.delivery_us
         self._register_handlers()
         node.add_service(self.register_loop)
 
@@ -130,52 +147,74 @@ class Broker:
 
     # --- SendMessageProcessor -----------------------------------------------------------------
     def on_send(self, src: str, req_id: int, req: SendMessage) -> None:
-        msg, node = req.msg, self.node
+        msg = req.msg
         queue_nums = self.topics.get(msg.topic)
-        code = SUCCESS
-        size = record_bytes(msg)
+        if queue_nums is None or not 0 <= req.queue_id < queue_nums or msg.size_bytes > self.max_message_size_bytes:
+            return self._reject(src, req_id, msg, queue_nums)
+        props = msg.props
+        if msg.delay_level > 0:
+            props = dict(props or {}, **{PROPERTY_DELAY_TIME_LEVEL: msg.delay_level})
+        phys, queue_offset = self.put_message(msg.msg_id, msg.topic, req.queue_id, msg.size_bytes, msg.body_bytes,
+                                              msg.tags, msg.reconsume_times, props)
+        if self.group_commit is None:
+            return self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
+        node = self.node
+        self.group_commit.put_request(phys + msg.size_bytes, lambda status: node.reply(
+            src, req_id, SendResponse(SUCCESS if status == "PUT_OK" else CODE_FLUSH_DISK_TIMEOUT,
+                                      queue_offset, phys)))
+        return None
+
+    def _reject(self, src: str, req_id: int, msg: Any, queue_nums: int | None) -> None:
         if queue_nums is None:
             code = TOPIC_NOT_EXIST
-        elif not 0 <= req.queue_id < queue_nums:
-            code = INVALID_PARAMETER
-        elif size > self.store_cfg.max_message_size_bytes:
+        elif msg.size_bytes > self.max_message_size_bytes:
             code = MESSAGE_ILLEGAL
-        if code != SUCCESS:
-            node.trace(BROKER_SEND_REJECTED, msg.uniq_key, msg.topic, code)
-            node.reply(src, req_id, SendResponse(code))
-            return
-        record = self.put_internal(msg, req.queue_id, size)
-        if self.group_commit is None:
-            node.reply(src, req_id, new_send_response((SUCCESS, record[4], record[0])))
-            return
-        end = record[0] + record[1]
-        self.group_commit.put_request(end, lambda status: node.reply(
-            src, req_id, SendResponse(SUCCESS if status == "PUT_OK" else CODE_FLUSH_DISK_TIMEOUT,
-                                      record[4], record[0])))
+        else:
+            code = INVALID_PARAMETER
+        self.node.trace(BROKER_SEND_REJECTED, msg.msg_id, msg.topic, code)
+        self.node.reply(src, req_id, SendResponse(code))
 
-    def put_internal(self, msg: Message, queue_id: int, size: int = 0) -> tuple:
-        """CommitLog.asyncPutMessage: delay levels are re-routed to the schedule topic."""
-        if msg.delay_level > 0:
-            size = 0
-            level = min(msg.delay_level, self.schedule.max_level())
-            msg = msg._replace(real_topic=msg.topic, real_queue_id=queue_id, topic=SCHEDULE_TOPIC,
-                               delay_level=level)
-            queue_id = level - 1
-        record = self.commit_log.append(msg, queue_id, size)
-        self.node._emit(self.name, BROKER_STORED, msg.uniq_key, msg.topic, queue_id, record[4], record[0],
-                        record[1], msg.reconsume_times)
-        self.store.reput.wake()
-        return record
+    def put_message(self, msg_id: int, topic: str, queue_id: int, size: int, body_bytes: int,
+                    tags: str | None, reconsume_times: int, props: dict | None) -> tuple[int, int]:
+        """CommitLog.asyncPutMessage: a delay level re-routes the message to SCHEDULE_TOPIC_XXXX
+        (queue level−1) with its real topic and queue as properties. Returns (phys, queue offset)."""
+        if props and PROPERTY_DELAY_TIME_LEVEL in props:
+            level = min(props[PROPERTY_DELAY_TIME_LEVEL], self.schedule.max_level())
+            props = dict(props, **{PROPERTY_DELAY_TIME_LEVEL: level, PROPERTY_REAL_TOPIC: topic,
+                                   PROPERTY_REAL_QUEUE_ID: queue_id})
+            topic, queue_id = SCHEDULE_TOPIC, level - 1
+            size = record_bytes(topic, body_bytes, tags, 0, props, reconsume_times)
+        phys, queue_offset = self.commit_log.append(msg_id, topic, queue_id, size, tags, reconsume_times, 0, props)
+        chunk = self._chunk
+        chunk.append((self.node.env._now, self.name, BROKER_STORED, msg_id, topic, queue_id, queue_offset, phys,
+                      size, reconsume_times))
+        if len(chunk) >= DIGEST_CHUNK:
+            self.node._flush()
+        if not self.reput.pending:
+            self.reput.wake()
+        return phys, queue_offset
 
     # --- PullMessageProcessor -----------------------------------------------------------------
     def on_pull(self, src: str, req_id: int, req: PullMessage) -> None:
-        if req.commit_offset >= 0:
-            self.offsets.commit(req.group, req.topic, req.queue_id, req.commit_offset)
-        self.execute_pull(src, req_id, req, allow_suspend=True)
+        if req.commit_offset >= 0:  # applied on the first processing only, held or answered
+            self.offsets.table[(req.group, req.topic, req.queue_id)] = req.commit_offset
+        topic_index = self.commit_log.topic_index.get(req.topic)
+        cq = None if topic_index is None else self.reput.queues.get(topic_index << QUEUE_ID_BITS | req.queue_id)
+        if cq is not None and req.queue_offset == cq.max_offset and req.suspend_timeout_us > 0 \
+                and self.cfg.long_polling_enable:
+            # getMessage would answer OFFSET_OVERFLOW_ONE (PULL_NOT_FOUND): hold the request at once
+            self.hold.suspend(src, req_id, req, req.suspend_timeout_us, cq)
+            return
+        self.execute_pull(src, req_id, req, True, cq)
 
-    def execute_pull(self, src: str, req_id: int, req: PullMessage, allow_suspend: bool = False) -> None:
-        status, next_offset, max_offset, records = self.store.get_message(
-            req.topic, req.queue_id, req.queue_offset, req.max_msg_nums, req.tags)
+    def execute_pull(self, src: str, req_id: int, req: PullMessage, allow_suspend: bool = False,
+                     cq: Any = None) -> None:
+        """PullMessageProcessor.processRequest; `cq` is the request's ConsumeQueue when the caller
+        has it (on_pull, long polling's wake-up), else it is looked up."""
+        if cq is None:
+            cq = self.reput.queue(req.topic, req.queue_id)
+        status, next_offset, max_offset, msgs = self.store.get_message(cq, req.queue_offset, req.max_msg_nums,
+                                                                       req.tag_codes)
         if status is FOUND:
             code = SUCCESS
         elif status is NO_MATCHED_MESSAGE:
@@ -187,9 +226,9 @@ class Broker:
             code = PULL_OFFSET_MOVED
         if code == PULL_NOT_FOUND and allow_suspend and req.suspend_timeout_us > 0:
             timeout = req.suspend_timeout_us if self.cfg.long_polling_enable else ms(self.cfg.short_polling_time_mills)
-            self.hold.suspend(src, req_id, req, timeout)
+            self.hold.suspend(src, req_id, req, timeout, cq)
             return
-        self.node.reply(src, req_id, new_pull_response((code, next_offset, 0, max_offset, tuple(records))))
+        self.node.reply(src, req_id, new_pull_response((code, next_offset, 0, max_offset, msgs)))
 
     # --- ConsumerManageProcessor --------------------------------------------------------------
     def on_query_offset(self, src: str, req_id: int, req: QueryConsumerOffset) -> None:
@@ -223,20 +262,22 @@ class Broker:
         self.node.reply(src, req_id, ConsumerList(SUCCESS, self.consumers.client_ids(req.group)))
 
     def on_send_back(self, src: str, req_id: int, req: ConsumerSendMsgBack) -> None:
-        """consumerSendMsgBack: to %RETRY%group with delay 3 + reconsumeTimes, or the DLQ."""
-        msg = req.msg
+        """consumerSendMsgBack: look the message up by its CommitLog offset; to %RETRY%group with
+        delay level 3 + reconsumeTimes (of the *stored* message), or to the DLQ."""
+        stored = self.store.look_message_by_offset(req.phys_offset)
+        if stored is None or stored.msg_id != req.msg_id:
+            self.node.reply(src, req_id, CodeResponse(SYSTEM_ERROR))
+            return
         max_times = req.max_reconsume_times if req.max_reconsume_times >= 0 else RETRY_MAX_TIMES
-        origin = msg.origin_topic or msg.topic
-        if msg.reconsume_times >= max_times or req.delay_level < 0:
+        reconsume = stored.reconsume_times
+        props = {PROPERTY_RETRY_TOPIC: req.origin_topic, PROPERTY_ORIGIN_MESSAGE_ID: req.msg_id}
+        if reconsume >= max_times or req.delay_level < 0:
             topic = dlq_topic(req.group)
             self.topics.setdefault(topic, DLQ_NUMS_PER_GROUP)
-            new = msg._replace(topic=topic, origin_topic=origin, reconsume_times=msg.reconsume_times + 1,
-                               delay_level=0)
         else:
             topic = retry_topic(req.group)
             self.topics.setdefault(topic, RETRY_QUEUE_NUMS)
-            level = req.delay_level or 3 + msg.reconsume_times
-            new = msg._replace(topic=topic, origin_topic=origin, reconsume_times=msg.reconsume_times + 1,
-                               delay_level=level)
-        self.put_internal(new, 0)
+            props[PROPERTY_DELAY_TIME_LEVEL] = req.delay_level or 3 + reconsume
+        size = record_bytes(topic, stored.body_bytes, stored.tags, 0, props, reconsume + 1)
+        self.put_message(req.msg_id, topic, 0, size, stored.body_bytes, stored.tags, reconsume + 1, props)
         self.node.reply(src, req_id, CodeResponse(SUCCESS))

@@ -1,10 +1,13 @@
 """store.CommitLog with FlushRealTimeService (ASYNC_FLUSH) and GroupCommitService (SYNC_FLUSH).
 
-A record is a tuple `(phys_offset, size_bytes, message, queue_id, queue_offset, store_us)`
-(`R_*` indices). Three positions matter, as in MappedFile: `wrote_position` (appended into the
-mmap, i.e. the page cache), `flushed_position` (forced to disk) and the dispatch position
-(`ReputMessageService`, in consume_queue.py). A process crash keeps the page cache, so nothing
-appended is lost; a power loss keeps only whole records below `flushed_position`.
+Records live in a MappedFileQueue of compact per-file tables (mapped_file.py). Three positions
+matter, as in MappedFile: `wrote_position` (appended into the mmap, i.e. the page cache),
+`flushed_position` (forced to disk) and the dispatch position (`ReputMessageService`, in
+consume_queue.py). A process crash keeps the page cache, so nothing appended is lost; a power
+loss keeps only whole records below `flushed_position`.
+
+Topics and tags are stored as indexes into the store's intern tables (`topics`, `tags`), which
+stand for the strings a real record carries in its own bytes and so are never lost.
 
 Simplified: one append at a time costs no simulated time (a memory copy under the put lock);
 no CRC, no transient store pool, no file pre-allocation; a record never spans a mapped file
@@ -14,19 +17,24 @@ flushed position, as `MappedFileQueue.flush` does.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Generator
 from typing import Any
 
 from models.broker.config import GROUP_COMMIT_WAIT_US, OS_PAGE_SIZE_BYTES, FlushDiskType, MessageStoreConfig
-from models.message import Message, record_bytes
+from models.broker.mapped_file import RECORD, MappedFile, MappedFileQueue
+from models.message import java_string_hash
 from models.records import COMMIT_LOG_FLUSHED, COMMIT_LOG_TRUNCATED
 from sim.env import ms
 
-R_PHYS, R_SIZE, R_MSG, R_QID, R_QOFF, R_STORE_US = range(6)
 BLANK_MIN_BYTES = 8  # CommitLog END_FILE_MIN_BLANK_LENGTH
+QUEUE_ID_BITS = 16  # queue key = topic index << 16 | queue id (queue ids are below 2^16)
 
 PUT_OK, FLUSH_DISK_TIMEOUT = "PUT_OK", "FLUSH_DISK_TIMEOUT"
+
+
+def queue_key(topic_index: int, queue_id: int) -> int:
+    """One int per (topic, queue id): the key of ConsumeQueues and the topicQueueTable."""
+    return topic_index << QUEUE_ID_BITS | queue_id
 
 
 class CommitLog:
@@ -34,10 +42,16 @@ class CommitLog:
         self.node = node
         self.cfg = cfg
         self.file_size = cfg.mapped_file_size_commit_log_bytes
-        self.records: list[tuple] = []
+        self.files = MappedFileQueue(self.file_size)
+        self._current: MappedFile | None = None  # the file appends go to
         self.wrote_position = 0
         self.flushed_position = 0
-        self.queue_offsets: dict[tuple[str, int], int] = {}  # topicQueueTable (heap)
+        self.queue_offsets: dict[int, int] = {}  # topicQueueTable (heap): queue key -> next offset
+        self.topics: list[str] = []
+        self.topic_index: dict[str, int] = {}
+        self.tags: list[str | None] = [None]  # index 0: no TAGS property
+        self.tags_codes: list[int] = [0]  # String.hashCode of each tag (0 without tags)
+        self._tags_index: dict[str | None, int] = {None: 0}
         self.on_flushed: Callable[[], None] = lambda: None
         self.group_commit = GroupCommitService(self) if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH else None
         if self.group_commit is None:
@@ -45,19 +59,49 @@ class CommitLog:
         node.on_crash(self.queue_offsets.clear)
         node.on_power_loss(self.lose_page_cache)
 
-    def append(self, msg: Message, queue_id: int, size: int = 0) -> tuple:
-        size = size or record_bytes(msg)
+    # --- intern tables ------------------------------------------------------------------------
+    def topic_id(self, topic: str) -> int:
+        index = self.topic_index.get(topic)
+        if index is None:
+            index = self.topic_index[topic] = len(self.topics)
+            self.topics.append(topic)
+        return index
+
+    def tags_id(self, tags: str | None) -> int:
+        index = self._tags_index.get(tags)
+        if index is None:
+            index = self._tags_index[tags] = len(self.tags)
+            self.tags.append(tags)
+            self.tags_codes.append(java_string_hash(tags))
+        return index
+
+    # --- append -------------------------------------------------------------------------------
+    def append(self, msg_id: int, topic: str, queue_id: int, size: int, tags: str | None,
+               reconsume_times: int, sysflag: int, props: dict | None) -> tuple[int, int]:
+        """Append one record; returns (physical offset, queue offset)."""
+        topic_index = self.topic_index.get(topic)
+        if topic_index is None:
+            topic_index = self.topic_id(topic)
+        tags_index = self._tags_index.get(tags)
+        if tags_index is None:
+            tags_index = self.tags_id(tags)
         pos = self.wrote_position
         room = self.file_size - pos % self.file_size
         if room < size + BLANK_MIN_BYTES:
             pos += room  # blank record fills the file; the record starts the next one
-        key = (msg.topic, queue_id)
+        mapped = self._current
+        if mapped is None or pos >= mapped.file_from_offset + self.file_size:
+            mapped = self._current = self.files.last(pos)
+        key = topic_index << QUEUE_ID_BITS | queue_id
         queue_offset = self.queue_offsets.get(key, 0)
         self.queue_offsets[key] = queue_offset + 1
-        record = (pos, size, msg, queue_id, queue_offset, self.node.env._now)
-        self.records.append(record)
+        if props:
+            mapped.props[len(mapped.phys)] = props
+        mapped.phys.append(pos)
+        mapped.data += RECORD.pack(size, self.node.env._now, queue_id, queue_offset, msg_id, topic_index,
+                                   tags_index, reconsume_times, sysflag)
         self.wrote_position = pos + size
-        return record
+        return pos, queue_offset
 
     def file_end(self, position: int) -> int:
         return (position // self.file_size + 1) * self.file_size
@@ -81,23 +125,21 @@ class CommitLog:
 
     def lose_page_cache(self) -> None:
         """Power loss: keep whole records below the last fsync."""
-        keep = bisect_right(self.records, self.flushed_position, key=_record_end)
-        lost = len(self.records) - keep
-        del self.records[keep:]
-        self.wrote_position = _record_end(self.records[-1]) if self.records else 0
+        lost = self.files.truncate_to(self.flushed_position)
+        self._current = None
+        self.wrote_position = self.files.end()
         self.flushed_position = min(self.flushed_position, self.wrote_position)
         self.node.trace(COMMIT_LOG_TRUNCATED, self.wrote_position, lost)
         if self.group_commit is not None:
             self.group_commit.requests.clear()
 
-    def rebuild_queue_offsets(self, consume_queues: dict[tuple[str, int], list]) -> None:
+    def rebuild_queue_offsets(self, max_offsets: dict[int, int]) -> None:
         self.queue_offsets.clear()
-        for key, entries in consume_queues.items():
-            self.queue_offsets[key] = len(entries)
+        self.queue_offsets.update(max_offsets)
 
-
-def _record_end(record: tuple) -> int:
-    return record[R_PHYS] + record[R_SIZE]
+    @property
+    def record_count(self) -> int:
+        return len(self.files)
 
 
 class FlushRealTimeService:

@@ -18,7 +18,7 @@ CONSUMER_SCAN_INTERVAL_US = 10_000_000  # ClientHousekeepingService
 CHANNEL_EXPIRED_TIMEOUT_US = 120_000_000  # ConsumerManager.channelExpiredTimeout
 OFFSET_PERSIST_INITIAL_DELAY_US = 10_000_000  # BrokerController scheduled persist, first run
 REGISTER_INITIAL_DELAY_US = 10_000_000  # BrokerController.registerBrokerAll schedule
-MAX_SCAN_UNITS = 800  # max(16000 bytes, 32*20) / 20 CQ units per getMessage
+MAX_SCAN_BYTES = 16_000  # maxFilterMessageSize: CQ bytes scanned per getMessage (at least maxMsgNums × 20)
 
 
 class FlushDiskType(StrEnum):

@@ -1,27 +1,78 @@
 """store.ConsumeQueue and DefaultMessageStore.ReputMessageService (dispatch).
 
-A ConsumeQueue is a list of references to CommitLog records: entry `i` is queue offset `i` (a
-20-byte unit on disk: physical offset, size, tags code). `ReputMessageService` builds the
-entries from the CommitLog on a 1 ms cadence and tells long polling about new data. Dispatch is
-lazy: when nothing is pending no event is scheduled, and a new record is dispatched at the next
-tick of the service's 1 ms grid (the real thread sleeps 1 ms between rounds).
+A ConsumeQueue is what RocketMQ says it is: a sequence of 20-byte units (CommitLog physical
+offset 8, size 4, tags code 8) in a `bytearray`; unit `i` is queue offset `min_offset + i`. The
+tags code is `String.hashCode` of the TAGS property (0 without tags), and for
+`SCHEDULE_TOPIC_XXXX` the delivery time (store time + level delay, here in µs).
+
+`ReputMessageService` builds the units from the CommitLog on a 1 ms cadence, from its
+`reput_from` position, and tells long polling about new data. Dispatch is lazy: when nothing is
+pending no event is scheduled, and a new record is dispatched at the next tick of the service's
+1 ms grid (the real thread sleeps 1 ms between rounds).
 
 Dispatch limit (5.3.0+ "confirm offset"): the written end with ASYNC_FLUSH, the *flushed*
 position with SYNC_FLUSH, so a SYNC_FLUSH message becomes visible only after its fsync.
 
 Simplified: queues never lose their head (no retention deletion, min offset 0); the CQ's own flush
-is not modelled because recovery rebuilds CQ entries from the CommitLog (recoverAbnormally
+is not modelled because recovery rebuilds CQ units from the CommitLog (recoverAbnormally
 re-dispatches every valid record), which yields the same queues after any crash.
 """
 
 from __future__ import annotations
 
+import struct
+from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
-from models.broker.commit_log import R_PHYS, R_QID, R_SIZE, CommitLog
+from models.broker.commit_log import QUEUE_ID_BITS, CommitLog
 from models.broker.config import REPUT_INTERVAL_US, FlushDiskType
-from models.message import SCHEDULE_TOPIC
+from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile
+from models.message import PROPERTY_DELAY_TIME_LEVEL, SCHEDULE_TOPIC
+
+CQ_UNIT = struct.Struct("<qiq")  # ConsumeQueue.CQ_STORE_UNIT_SIZE = 20
+CQ_UNIT_BYTES = CQ_UNIT.size
+
+
+class ConsumeQueue:
+    """One (topic, queue id)'s units."""
+
+    __slots__ = ("topic", "queue_id", "key", "ident", "units", "min_offset", "max_offset", "hint")
+
+    def __init__(self, topic: str, queue_id: int, key: int) -> None:
+        self.topic, self.queue_id, self.key = topic, queue_id, key
+        self.ident = (topic, queue_id)
+        self.units = bytearray()
+        self.min_offset = 0
+        self.max_offset = 0  # one past the last unit (getMaxOffsetInQueue); kept with `units`
+        # where the last unit's record lives, (phys offset, MappedFile, index): a caught-up consumer
+        # reads exactly that record, which then needs no search by offset (a lookup cache only)
+        self.hint: tuple = (-1, None, -1)
+
+    def append(self, phys_offset: int, size: int, tags_code: int) -> None:
+        self.units += CQ_UNIT.pack(phys_offset, size, tags_code)
+        self.max_offset += 1
+
+    def unit(self, offset: int) -> tuple[int, int, int]:
+        """(physical offset, size, tags code) of queue offset `offset`."""
+        return CQ_UNIT.unpack_from(self.units, (offset - self.min_offset) * CQ_UNIT_BYTES)
+
+    def truncate_dirty(self, phys_end: int) -> None:
+        """Drop units that reference CommitLog data at or beyond `phys_end` (truncateDirtyLogicFiles)."""
+        self.hint = (-1, None, -1)
+        units = self.units
+        keep = len(units) // CQ_UNIT_BYTES
+        while keep and CQ_UNIT.unpack_from(units, (keep - 1) * CQ_UNIT_BYTES)[0] >= phys_end:
+            keep -= 1
+        del units[keep * CQ_UNIT_BYTES:]
+        self.max_offset = self.min_offset + keep
+
+    def last_end(self) -> int:
+        """End of the CommitLog record the last unit references (-1 if empty)."""
+        if not self.units:
+            return -1
+        phys, size, _code = CQ_UNIT.unpack_from(self.units, len(self.units) - CQ_UNIT_BYTES)
+        return phys + size
 
 
 class ReputMessageService:
@@ -29,12 +80,14 @@ class ReputMessageService:
         self.node = node
         self.log = log
         self.sync_flush = flush_type is FlushDiskType.SYNC_FLUSH
-        self.queues: dict[tuple[str, int], list[tuple]] = {}
-        self.reput_index = 0  # next CommitLog record to dispatch
+        self.queues: dict[int, ConsumeQueue] = {}  # queue key (commit_log.queue_key) -> CQ
+        self.reput_from = 0  # reputFromOffset: the next CommitLog position to dispatch
+        self._cursor: tuple[MappedFile | None, int] = (None, 0)  # (file, index) of the next record
         self.pending = False
         self.grid_origin_us = 0
-        self.listeners: list[Callable[[str, int, int], None]] = []  # (topic, queue_id, max_offset)
-        self.schedule_listener: Callable[[tuple], None] | None = None
+        self.listeners: list[Callable[[ConsumeQueue], None]] = []  # new units in a queue
+        self.schedule_listener: Callable[[int], None] | None = None  # (delay level)
+        self.delivery_us: Callable[[int, int], int] = lambda level, store_us: store_us  # schedule tags code
         node.on_crash(self._stop)
         node.on_start(self.recover)
 
@@ -51,52 +104,76 @@ class ReputMessageService:
     def confirm_position(self) -> int:
         return self.log.flushed_position if self.sync_flush else self.log.wrote_position
 
+    def queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        index = self.log.topic_index.get(topic)
+        return None if index is None else self.queues.get(index << QUEUE_ID_BITS | queue_id)
+
     def dispatch(self, limit: int | None = None) -> None:
         self.pending = False
-        records = self.log.records
         if limit is None:
             limit = self.confirm_position()
-        touched: dict[tuple[str, int], list] = {}
-        i, end = self.reput_index, len(records)
-        queues = self.queues
-        while i < end:
-            record = records[i]
-            if record[R_PHYS] + record[R_SIZE] > limit:
+        files = self.log.files.files
+        mapped, i = self._cursor
+        if mapped is None:  # after recovery: find the first record at or after reput_from
+            mapped, i = self._locate(files, self.reput_from)
+            if mapped is None:
+                return
+        touched: dict[int, ConsumeQueue] = {}
+        while True:
+            i = self._dispatch_file(mapped, i, limit, touched)
+            if i < len(mapped.phys) or mapped is files[-1]:
                 break
-            key = (record[2].topic, record[R_QID])
+            mapped, i = files[(mapped.file_from_offset - files[0].file_from_offset) // self.log.file_size + 1], 0
+        self._cursor = (mapped, i)
+        for cq in touched.values():
+            for listener in self.listeners:
+                listener(cq)
+
+    def _locate(self, files: list[MappedFile], position: int) -> tuple[MappedFile | None, int]:
+        """The file and index of the first record starting at or after `position`."""
+        for mapped in files:
+            if mapped.file_from_offset + self.log.file_size > position:
+                return mapped, bisect_left(mapped.phys, position)
+        return (files[-1], len(files[-1].phys)) if files else (None, 0)
+
+    def _dispatch_file(self, mapped: MappedFile, i: int, limit: int, touched: dict[int, ConsumeQueue]) -> int:
+        """Dispatch the file's records from index `i` while they end by `limit`; returns the
+        index of the first record not dispatched."""
+        log, queues, phys, data = self.log, self.queues, mapped.phys, mapped.data
+        codes, unpack, pack = log.tags_codes, RECORD.unpack_from, CQ_UNIT.pack
+        n = len(phys)
+        while i < n:
+            start = phys[i]
+            size, store_us, queue_id, _qoff, _msg_id, topic, tags, _rec, _flag = unpack(data, i * RECORD_BYTES)
+            if start + size > limit:
+                break
+            key = topic << QUEUE_ID_BITS | queue_id
             cq = queues.get(key)
             if cq is None:
-                cq = queues[key] = []
-            cq.append(record)
+                cq = queues[key] = ConsumeQueue(log.topics[topic], queue_id, key)
+            if cq.topic == SCHEDULE_TOPIC:
+                level = mapped.props[i][PROPERTY_DELAY_TIME_LEVEL]
+                cq.units += pack(start, size, self.delivery_us(level, store_us))
+                cq.max_offset += 1
+                if self.schedule_listener is not None:
+                    self.schedule_listener(level)
+            else:
+                cq.units += pack(start, size, codes[tags])
+                cq.max_offset += 1
+            cq.hint = (start, mapped, i)
             touched[key] = cq
-            if key[0] == SCHEDULE_TOPIC and self.schedule_listener is not None:
-                self.schedule_listener(record)
+            self.reput_from = start + size
             i += 1
-        self.reput_index = i
-        for (topic, queue_id), cq in touched.items():
-            for listener in self.listeners:
-                listener(topic, queue_id, len(cq))
+        return i
 
     def recover(self) -> None:
         """Start-up: drop CQ units beyond the surviving CommitLog, re-dispatch the rest."""
         self.grid_origin_us = self.node.env._now
+        self._cursor = (None, 0)
         end = self.log.wrote_position
         for cq in self.queues.values():
-            while cq and cq[-1][R_PHYS] >= end:
-                cq.pop()
-        self.reput_index = _first_undispatched(self.log.records, self.queues)
+            cq.truncate_dirty(end)
+        self.reput_from = max((cq.last_end() for cq in self.queues.values()), default=0)
+        self.reput_from = max(self.reput_from, 0)
         self.dispatch(limit=end)  # recovery dispatches every valid record, flushed or not
-        self.log.rebuild_queue_offsets(self.queues)
-
-
-def _first_undispatched(records: list[tuple], queues: dict[tuple[str, int], list]) -> int:
-    """Index of the first CommitLog record that no ConsumeQueue references."""
-    last_phys = max((cq[-1][R_PHYS] for cq in queues.values() if cq), default=-1)
-    lo, hi = 0, len(records)
-    while lo < hi:  # records are sorted by physical offset
-        mid = (lo + hi) // 2
-        if records[mid][R_PHYS] <= last_phys:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+        self.log.rebuild_queue_offsets({key: cq.max_offset for key, cq in self.queues.items()})

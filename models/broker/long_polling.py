@@ -20,18 +20,18 @@ from models.broker.config import HOLD_SCAN_INTERVAL_US
 
 
 class PullRequestHoldService:
-    def __init__(self, node: Any, max_offset: Callable[[str, int], int],
+    def __init__(self, node: Any, queue_of: Callable[[str, int], Any],
                  execute: Callable[[str, int, Any], None], scan_interval_us: int = HOLD_SCAN_INTERVAL_US) -> None:
         self.node = node
-        self.max_offset = max_offset
+        self.queue_of = queue_of  # (topic, queue id) -> ConsumeQueue or None
         self.execute = execute  # re-run a held pull: (src, req_id, request) → replies
         self.scan_interval_us = scan_interval_us
         self.held: dict[tuple[str, int], list[tuple]] = {}
         node.on_crash(self.held.clear)
         node.add_service(self.run)
 
-    def suspend(self, src: str, req_id: int, request: Any, timeout_us: int) -> None:
-        key = (request.topic, request.queue_id)
+    def suspend(self, src: str, req_id: int, request: Any, timeout_us: int, cq: Any = None) -> None:
+        key = cq.ident if cq is not None else (request.topic, request.queue_id)
         entry = (src, req_id, request, self.node.env._now + timeout_us)
         waiting = self.held.get(key)
         if waiting is None:
@@ -39,18 +39,20 @@ class PullRequestHoldService:
         else:
             waiting.append(entry)
 
-    def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int) -> None:
-        waiting = self.held.get((topic, queue_id))
+    def notify_message_arriving(self, cq: Any) -> None:
+        """New units in `cq` (a ConsumeQueue): execute the held pulls they satisfy."""
+        waiting = self.held.get(cq.ident)
         if not waiting:
             return
+        max_offset = cq.max_offset
         keep = []
         for entry in waiting:
             request = entry[2]
             if max_offset > request.queue_offset:
-                self.execute(entry[0], entry[1], request)
+                self.execute(entry[0], entry[1], request, False, cq)
             else:
                 keep.append(entry)
-        self.held[(topic, queue_id)] = keep
+        self.held[cq.ident] = keep
 
     def run(self) -> Generator:
         while True:
@@ -60,7 +62,8 @@ class PullRequestHoldService:
     def scan(self) -> None:
         now = self.node.env._now
         for key in list(self.held):
-            max_offset = self.max_offset(*key)
+            cq = self.queue_of(*key)
+            max_offset = cq.max_offset if cq is not None else 0
             keep = []
             for entry in self.held[key]:
                 if max_offset > entry[2].queue_offset or now >= entry[3]:

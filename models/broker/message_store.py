@@ -1,22 +1,28 @@
-"""store.DefaultMessageStore: the read side (getMessage) over CommitLog + ConsumeQueues.
+"""store.DefaultMessageStore: the read side (getMessage, lookMessageByOffset) over CommitLog + ConsumeQueues.
 
 `get_message` returns a GetMessageStatus with the next begin offset as in the real table
-(OFFSET_TOO_SMALL → min, OFFSET_OVERFLOW_BADLY → max, FOUND → offset + units scanned). A batch
-follows `isTheBatchFull`: the first message is always taken; then at most `maxMsgNums`, and the
+(OFFSET_TOO_SMALL → min, OFFSET_OVERFLOW_BADLY → max, FOUND → offset + units scanned). The scan
+covers at most `max(16000, maxMsgNums × 20)` bytes of units (MAX_SCAN_BYTES). A batch follows
+`isTheBatchFull`: the first message is always taken; then at most `maxMsgNums`, and the
 in-memory (32 messages / 256 KiB) or on-disk (8 / 64 KiB) transfer limits, "in memory" meaning
-within 40 % of physical RAM of the CommitLog end.
+within 40 % of physical RAM of the CommitLog end. Units are filtered by tags code against the
+subscription's code set, as the broker's ExpressionMessageFilter does; the client then re-checks
+the tag strings (a hash collision lets a message through the broker, never the client).
 
-Simplified: tag filtering compares tag strings (the real broker compares hash codes on the
-ConsumeQueue and the client re-checks strings, so the result is the same barring collisions).
+Messages are returned as `MessageExt` built from the CommitLog's tables; `body_bytes` is derived
+from the record size minus the header, topic and properties the broker knows (the KEYS property
+is not stored, so the body of a message with keys reads a few bytes long).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from models.broker.commit_log import R_MSG, R_PHYS, R_SIZE, CommitLog
-from models.broker.config import MAX_SCAN_UNITS, MessageStoreConfig
-from models.broker.consume_queue import ReputMessageService
+from models.broker.commit_log import CommitLog
+from models.broker.config import MAX_SCAN_BYTES, MessageStoreConfig
+from models.broker.consume_queue import CQ_UNIT, CQ_UNIT_BYTES, ConsumeQueue, ReputMessageService
+from models.broker.mapped_file import RECORD, RECORD_BYTES
+from models.message import FIXED_RECORD_BYTES, MessageExt, new_message_ext, properties_bytes
 
 FOUND = "FOUND"
 NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
@@ -25,6 +31,7 @@ NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
 OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
 OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
 OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
 
 
 class MessageStore:
@@ -33,64 +40,96 @@ class MessageStore:
         self.commit_log = CommitLog(node, cfg)
         self.reput = ReputMessageService(node, self.commit_log, cfg.flush_disk_type)
         self.memory_window_bytes = cfg.physical_memory_bytes * cfg.access_message_in_memory_max_ratio // 100
+        self._overhead: dict[tuple[int, int], int] = {}  # (topic, tags) -> header + topic + properties
 
     @property
-    def queues(self) -> dict[tuple[str, int], list[tuple]]:
+    def queues(self) -> dict[int, ConsumeQueue]:
         return self.reput.queues
 
     def max_offset(self, topic: str, queue_id: int) -> int:
-        cq = self.reput.queues.get((topic, queue_id))
-        return len(cq) if cq else 0
+        cq = self.reput.queue(topic, queue_id)
+        return cq.max_offset if cq is not None else 0
 
     def head_in_memory(self, topic: str, queue_id: int) -> bool:
         """5.1.0+ queryConsumerOffset rule: the unit at offset 0 exists and is page-cache hot."""
-        cq = self.reput.queues.get((topic, queue_id))
-        if not cq:
+        cq = self.reput.queue(topic, queue_id)
+        if cq is None or cq.min_offset > 0 or not cq.units:
             return False
-        return self.commit_log.wrote_position - cq[0][R_PHYS] <= self.memory_window_bytes
+        return self.commit_log.wrote_position - cq.unit(0)[0] <= self.memory_window_bytes
 
-    def get_message(self, topic: str, queue_id: int, offset: int, max_msg_nums: int,
-                    tags: frozenset | None) -> tuple[str, int, int, list]:
-        """Returns (status, next_begin_offset, max_offset, records)."""
-        cq = self.reput.queues.get((topic, queue_id))
+    def look_message_by_offset(self, phys_offset: int) -> MessageExt | None:
+        """lookMessageByOffset: the stored message at a CommitLog offset, or None."""
+        mapped, index = self.commit_log.files.find(phys_offset)
+        if mapped is None:
+            return None
+        size, store_us, queue_id, queue_offset, msg_id, topic, tags, reconsume, _flag = mapped.record(index)
+        props = mapped.props.get(index)
+        body = max(0, size - self._header_bytes(topic, tags, props))
+        log = self.commit_log
+        return new_message_ext((msg_id, log.topics[topic], queue_id, queue_offset, phys_offset, size, store_us,
+                                log.tags[tags], reconsume, body, props))
+
+    def get_message(self, cq: ConsumeQueue | None, offset: int, max_msg_nums: int,
+                    tag_codes: frozenset | None) -> tuple[str, int, int, tuple[MessageExt, ...]]:
+        """Returns (status, next_begin_offset, max_offset, messages) for queue `cq` (None: no
+        ConsumeQueue for the topic and queue id)."""
         if cq is None:
-            return NO_MATCHED_LOGIC_QUEUE, 0, 0, []
-        max_offset = len(cq)
+            return NO_MATCHED_LOGIC_QUEUE, 0, 0, ()
+        max_offset = cq.max_offset
         if max_offset == 0:
-            return NO_MESSAGE_IN_QUEUE, 0, 0, []
-        if offset < 0:
-            return OFFSET_TOO_SMALL, 0, max_offset, []
+            return NO_MESSAGE_IN_QUEUE, 0, 0, ()
+        if offset < cq.min_offset:
+            return OFFSET_TOO_SMALL, cq.min_offset, max_offset, ()
         if offset == max_offset:
-            return OFFSET_OVERFLOW_ONE, offset, max_offset, []
+            return OFFSET_OVERFLOW_ONE, offset, max_offset, ()
         if offset > max_offset:
-            return OFFSET_OVERFLOW_BADLY, max_offset, max_offset, []
-        found = self._scan(cq, offset, min(max_offset, offset + MAX_SCAN_UNITS), max_msg_nums, tags)
-        records, next_offset = found
-        return (FOUND if records else NO_MATCHED_MESSAGE), next_offset, max_offset, records
-
-    def _scan(self, cq: list[tuple], start: int, stop: int, max_msg_nums: int,
-              tags: frozenset | None) -> tuple[list, int]:
-        cfg, end = self.cfg, self.commit_log.wrote_position
-        window = self.memory_window_bytes
-        records: list[tuple] = []
+            return OFFSET_OVERFLOW_BADLY, max_offset, max_offset, ()
+        # scan the units (isTheBatchFull), build a MessageExt from the record of each match
+        stop = min(max_offset, offset + max(MAX_SCAN_BYTES, max_msg_nums * CQ_UNIT_BYTES) // CQ_UNIT_BYTES)
+        cfg, log, window = self.cfg, self.commit_log, self.memory_window_bytes
+        end, topics, tags_table, overheads = log.wrote_position, log.topics, log.tags, self._overhead
+        units, base, hint = cq.units, cq.min_offset, cq.hint
+        msgs: list[MessageExt] = []
         total = 0
-        i = start
+        i = offset
         while i < stop:
-            record = cq[i]
-            size = record[R_SIZE]
-            if records:
-                if len(records) >= max_msg_nums:
+            phys, size, code = CQ_UNIT.unpack_from(units, (i - base) * CQ_UNIT_BYTES)
+            if msgs:
+                if len(msgs) >= max_msg_nums:
                     break
-                if end - record[R_PHYS] <= window:
+                if end - phys <= window:
                     if total + size > cfg.max_transfer_bytes_on_message_in_memory or \
-                            len(records) >= cfg.max_transfer_count_on_message_in_memory:
+                            len(msgs) >= cfg.max_transfer_count_on_message_in_memory:
                         break
                 elif total + size > cfg.max_transfer_bytes_on_message_in_disk or \
-                        len(records) >= cfg.max_transfer_count_on_message_in_disk:
+                        len(msgs) >= cfg.max_transfer_count_on_message_in_disk:
                     break
             i += 1
-            if tags is not None and record[R_MSG].tags not in tags:
+            if tag_codes is not None and code not in tag_codes:
                 continue
-            records.append(record)
+            if phys == hint[0]:
+                mapped, index = hint[1], hint[2]
+            else:
+                mapped, index = log.files.find(phys)
+                if mapped is None:
+                    continue  # the CommitLog data is gone (MESSAGE_WAS_REMOVING)
+            size, store_us, queue_id, _qoff, msg_id, topic, tags, reconsume, _flag = RECORD.unpack_from(
+                mapped.data, index * RECORD_BYTES)
+            props = mapped.props.get(index) if mapped.props else None
+            overhead = overheads.get((topic, tags)) if props is None else None
+            if overhead is None:
+                overhead = self._header_bytes(topic, tags, props)
+            msgs.append(new_message_ext((msg_id, topics[topic], queue_id, i - 1, phys, size, store_us, tags_table[tags],
+                                         reconsume, max(0, size - overhead), props)))
             total += size
-        return records, i
+        if msgs:
+            return FOUND, i, max_offset, tuple(msgs)
+        return NO_MATCHED_MESSAGE, i, max_offset, ()
+
+    def _header_bytes(self, topic: int, tags: int, props: dict | None) -> int:
+        """Record bytes that are not body: header, topic and the properties the broker knows."""
+        log = self.commit_log
+        overhead = FIXED_RECORD_BYTES + len(log.topics[topic]) + properties_bytes(log.tags[tags], 0, props)
+        if props is None:
+            self._overhead[(topic, tags)] = overhead
+        return overhead

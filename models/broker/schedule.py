@@ -17,14 +17,20 @@ import re
 from collections.abc import Callable, Generator
 from typing import Any
 
-from models.broker.commit_log import R_MSG, R_QOFF, R_STORE_US
-from models.message import SCHEDULE_TOPIC, Message
+from models.message import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    SCHEDULE_TOPIC,
+    record_bytes,
+)
 from models.records import SCHEDULE_DELIVERED
 from sim.env import ms
 
 DELAY_FOR_A_WHILE_US = 100_000  # ScheduleMessageService.DELAY_FOR_A_WHILE
 FIRST_DELAY_TIME_US = 1_000_000  # ScheduleMessageService.FIRST_DELAY_TIME
 _UNITS_MS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_SCHEDULE_ONLY = (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID)
 
 
 def parse_delay_levels(spec: str) -> list[int]:
@@ -39,12 +45,12 @@ def parse_delay_levels(spec: str) -> list[int]:
 
 
 class ScheduleMessageService:
-    def __init__(self, node: Any, level_spec: str, queues: dict[tuple[str, int], list],
-                 put: Callable[[Message, int], None], persist_interval_ms: int) -> None:
+    def __init__(self, node: Any, level_spec: str, store: Any, put: Callable[..., Any],
+                 persist_interval_ms: int) -> None:
         self.node = node
         self.delays_us = [ms(d) for d in parse_delay_levels(level_spec)]
-        self.queues = queues  # the store's ConsumeQueues (shared)
-        self.put = put  # append a message to its real topic
+        self.store = store  # the broker's MessageStore (ConsumeQueues, lookMessageByOffset)
+        self.put = put  # Broker.put_message: append a message to its real topic
         self.persist_interval_us = ms(persist_interval_ms)
         self.offsets: dict[int, int] = {}  # level -> next queue offset to deliver (heap)
         self.persisted: dict[int, int] = {}  # delayOffset.json
@@ -56,6 +62,10 @@ class ScheduleMessageService:
 
     def max_level(self) -> int:
         return len(self.delays_us)
+
+    def delivery_us(self, level: int, store_us: int) -> int:
+        """computeDeliverTimestamp: the tags code of a schedule-topic unit."""
+        return store_us + self.delays_us[level - 1]
 
     def _stop(self) -> None:
         self.offsets.clear()
@@ -71,19 +81,19 @@ class ScheduleMessageService:
         for level in range(1, self.max_level() + 1):
             self.arm(level)
 
-    def on_dispatched(self, record: tuple) -> None:
-        """A schedule-topic unit was dispatched to its ConsumeQueue."""
+    def on_dispatched(self, level: int) -> None:
+        """A schedule-topic unit of `level` was dispatched to its ConsumeQueue."""
         if self.started:
-            self.arm(record[2].delay_level)
+            self.arm(level)
 
     def arm(self, level: int) -> None:
         if self.armed.get(level):
             return
-        cq = self.queues.get((SCHEDULE_TOPIC, level - 1))
+        cq = self.store.reput.queue(SCHEDULE_TOPIC, level - 1)
         offset = self.offsets.get(level, 0)
-        if not cq or offset >= len(cq):
+        if cq is None or offset >= cq.max_offset:
             return
-        due = cq[offset][R_STORE_US] + self.delays_us[level - 1]
+        due = cq.unit(offset)[2]
         now = self.node.env._now
         wait = 0 if due <= now else -(-(due - now) // DELAY_FOR_A_WHILE_US) * DELAY_FOR_A_WHILE_US
         self.armed[level] = True
@@ -91,18 +101,28 @@ class ScheduleMessageService:
 
     def deliver(self, level: int) -> None:
         self.armed[level] = False
-        cq = self.queues.get((SCHEDULE_TOPIC, level - 1), [])
-        now, delay = self.node.env._now, self.delays_us[level - 1]
+        cq = self.store.reput.queue(SCHEDULE_TOPIC, level - 1)
+        now = self.node.env._now
         offset = self.offsets.get(level, 0)
-        while offset < len(cq) and cq[offset][R_STORE_US] + delay <= now:
-            msg = cq[offset][R_MSG]
-            real = msg._replace(topic=msg.real_topic, real_topic="", delay_level=0,
-                                real_queue_id=-1)
-            self.put(real, msg.real_queue_id)
-            self.node.trace(SCHEDULE_DELIVERED, msg.uniq_key, msg.real_topic, level)
-            offset = cq[offset][R_QOFF] + 1
+        while cq is not None and offset < cq.max_offset:
+            phys, _size, due = cq.unit(offset)
+            if due > now:
+                break
+            msg = self.store.look_message_by_offset(phys)
+            if msg is not None:
+                self._deliver_one(msg, level)
+            offset += 1
         self.offsets[level] = offset
         self.arm(level)
+
+    def _deliver_one(self, msg: Any, level: int) -> None:
+        """Restore the real topic and queue, clear the delay level, write a new record."""
+        props = msg.props or {}
+        topic, queue_id = props[PROPERTY_REAL_TOPIC], props[PROPERTY_REAL_QUEUE_ID]
+        real_props = {k: v for k, v in props.items() if k not in _SCHEDULE_ONLY} or None
+        size = record_bytes(topic, msg.body_bytes, msg.tags, 0, real_props, msg.reconsume_times)
+        self.put(msg.msg_id, topic, queue_id, size, msg.body_bytes, msg.tags, msg.reconsume_times, real_props)
+        self.node.trace(SCHEDULE_DELIVERED, msg.msg_id, topic, level)
 
     def persist_loop(self) -> Generator:
         while True:

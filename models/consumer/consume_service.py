@@ -18,11 +18,12 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from models.broker.commit_log import R_MSG, R_QOFF
 from models.consumer.config import DEFAULT_MAX_RECONSUME_TIMES, LOCAL_RETRY_DELAY_US, SEND_BACK_TIMEOUT_US
+from models.message import MessageExt
 from models.protocol import SUCCESS, ConsumerSendMsgBack
 from models.records import CONSUMER_CONSUMED, CONSUMER_SENT_BACK
 from sim.node import CONNECT_FAILED
+from sim.trace import DIGEST_CHUNK
 
 
 class ConsumeService:
@@ -33,8 +34,12 @@ class ConsumeService:
         self.threads = consumer.cfg.consume_thread_max
         self.consume_time = consume_time
         self.failure_probability = failure_probability
+        self.name = self.node.name
+        self._chunk = self.node._chunk
+        self.offsets = consumer.offset_store.offsets  # RemoteBrokerOffsetStore's table (heap)
         self.stream = self.node.env.rng.stream(f"{self.node.name}.listener")
-        self.consume_time_us = consume_time.sampler_us(self.stream)
+        self._time_block = consume_time.block_sampler(self.stream, 1000)  # consume times in µs, last first
+        self._times: list[int] = []
         max_times = consumer.cfg.max_reconsume_times
         self.max_reconsume_times = DEFAULT_MAX_RECONSUME_TIMES if max_times < 0 else max_times
         self.busy = 0
@@ -45,65 +50,77 @@ class ConsumeService:
         self.busy = 0
         self.queue.clear()
 
-    def submit(self, pq: Any, mq: Any, records: list[tuple]) -> None:
-        queue = self.queue
-        for record in records:
+    def submit(self, pq: Any, mq: Any, msgs: Any) -> None:
+        """One ConsumeRequest per message: a free thread starts it, else it waits in the pool's queue."""
+        for msg in msgs:
             if self.busy < self.threads:
-                self._start(pq, mq, record)
+                self._start(pq, mq, msg)
             else:
-                queue.append((pq, mq, record))
+                self.queue.append((pq, mq, msg))
 
-    def _start(self, pq: Any, mq: Any, record: tuple) -> None:
+    def _start(self, pq: Any, mq: Any, msg: MessageExt) -> None:
         if pq.dropped:  # a ConsumeRequest on a dropped queue returns at once
             self._next()
             return
         self.busy += 1
-        stream = self.stream
-        ok = self.failure_probability == 0.0 or stream.random() >= self.failure_probability
-        self.node.call_later(self.consume_time_us(), self._done, pq, mq, record, ok)
+        ok = self.failure_probability == 0.0 or self.stream.random() >= self.failure_probability
+        draws = self._times
+        duration = draws.pop() if draws else self._refill()
+        self.node.call_later(duration, self._done, pq, mq, msg, ok)
 
-    def _done(self, pq: Any, mq: Any, record: tuple, ok: bool) -> None:
+    def _refill(self) -> int:
+        self._times += self._time_block()
+        return self._times.pop()
+
+    def _done(self, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
+        """The listener returned: record the consumption, then processConsumeResult."""
         self.busy -= 1
-        msg = record[R_MSG]
-        self.node._emit(self.node.name, CONSUMER_CONSUMED, self.group, msg.uniq_key, msg.user_topic,
-                        mq.broker_name, mq.queue_id, record[R_QOFF], ok, msg.reconsume_times)
+        chunk = self._chunk
+        chunk.append((self.node.env._now, self.name, CONSUMER_CONSUMED, self.group, msg.msg_id,
+                      msg.topic if msg.props is None else msg.user_topic, mq.broker_name, mq.queue_id,
+                      msg.queue_offset, ok, msg.reconsume_times))
+        if len(chunk) >= DIGEST_CHUNK:
+            self.node._flush()
         if not pq.dropped:
             if ok or self.consumer.broadcasting:
-                self._commit(pq, mq, record)
+                self._commit(pq, mq, msg)
             else:
-                self._send_back(pq, mq, record)
-        self._next()
+                self._send_back(pq, mq, msg)
+        if self.queue and self.busy < self.threads:
+            self._start(*self.queue.popleft())
 
     def _next(self) -> None:
         if self.queue and self.busy < self.threads:
             self._start(*self.queue.popleft())
 
-    def _commit(self, pq: Any, mq: Any, record: tuple) -> None:
-        offset = pq.remove(record[R_QOFF])
+    def _commit(self, pq: Any, mq: Any, msg: MessageExt) -> None:
+        """removeMessage, then updateOffset(increaseOnly=true) of the returned offset."""
+        offset = pq.remove(msg.queue_offset)
         if offset >= 0:
-            self.consumer.offset_store.update(mq, offset, increase_only=True)
+            offsets = self.offsets
+            old = offsets.get(mq)
+            if old is None or offset > old:
+                offsets[mq] = offset
 
-    def _send_back(self, pq: Any, mq: Any, record: tuple) -> None:
+    def _send_back(self, pq: Any, mq: Any, msg: MessageExt) -> None:
         addr = self.consumer.broker_addr(mq.broker_name)
-        msg = record[R_MSG]
         if addr is None:
-            self._local_retry(pq, mq, record)
+            self._local_retry(pq, mq, msg)
             return
-        request = ConsumerSendMsgBack(self.group, msg, 0, self.max_reconsume_times)
+        origin = msg.topic if msg.props is None else msg.user_topic
+        request = ConsumerSendMsgBack(self.group, msg.phys_offset, msg.msg_id, origin, 0, self.max_reconsume_times)
+        self.node.rpc(addr, request, SEND_BACK_TIMEOUT_US, self._sent_back, pq, mq, msg)
 
-        def on_reply(response: Any) -> None:
-            ok = response is not None and response is not CONNECT_FAILED and response.code == SUCCESS
-            self.node.trace(CONSUMER_SENT_BACK, self.group, msg.uniq_key, msg.reconsume_times, ok)
-            if pq.dropped:
-                return
-            if ok:
-                self._commit(pq, mq, record)
-            else:
-                self._local_retry(pq, mq, record)
+    def _sent_back(self, pq: Any, mq: Any, msg: MessageExt, response: Any) -> None:
+        ok = response is not None and response is not CONNECT_FAILED and response.code == SUCCESS
+        self.node.trace(CONSUMER_SENT_BACK, self.group, msg.msg_id, msg.reconsume_times, ok)
+        if pq.dropped:
+            return
+        if ok:
+            self._commit(pq, mq, msg)
+        else:
+            self._local_retry(pq, mq, msg)
 
-        self.node.rpc(addr, request, SEND_BACK_TIMEOUT_US, on_reply)
-
-    def _local_retry(self, pq: Any, mq: Any, record: tuple) -> None:
-        msg = record[R_MSG]
-        again = record[:R_MSG] + (msg._replace(reconsume_times=msg.reconsume_times + 1),) + record[R_MSG + 1:]
+    def _local_retry(self, pq: Any, mq: Any, msg: MessageExt) -> None:
+        again = msg._replace(reconsume_times=msg.reconsume_times + 1)
         self.node.call_later(LOCAL_RETRY_DELAY_US, self.submit, pq, mq, [again])

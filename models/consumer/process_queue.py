@@ -1,14 +1,14 @@
 """client.impl.consumer.ProcessQueue: the client-side cache of one owned queue.
 
-`msgs` maps queue offset → CommitLog record, in insertion order, which is ascending offset
-order because pulls return increasing offsets; so the first key is the smallest cached offset
-(the TreeMap's firstKey). `remove()` implements the sliding-window offset rule: the offset to
-commit is the smallest offset still cached, or one past the highest fetched when none is.
+`msgs` maps queue offset → MessageExt, in insertion order, which is ascending offset order
+because pulls return increasing offsets; so the first key is the smallest cached offset (the
+TreeMap's firstKey). `remove()` implements the sliding-window offset rule: the offset to commit
+is the smallest offset still cached, or one past the highest fetched when none is.
 """
 
 from __future__ import annotations
 
-from models.broker.commit_log import R_MSG, R_QOFF
+from typing import Any
 
 
 class ProcessQueue:
@@ -16,33 +16,33 @@ class ProcessQueue:
                  "next_offset", "frozen")
 
     def __init__(self, next_offset: int, now_us: int) -> None:
-        self.msgs: dict[int, tuple] = {}
+        self.msgs: dict[int, Any] = {}
         self.msg_size_bytes = 0
         self.queue_offset_max = -1
         self.dropped = False
         self.last_pull_us = now_us
         self.next_offset = next_offset  # the PullRequest's nextOffset
 
-    def put(self, records: list[tuple]) -> None:
-        msgs = self.msgs
-        for record in records:
-            offset = record[R_QOFF]
-            if offset not in msgs:
-                msgs[offset] = record
-                self.msg_size_bytes += record[R_MSG].body_bytes
+    def put(self, msgs: Any) -> None:
+        cached = self.msgs
+        for msg in msgs:
+            offset = msg.queue_offset
+            if offset not in cached:
+                cached[offset] = msg
+                self.msg_size_bytes += msg.body_bytes
                 self.queue_offset_max = offset
 
     def remove(self, offset: int) -> int:
         """removeMessage for one message: the offset to store (increaseOnly), or -1."""
-        msgs = self.msgs
-        if not msgs:
+        cached = self.msgs
+        if not cached:
             return -1
         result = self.queue_offset_max + 1
-        record = msgs.pop(offset, None)
-        if record is not None:
-            self.msg_size_bytes -= record[R_MSG].body_bytes
-        if msgs:
-            result = next(iter(msgs))
+        msg = cached.pop(offset, None)
+        if msg is not None:
+            self.msg_size_bytes -= msg.body_bytes
+        if cached:
+            result = next(iter(cached))
         return result
 
     @property
@@ -50,7 +50,8 @@ class ProcessQueue:
         return len(self.msgs)
 
     def max_span(self) -> int:
-        msgs = self.msgs
-        if not msgs:
+        """getMaxSpan: lastKey − firstKey of the messages still cached (0 if none)."""
+        cached = self.msgs
+        if not cached:
             return 0
-        return self.queue_offset_max - next(iter(msgs))
+        return next(reversed(cached)) - next(iter(cached))

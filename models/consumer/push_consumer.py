@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from models.broker.commit_log import R_MSG
 from models.consumer.allocate import make_strategy
 from models.consumer.config import (
     BROKER_SUSPEND_MAX_TIME_US,
@@ -34,7 +33,7 @@ from models.consumer.consume_service import ConsumeService
 from models.consumer.offset_store import OffsetStore
 from models.consumer.process_queue import ProcessQueue
 from models.consumer.rebalance import Rebalancer
-from models.message import MessageQueue, retry_topic
+from models.message import MessageQueue, java_string_hash, retry_topic
 from models.protocol import (
     PULL_NOT_FOUND,
     PULL_OFFSET_MOVED,
@@ -48,7 +47,7 @@ from models.protocol import (
 )
 from models.records import CONSUMER_OFFSET_MOVED, CONSUMER_PULL_FAILED
 from sim.env import ms
-from sim.node import Node
+from sim.node import CONNECT_FAILED, Node
 
 MIB = 1024 * 1024
 
@@ -66,6 +65,9 @@ class PushConsumer:
         self.subscriptions: dict[str, frozenset | None] = {topic: frozenset(tags) if tags else None}
         if not self.broadcasting:
             self.subscriptions[retry_topic(group)] = None
+        # SubscriptionData.codeSet: what the broker filters by
+        self.tag_codes = {t: None if tags is None else frozenset(java_string_hash(tag) for tag in sorted(tags))
+                          for t, tags in self.subscriptions.items()}
         self.subscribe_info: dict[str, list[MessageQueue]] = {}  # topicSubscribeInfoTable
         self.routes: dict[str, TopicRouteData] = {}
         self._addr_cache: dict[str, str | None] = {}
@@ -95,10 +97,10 @@ class PushConsumer:
     # --- routes and heartbeats ------------------------------------------------------------------
     def fetch_route(self, topic: str, then_start: bool = False) -> None:
         namesrv = self.namesrvs[self.stream.randrange(len(self.namesrvs))]
-        self.node.rpc(namesrv, GetRouteInfo(topic), ms(self.cfg.mq_client_api_timeout_ms),
-                      lambda r: self._on_route(topic, r, then_start))
+        self.node.rpc(namesrv, GetRouteInfo(topic), ms(self.cfg.mq_client_api_timeout_ms), self._on_route, topic,
+                      then_start)
 
-    def _on_route(self, topic: str, route: Any, then_start: bool) -> None:
+    def _on_route(self, topic: str, then_start: bool, route: Any) -> None:
         if isinstance(route, TopicRouteData) and self.routes.get(topic) != route:
             self.routes[topic] = route
             self._addr_cache.clear()
@@ -162,21 +164,23 @@ class PushConsumer:
         self.node.call_later(delay_us, self.pull, mq, pq)
 
     def pull(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """DefaultMQPushConsumerImpl.pullMessage for one PullRequest."""
         if pq.dropped:
-            return
+            return None
         cfg = self.cfg
         pq.last_pull_us = self.node.env._now
-        if (len(pq.msgs) > cfg.pull_threshold_for_queue
-                or pq.msg_size_bytes // MIB > cfg.pull_threshold_size_for_queue_mib
-                or pq.max_span() > cfg.consume_concurrently_max_span):
+        cached = pq.msgs
+        if len(cached) > 1 and (len(cached) > cfg.pull_threshold_for_queue
+                                or pq.msg_size_bytes // MIB > cfg.pull_threshold_size_for_queue_mib
+                                or pq.max_span() > cfg.consume_concurrently_max_span):
             return self.pull_later(mq, pq, PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US)
-        addr = self.broker_addr(mq.broker_name)
+        addr = self._addr_cache.get(mq.broker_name) or self.broker_addr(mq.broker_name)
         if addr is None:
             return self._pull_failed(mq, pq, "no_broker_address")
-        commit = self.offset_store.read_memory(mq) if not self.broadcasting else -1
+        commit = self.offset_store.offsets.get(mq, -1) if not self.broadcasting else -1
         request = new_pull_message((self.group, mq.topic, mq.queue_id, pq.next_offset, cfg.pull_batch_size,
                                     commit if commit > 0 else -1, BROKER_SUSPEND_MAX_TIME_US,
-                                    self.subscriptions.get(mq.topic)))
+                                    self.tag_codes.get(mq.topic)))
         self.node.rpc(addr, request, CONSUMER_TIMEOUT_WHEN_SUSPEND_US, self._on_pull, mq, pq)
         return None
 
@@ -187,16 +191,16 @@ class PushConsumer:
     def _on_pull(self, mq: MessageQueue, pq: ProcessQueue, response: Any) -> None:
         if pq.dropped:
             return None
-        if response is None or not hasattr(response, "next_begin_offset"):
+        if response is None or response is CONNECT_FAILED:
             return self._pull_failed(mq, pq, "timeout" if response is None else "connect_failed")
         code = response.code
         if code == SUCCESS:
             pq.next_offset = response.next_begin_offset
             tags = self.subscriptions.get(mq.topic)
-            records = response.records if tags is None else [r for r in response.records if r[R_MSG].tags in tags]
-            if records:
-                pq.put(records)
-                self.consume.submit(pq, mq, records)
+            msgs = response.msgs if tags is None else [m for m in response.msgs if m.tags in tags]
+            if msgs:
+                pq.put(msgs)
+                self.consume.submit(pq, mq, msgs)
         elif code in (PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY):
             pq.next_offset = response.next_begin_offset
             if not pq.msgs:

@@ -45,7 +45,7 @@ class Rebalancer:
     def schedule(self, delay_us: int) -> None:
         if self.timer is not None:
             self.timer.cancel()
-        self.timer = self.node.call_later(delay_us, self.run_round)
+        self.timer = self.node.timer(delay_us, self.run_round)
 
     def wakeup(self) -> None:
         gap = self.node.env._now - self.last_round_us

@@ -48,9 +48,15 @@ class TopicPublishInfo:
 
     def select(self, last_broker: str | None) -> MessageQueue:
         queues, size = self.queues, len(self.queues)
-        if last_broker is not None:
-            for _ in range(size):
-                mq = queues[self.index.increment_and_get() % size]
-                if mq.broker_name != last_broker:
-                    return mq
+        if last_broker is None:  # every first attempt: ThreadLocalIndex.incrementAndGet inlined
+            index = self.index
+            v = index.value + 1
+            if v > 0x7FFFFFFF:
+                v -= 1 << 32
+            index.value = v
+            return queues[(v & 0x7FFFFFFF) % size]
+        for _ in range(size):
+            mq = queues[self.index.increment_and_get() % size]
+            if mq.broker_name != last_broker:
+                return mq
         return queues[self.index.increment_and_get() % size]

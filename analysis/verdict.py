@@ -1,0 +1,114 @@
+"""Guarantee verdicts: `valid` / `invalid` / `unknown` (Jepsen's vocabulary), with reasons.
+
+Each consumer group has the delivery guarantee its configuration promises, derived from the
+scenario (`guarantees_for`): *at-least-once* for a CLUSTERING group (every acknowledged message
+of its topic is consumed successfully, or is still in the retry path, or was moved to the DLQ
+after its retries) and per member for a BROADCASTING group; an orderly group also promises
+per-sharding-key order (checked only there: elsewhere `order_violations` is null). Duplicates
+are expected under at-least-once: they are counted and attributed, and fail a run only where a
+scenario's `expect:` section says so.
+
+`expect:` states bounds on summary metrics by key path, for example
+
+    expect:
+      lost: 0                         # exactly
+      duplicates: {max: 0}
+      latency_ms.p99: {max: 50}
+
+The verdict is `unknown` when the run stopped at a bound (`stopped_by`, nothing can be judged),
+else `invalid` if a guarantee or an expectation failed, else `unknown` if one could not be
+evaluated (its metric is null), else `valid`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
+AT_LEAST_ONCE, PER_KEY_ORDER = "at_least_once", "per_key_order"
+
+# metrics an `expect:` section may bound (summary key paths); later features add theirs here
+EXPECTABLE_METRICS: tuple[str, ...] = (
+    "sent_attempts", "sent_ok", "sent_not_ok", "send_failed", "stored", "stored_duplicates", "consumed",
+    "lost", "pending_retry", "dlq", "duplicates", "duplicated_messages",
+    "duplicate_causes.producer_retry", "duplicate_causes.redelivery", "order_violations",
+    "latency_ms.p50", "latency_ms.p90", "latency_ms.p99", "latency_ms.p999", "latency_ms.max",
+)
+
+
+def metric_value(summary: dict[str, Any], path: str) -> Any:
+    node: Any = summary
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def guarantees_for(groups: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
+    """`groups`: group → {"broadcasting": bool, "orderly": bool}; one entry per promise."""
+    out = []
+    for group, conf in groups.items():
+        out.append({"group": group, "guarantee": AT_LEAST_ONCE})
+        if conf.get("orderly"):
+            out.append({"group": group, "guarantee": PER_KEY_ORDER})
+    return out
+
+
+def _units_of(summary: dict[str, Any], group: str) -> list[dict[str, Any]]:
+    units = summary.get("groups", {})
+    return [u for name, u in units.items() if name == group or name.startswith(f"{group}/")]
+
+
+def _judge_guarantee(summary: dict[str, Any], promise: dict[str, str]) -> dict[str, Any]:
+    units = _units_of(summary, promise["group"])
+    entry: dict[str, Any] = dict(promise)
+    if promise["guarantee"] == AT_LEAST_ONCE:
+        lost = sum(u["lost"] for u in units)
+        entry["ok"] = lost == 0
+        entry["why"] = "" if lost == 0 else f"{lost} acknowledged message(s) never consumed"
+    else:
+        values = [u["order_violations"] for u in units if u["order_violations"] is not None]
+        violations = sum(values) if values else None
+        entry["ok"] = None if violations is None else violations == 0
+        entry["why"] = "" if entry["ok"] else (f"{violations} order violation(s)" if violations else
+                                               "order not checked")
+    return entry
+
+
+def _judge_expectation(summary: dict[str, Any], path: str, spec: dict[str, float]) -> dict[str, Any]:
+    """`spec`: {"min": x, "max": y}, either may be absent (an exact value has both equal)."""
+    actual = metric_value(summary, path)
+    low, high = spec.get("min"), spec.get("max")
+    entry = {"metric": path, "expect": spec, "actual": actual}
+    if actual is None:
+        entry["ok"], entry["why"] = None, f"{path} was not measured in this run"
+        return entry
+    ok = (low is None or actual >= low) and (high is None or actual <= high)
+    entry["ok"] = ok
+    entry["why"] = "" if ok else f"{path} = {actual}, expected {_describe(low, high)}"
+    return entry
+
+
+def _describe(low: Any, high: Any) -> str:
+    if low is not None and low == high:
+        return f"= {low}"
+    parts = ([f">= {low}"] if low is not None else []) + ([f"<= {high}"] if high is not None else [])
+    return " and ".join(parts)
+
+
+def judge(summary: dict[str, Any], promises: list[dict[str, str]], expect: dict[str, Any],
+          stopped_by: str | None = None) -> dict[str, Any]:
+    """The verdict block of a summary: `verdict`, `guarantees`, `expectations`, `failures`."""
+    if stopped_by is not None:
+        return {"verdict": UNKNOWN, "guarantees": [], "expectations": [],
+                "failures": [f"run stopped at its {stopped_by} bound: nothing can be judged"]}
+    guarantees = [_judge_guarantee(summary, p) for p in promises]
+    expectations = [_judge_expectation(summary, path, spec) for path, spec in expect.items()]
+    checks = [(f"{g['guarantee']}({g['group']})", g) for g in guarantees] + \
+             [(f"expect {e['metric']}", e) for e in expectations]
+    failures = [f"{name}: {c['why']}" for name, c in checks if c["ok"] is False]
+    unknown = [f"{name}: {c['why']}" for name, c in checks if c["ok"] is None]
+    verdict = INVALID if failures else UNKNOWN if unknown else VALID
+    return {"verdict": verdict, "guarantees": guarantees, "expectations": expectations,
+            "failures": failures + unknown}
