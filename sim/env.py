@@ -9,21 +9,28 @@ heap and its FIFO tie-break, and RocketMQ's ServiceThreads (flush services, pers
 polling) are SimPy processes. But a process costs a generator, an `Initialize` event and a
 callback list per wake-up, and a simulated message crosses about six scheduling points (send,
 store, dispatch, pull, response, consume), so the per-message paths are plain callbacks on the
-same heap. Besides SimPy's `(time, priority, eid, event)` entries, the heap holds entries of one
-shape of our own, fired inline by `SimEnv.run` with no object per entry:
+same heap. Every heap entry has one shape, SimPy's `(time, priority, eid, ...)` extended:
 
-    (time, NORMAL, eid, owner, epoch, fn, args)
+    (time, priority, eid, owner, epoch, fn, args)
 
 `fn(*args)` runs unless `owner.epoch` has moved on from `epoch` (the owner died: a crashed host,
 a reset connection, a cancelled call; then `owner.on_drop(entry)` runs if it is set), and is
 deferred while `owner.paused_until` lies ahead (a paused host). Owners are hosts (their timers,
-sim/node.py), connections (deliveries, sim/network.py) and cancellable calls (`Call`). Entries
-compare by (time, priority, eid) only, eid being unique, exactly as SimPy's do.
+sim/node.py), connections (deliveries, sim/network.py), cancellable calls (`Call`) and `ALWAYS`,
+which owns SimPy's own events (`schedule` wraps them: `_fire_simpy` processes an event exactly
+as `simpy.Environment.step` does). Entries compare by (time, priority, eid) only, eid being
+unique, so the order is SimPy's. The loop needs no per-entry type test and no object per entry.
+
+Far-future entries (more than `FAR_US` ahead: the service loops' sleeps, RPC deadlines, the
+rebalance timer — about three quarters of what is queued at any time) wait in a staging heap
+and are moved into the main heap by a marker entry one µs before the earliest of them, so the
+main heap, which every event pops, stays a third as deep. They keep their (time, priority, eid),
+so the order of events is the same as with one heap. `push_far` stages; hot paths push directly.
 
 SimPy internals used, all inside `sim/` (pinned in pyproject.toml to simpy 4.1.x): the heap
 `Environment._queue`, the id counter `_eid`, `_now`, the priorities `NORMAL`/`URGENT`, and an
-event's `callbacks`, `_ok`, `_value` and `_defused`; `run` and `step` are SimPy's loop with the
-entries above added.
+event's `callbacks`, `_ok`, `_value` and `_defused`; `SimEnv` overrides the four methods that
+touch the heap (`schedule`, `peek`, `step`, `run`).
 """
 
 from __future__ import annotations
@@ -33,11 +40,11 @@ from heapq import heappop, heappush
 from typing import Any
 
 import simpy
-from simpy.core import NORMAL, URGENT, EmptySchedule
+from simpy.core import NORMAL, URGENT, EmptySchedule, Infinity
 
 US_PER_MS = 1_000
 US_PER_S = 1_000_000
-OWNED_ENTRY = 7  # len of (time, NORMAL, eid, owner, epoch, fn, args); SimPy's entries have 4
+FAR_US = 50_000  # entries due further ahead than this are staged (module docstring)
 
 
 def ms(value_ms: float) -> int:
@@ -50,9 +57,20 @@ def us_to_ms(value_us: int) -> float:
 
 
 def push(env: simpy.Environment, time_us: int, owner: Any, epoch: int, fn: Callable[..., Any],
-         args: tuple) -> None:
-    """Schedule an owned entry (module docstring). Hot paths inline this one line."""
-    heappush(env._queue, (time_us, NORMAL, next(env._eid), owner, epoch, fn, args))
+         args: tuple, priority: int = NORMAL) -> None:
+    """Schedule an entry (module docstring). Hot paths inline this one line."""
+    heappush(env._queue, (time_us, priority, next(env._eid), owner, epoch, fn, args))
+
+
+class _Always:
+    """The owner of entries that always fire: SimPy's events."""
+
+    epoch = 0
+    paused_until = 0
+    on_drop = None
+
+
+ALWAYS = _Always()
 
 
 class Call:
@@ -60,11 +78,12 @@ class Call:
 
     __slots__ = ("epoch", "paused_until", "on_drop")
 
-    def __init__(self, env: simpy.Environment, delay_us: int, fn: Callable[..., Any], args: tuple) -> None:
+    def __init__(self, env: simpy.Environment, delay_us: int, fn: Callable[..., Any], args: tuple,
+                 priority: int = NORMAL) -> None:
         self.epoch = 0
         self.paused_until = 0
         self.on_drop = None
-        push(env, env._now + delay_us, self, 0, fn, args)
+        push(env, env._now + delay_us, self, 0, fn, args, priority)
 
     def cancel(self) -> None:
         self.epoch = 1
@@ -82,14 +101,14 @@ class OwnedCall:
         self.paused_until = 0
         self.on_drop = None
         env = owner.env
-        push(env, env._now + delay_us, self, 0, self._fire, ())
+        env.push_far(env._now + delay_us, self, 0, self._fire, ())
 
     def _fire(self) -> None:
         host = self.host
         if host.epoch != self.host_epoch:
             return
         if host.paused_until > host.env._now:
-            push(host.env, host.paused_until, self, self.epoch, self._fire, ())
+            host.env.push_far(host.paused_until, self, self.epoch, self._fire, ())
             return
         self.fn(*self.args)
 
@@ -108,20 +127,24 @@ def _fire_simpy(event: Any) -> None:
         raise exc
 
 
-def _fire(env: simpy.Environment, entry: tuple) -> bool:
-    """Process one popped heap entry; True if it was `stop` (run's end marker)."""
-    if len(entry) == OWNED_ENTRY:
-        owner = entry[3]
-        if owner.epoch == entry[4]:
-            if owner.paused_until > env._now:
-                heappush(env._queue, (owner.paused_until, NORMAL, next(env._eid), *entry[3:]))
-            else:
-                entry[5](*entry[6])
-        elif owner.on_drop is not None:
-            owner.on_drop(entry)
-        return False
-    _fire_simpy(entry[3])
-    return False
+class _StopRun(Exception):
+    """`run(until)` reached `until`."""
+
+
+def _stop() -> None:
+    raise _StopRun
+
+
+def _fire(env: simpy.Environment, entry: tuple) -> None:
+    """Process one popped heap entry (the body of `SimEnv.run`'s loop)."""
+    owner = entry[3]
+    if owner.epoch == entry[4]:
+        if owner.paused_until > env._now:
+            heappush(env._queue, (owner.paused_until, NORMAL, next(env._eid), *entry[3:]))
+        else:
+            entry[5](*entry[6])
+    elif owner.on_drop is not None:
+        owner.on_drop(entry)
 
 
 class SimEnv(simpy.Environment):
@@ -133,19 +156,62 @@ class SimEnv(simpy.Environment):
         self.rng = rng
         self.tracer = tracer
         self.network: Any = None
-        self.events = 0  # heap entries processed by `run`
+        self._far: list[tuple] = []  # staged far-future entries (a heap; module docstring)
+        self._far_marker: Call | None = None
+
+    def schedule(self, event: simpy.Event, priority: int = NORMAL, delay: float = 0) -> None:
+        """SimPy's `Environment.schedule`: an entry that processes `event` (module docstring)."""
+        self.push_far(self._now + int(delay), ALWAYS, 0, _fire_simpy, (event,), priority)
+
+    def push_far(self, time_us: int, owner: Any, epoch: int, fn: Callable[..., Any], args: tuple,
+                 priority: int = NORMAL) -> None:
+        """`push` for entries that may lie far ahead: those due after `FAR_US` are staged."""
+        entry = (time_us, priority, next(self._eid), owner, epoch, fn, args)
+        if time_us - self._now <= FAR_US:
+            heappush(self._queue, entry)
+            return
+        heappush(self._far, entry)
+        if self._far[0] is entry:  # a new earliest staged entry: the marker moves before it
+            self._arm_far()
+
+    def _arm_far(self) -> None:
+        if self._far_marker is not None:
+            self._far_marker.cancel()
+        self._far_marker = Call(self, self._far[0][0] - 1 - self._now, self._bring_near, (), URGENT)
+
+    def _bring_near(self) -> None:
+        """The marker: move the staged entries due within `FAR_US` into the main heap."""
+        self._far_marker = None
+        far, queue, limit = self._far, self._queue, self._now + FAR_US
+        while far and far[0][0] <= limit:
+            heappush(queue, heappop(far))
+        if far:
+            self._arm_far()
+
+    def peek(self) -> float:
+        times = [q[0][0] for q in (self._queue, self._far) if q]
+        return min(times) if times else Infinity
 
     def call_later(self, delay_us: int, fn: Callable[..., Any], *args: Any) -> Call:
         if delay_us < 0:
             raise ValueError(f"negative delay {delay_us} µs")
         return Call(self, delay_us, fn, args)
 
+    def scheduled(self) -> int:
+        """Entries ever pushed (each takes an eid; the count is read, not consumed)."""
+        return int(repr(self._eid)[6:-1])  # itertools.count's repr: count(N)
+
+    def processed(self) -> int:
+        """Entries popped so far: pushed minus still queued (a staged entry is popped twice)."""
+        return self.scheduled() - len(self._queue) - len(self._far)
+
     def run(self, until: int | None = None, max_events: int | None = None) -> bool:
         """Process events until simulated time `until` (µs) or until none are left; with
         `max_events`, stop after that many more. Returns True if stopped by `max_events`.
 
         Same contract as `simpy.Environment.run` with a number: events at `until` itself are
-        not processed, and `now == until` afterwards.
+        not processed, and `now == until` afterwards. Without `max_events` the loop counts
+        nothing (`processed()` reads the count off the eid counter).
         """
         stop = None
         if until is not None:
@@ -153,35 +219,38 @@ class SimEnv(simpy.Environment):
                 raise TypeError(f"SimEnv.run takes a time in µs, not {type(until).__name__}")
             if until <= self._now:
                 raise ValueError(f"until ({until}) must be greater than the current time ({self._now})")
-            stop = simpy.Event(self)
-            stop._ok, stop._value = True, None  # a stale stop from an aborted run fires as a no-op
-            heappush(self._queue, (until, URGENT, next(self._eid), stop))
-        queue, eid = self._queue, self._eid
-        left = -1 if max_events is None else max_events  # counts down to 0; never 0 when unbounded
-        processed = 0
+            stop = Call(self, int(until) - self._now, _stop, (), URGENT)
         try:
+            if max_events is not None:
+                return self._run_counted(max_events)
+            queue, eid = self._queue, self._eid
             while queue:
-                if processed == left:
-                    return True
                 entry = heappop(queue)
                 self._now = now = entry[0]
-                processed += 1
-                if len(entry) == OWNED_ENTRY:  # = _fire, inlined: the hot path
-                    owner = entry[3]
-                    if owner.epoch == entry[4]:
-                        if owner.paused_until > now:  # deferred, keeping its place among the deferred
-                            heappush(queue, (owner.paused_until, NORMAL, next(eid), *entry[3:]))
-                        else:
-                            entry[5](*entry[6])
-                    elif owner.on_drop is not None:  # the owner died since: the entry dies with it
-                        owner.on_drop(entry)
-                elif entry[3] is stop:
-                    return False
-                else:
-                    _fire_simpy(entry[3])
+                owner = entry[3]  # = _fire, inlined: the hot loop
+                if owner.epoch == entry[4]:
+                    if owner.paused_until > now:  # deferred, keeping its place among the deferred
+                        heappush(queue, (owner.paused_until, NORMAL, next(eid), *entry[3:]))
+                    else:
+                        entry[5](*entry[6])
+                elif owner.on_drop is not None:  # the owner died since: the entry dies with it
+                    owner.on_drop(entry)
+            return False
+        except _StopRun:
+            return False
         finally:
-            self.events += processed
-        return False
+            if stop is not None:
+                stop.cancel()  # a stop not reached (max_events) must not end a later run
+
+    def _run_counted(self, max_events: int) -> bool:
+        queue = self._queue
+        for _ in range(max_events):
+            if not queue:
+                return False
+            entry = heappop(queue)
+            self._now = entry[0]
+            _fire(self, entry)
+        return bool(queue)
 
     def step(self) -> None:
         """Process one event (SimPy's `step`, with this module's entries)."""

@@ -64,7 +64,7 @@ class Node:
         self.disk: Any = None
         self.handlers: dict[type, Handler] = {}
         self.out_links: dict[str, Any] = {}  # dst name -> sim.network.Link (the network's cache)
-        self._pending: dict[int, tuple] = {}  # req id -> (on_reply, args, peer)
+        self._pending: dict[int, tuple] = {}  # req id -> (on_reply, args, peer, deadline µs)
         # RPC deadlines, one FIFO per timeout value: a single armed timer per FIFO instead of one
         # heap entry per request (deadlines within a FIFO are non-decreasing)
         self._deadlines: dict[int, deque] = {}
@@ -156,7 +156,7 @@ class Node:
 
     def sleep_us(self, delay_us: int) -> simpy.Event:
         event = simpy.Event(self.env)
-        self.call_later(delay_us, event.succeed)
+        self.env.push_far(self.env._now + delay_us, self, self.epoch, event.succeed, ())
         return event
 
     def sleep_ms(self, delay_ms: float) -> simpy.Event:
@@ -175,13 +175,13 @@ class Node:
     def rpc(self, dst: str, payload: Any, timeout_us: int, on_reply: Callable[..., None], *args: Any) -> None:
         req_id = self._next_req_id
         self._next_req_id = req_id + 1
-        self._pending[req_id] = (on_reply, args, dst)
+        self._pending[req_id] = (on_reply, args, dst, self.env._now + timeout_us)
         fifo = self._deadlines.get(timeout_us)
-        if fifo is None:
-            fifo = self._deadlines[timeout_us] = deque()
         if not fifo:  # an expiry timer is armed exactly while its FIFO is not empty
-            self.call_later(timeout_us, self._expire, timeout_us)
-        fifo.append((self.env._now + timeout_us, req_id))
+            if fifo is None:
+                fifo = self._deadlines[timeout_us] = deque()
+            self.env.push_far(self.env._now + timeout_us, self, self.epoch, self._expire, (timeout_us,))
+        fifo.append(req_id)
         self.env.network.transmit(self, dst, req_id, payload)
 
     def rpc_event(self, dst: str, payload: Any, timeout_us: int) -> simpy.Event:
@@ -198,20 +198,24 @@ class Node:
         """The peer at the other end of `link` (peer → this node) died: its connection closes and
         every outstanding request on it fails at once (NettyRemotingClient closes the channel
         and fails the response futures)."""
-        for req_id, (_on_reply, _args, dst) in list(self._pending.items()):
+        for req_id, (_on_reply, _args, dst, _deadline) in list(self._pending.items()):
             if dst == link.src:
                 self.call_later(delay_us, self.response_arrived, req_id, CONNECT_FAILED)
 
     def _expire(self, timeout_us: int) -> None:
-        fifo, pending, now = self._deadlines.get(timeout_us), self._pending, self.env._now
+        """Time out the requests of one FIFO whose deadline has come (answered ones are skipped),
+        and re-arm for the next pending one."""
+        fifo, pending, now = self._deadlines[timeout_us], self._pending, self.env._now
         expired = []
-        while fifo and (fifo[0][1] not in pending or fifo[0][0] <= now):
-            deadline, req_id = fifo.popleft()
-            if req_id in pending and deadline <= now:
-                expired.append(pending.pop(req_id))
-        if fifo:
-            self.call_later(fifo[0][0] - now, self._expire, timeout_us)
-        for on_reply, args, _dst in expired:
+        while fifo:
+            entry = pending.get(fifo[0])
+            if entry is not None:
+                if entry[3] > now:
+                    self.env.push_far(entry[3], self, self.epoch, self._expire, (timeout_us,))
+                    break
+                expired.append(pending.pop(fifo[0]))
+            fifo.popleft()
+        for on_reply, args, _dst, _deadline in expired:
             on_reply(*args, None)
 
     def response_arrived(self, req_id: int, payload: Any) -> None:

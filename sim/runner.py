@@ -44,7 +44,10 @@ from sim.scenario import Scenario, instance_names
 from sim.trace import Tracer
 
 DEFAULT_MAX_EVENTS = 2_000_000_000  # far beyond any study: about 3 × 10^8 messages
-SLICE_US = 1_000_000  # with a wall bound, the clock is checked every simulated second
+SLICE_START_US = 1_000  # the first slice of simulated time between checks of the bounds
+SLICE_MAX_US = 10_000_000
+SLICE_EVENTS = 200_000  # slices grow or shrink to hold about this many events
+EXACT_BELOW = 2_000_000  # with fewer events left than this, the loop counts them exactly
 
 
 @dataclass
@@ -187,20 +190,33 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     wall_s = time.perf_counter() - wall_start
     meta = {"wall_s": round(wall_s, 3), "simulate_wall_s": round(sim_wall_s, 3),
             "check_wall_s": round(wall_s - sim_wall_s, 3), "python": platform.python_version(), "pid": os.getpid(),
-            "events": env.events, "sim_to_wall": round(env.now / 1e6 / wall_s, 2) if wall_s else None,
+            "events": env.processed(), "sim_to_wall": round(env.now / 1e6 / wall_s, 2) if wall_s else None,
             "random_streams": env.rng.names}
     return RunResult(summary, meta, world, tracer.records, facts or {}, world.injector.log)
 
 
 def _run(env: SimEnv, end_us: int, wall_start: float, wall_budget_s: float | None, max_events: int | None,
          max_wall_s: float | None) -> str | None:
-    """Run to `end_us`, or to a bound; returns the bound that stopped the run, or None."""
+    """Run to `end_us`, or to a bound; returns the bound that stopped the run, or None.
+
+    The run goes in slices of simulated time, sized to hold about `SLICE_EVENTS` events, so the
+    bounds are checked often whatever the event rate, while the loop itself counts nothing
+    (`SimEnv.processed`); near the event bound the last stretch is counted exactly."""
     budget = max_events if max_events is not None else DEFAULT_MAX_EVENTS
-    if wall_budget_s is None and max_wall_s is None:
-        return "max_events" if env.run(until=end_us, max_events=budget) else None
+    first = env.processed()
+    slice_us = SLICE_START_US
     while env.now < end_us:
-        if env.run(until=min(end_us, env.now + SLICE_US), max_events=budget - env.events):
-            return "max_events"
+        done = env.processed() - first
+        left = budget - done
+        target = min(end_us, env.now + slice_us)
+        if left <= EXACT_BELOW:
+            if left <= 0 or env.run(until=target, max_events=left):
+                return "max_events"
+        else:
+            env.run(until=target)
+        slice_events = env.processed() - first - done
+        slice_us = max(1, slice_us // 2) if slice_events > 4 * SLICE_EVENTS else \
+            min(SLICE_MAX_US, slice_us * 2) if slice_events < SLICE_EVENTS // 4 else slice_us
         elapsed = time.perf_counter() - wall_start
         if env.now >= end_us:
             break

@@ -40,7 +40,7 @@ class MessageStore:
         self.commit_log = CommitLog(node, cfg)
         self.reput = ReputMessageService(node, self.commit_log, cfg.flush_disk_type)
         self.memory_window_bytes = cfg.physical_memory_bytes * cfg.access_message_in_memory_max_ratio // 100
-        self._overhead: dict[tuple[int, int], int] = {}  # (topic, tags) -> header + topic + properties
+        self._overhead: dict[int, int] = {}  # topic index << 16 | tags index -> header + topic + properties
 
     @property
     def queues(self) -> dict[int, ConsumeQueue]:
@@ -64,7 +64,7 @@ class MessageStore:
             return None
         size, store_us, queue_id, queue_offset, msg_id, topic, tags, reconsume, _flag = mapped.record(index)
         props = mapped.props.get(index)
-        body = max(0, size - self._header_bytes(topic, tags, props))
+        body = size - self._header_bytes(topic, tags, props)
         log = self.commit_log
         return new_message_ext((msg_id, log.topics[topic], queue_id, queue_offset, phys_offset, size, store_us,
                                 log.tags[tags], reconsume, body, props))
@@ -116,11 +116,11 @@ class MessageStore:
             size, store_us, queue_id, _qoff, msg_id, topic, tags, reconsume, _flag = RECORD.unpack_from(
                 mapped.data, index * RECORD_BYTES)
             props = mapped.props.get(index) if mapped.props else None
-            overhead = overheads.get((topic, tags)) if props is None else None
+            overhead = overheads.get(topic << 16 | tags) if props is None else None
             if overhead is None:
                 overhead = self._header_bytes(topic, tags, props)
             msgs.append(new_message_ext((msg_id, topics[topic], queue_id, i - 1, phys, size, store_us, tags_table[tags],
-                                         reconsume, max(0, size - overhead), props)))
+                                         reconsume, size - overhead, props)))
             total += size
         if msgs:
             return FOUND, i, max_offset, tuple(msgs)
@@ -131,5 +131,5 @@ class MessageStore:
         log = self.commit_log
         overhead = FIXED_RECORD_BYTES + len(log.topics[topic]) + properties_bytes(log.tags[tags], 0, props)
         if props is None:
-            self._overhead[(topic, tags)] = overhead
+            self._overhead[topic << 16 | tags] = overhead
         return overhead
