@@ -29,7 +29,17 @@ from typing import Any
 
 import numpy as np
 
-from analysis.ledger import ACKED, DELIVERY_COUNT_CAP, IN_DLQ, IN_RETRY, LOST_SAMPLE, PERCENTILES, SEQ_BITS, Ledger
+from analysis.ledger import (
+    ACKED,
+    DELIVERY_COUNT_CAP,
+    IN_DLQ,
+    IN_RETRY,
+    LOST_SAMPLE,
+    PERCENTILES,
+    SEQ_BITS,
+    Ledger,
+    display_key,
+)
 
 
 def percentiles_ms(values_us: Any) -> dict[str, float | None]:
@@ -148,7 +158,8 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
 def _lost_sample(ledger: Ledger, lost_ids: list[tuple[np.ndarray, np.ndarray]]) -> list[str]:
     """The first lost messages by sequence number (then producer), as display keys."""
     pairs = sorted((int(s), int(p)) for seqs, ps in lost_ids for s, p in zip(seqs, ps, strict=True))
-    return [f"{ledger.producers[p].name}-{s}" for s, p in pairs[:LOST_SAMPLE]]
+    names = [info.name for info in ledger.producers]
+    return [display_key(p << SEQ_BITS | s, names) for s, p in pairs[:LOST_SAMPLE]]
 
 
 def _order_violations(rows: list[tuple[np.ndarray, ...]]) -> int:
@@ -174,11 +185,20 @@ def _add_details(details: dict[str, Any], unit: str, p: int, acked: np.ndarray, 
     histogram = np.bincount(np.minimum(ok[acked], DELIVERY_COUNT_CAP), minlength=DELIVERY_COUNT_CAP + 1)
     for i, n in enumerate(histogram.tolist()):
         counts[i] += n
-    samples = details.setdefault("latency_samples", {"unit": [], "msg_id": [], "born_us": [], "latency_us": []})
-    samples["unit"].append(np.full(len(seqs), unit, dtype=object))
-    samples["msg_id"].append((np.int64(p) << SEQ_BITS) | seqs.astype(np.int64))
-    samples["born_us"].append(born)
-    samples["latency_us"].append(latency)
+    parts = details.setdefault("_latency_parts", [])
+    parts.append((unit, (np.int64(p) << SEQ_BITS) | seqs.astype(np.int64), born, latency))
+
+
+def latency_samples(details: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Every acknowledged message's first successful consumption, per unit, as columns:
+    `unit` (object), `msg_id`, `born_us`, `latency_us` (int64); empty arrays without samples."""
+    parts = details.get("_latency_parts", [])
+    if not parts:
+        return {"unit": np.zeros(0, object), "msg_id": np.zeros(0, np.int64), "born_us": np.zeros(0, np.int64),
+                "latency_us": np.zeros(0, np.int64)}
+    return {"unit": np.concatenate([np.full(len(p[1]), p[0], dtype=object) for p in parts]),
+            "msg_id": np.concatenate([p[1] for p in parts]), "born_us": np.concatenate([p[2] for p in parts]),
+            "latency_us": np.concatenate([p[3] for p in parts])}
 
 
 def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]],

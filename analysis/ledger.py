@@ -17,9 +17,9 @@ the end with NumPy over the arrays (see `results` for the definitions).
 
 from __future__ import annotations
 
+import itertools
 from array import array
 from dataclasses import dataclass, field
-import itertools
 from operator import itemgetter
 from typing import Any
 
@@ -46,6 +46,11 @@ _HANDLED = ((PRODUCER_SENT, "_sent", (3, 5, 8, 9, 10)), (BROKER_STORED, "_stored
             (CONSUMER_CONSUMED, "_consumed", (0, 1, 3, 4, 5, 9)), (PRODUCER_SEND_FAILED, "_send_failed", (3, 6, 8)))
 _KIND_CODES = {kind: code for code, (kind, _h, _c) in enumerate(_HANDLED)}
 _NO_CODES = itertools.repeat(-1)
+
+
+def display_key(msg_id: int, producer_names: list[str]) -> str:
+    """The key a person reads for a message id: `<producer node>-<seq>` (models/message.py)."""
+    return f"{producer_names[msg_id >> SEQ_BITS]}-{msg_id & SEQ_MASK}"
 
 
 @dataclass

@@ -51,8 +51,7 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
                ("transaction_violations", pa.int64()),
                ("duplicate_rate", pa.float64()), ("loss_rate", pa.float64())]
     fields += [(f"dup_rate_{c}", pa.float64()) for c in CAUSES]
-    fields += [("verdict", pa.string()), ("verdict_no_loss", pa.bool_()),
-               ("verdict_no_duplicates", pa.bool_()), ("verdict_in_order", pa.bool_()),
+    fields += [("verdict", pa.string()), ("verdict_failures", pa.string()), ("stopped_by", pa.string()),
                ("wall_s", pa.float64()), ("simulate_wall_s", pa.float64()),
                ("lat_hist_bucket", pa.list_(pa.int32())), ("lat_hist_count", pa.list_(pa.int64())),
                ("delivery_hist", pa.list_(pa.int64())), ("tl_second", pa.list_(pa.int64())),

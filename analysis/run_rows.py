@@ -10,6 +10,8 @@ compact aggregates the reports need without per-message tables:
   are within 0.6 % of the exact value);
 - `delivery_hist`: acked messages by number of successful consumptions (0 = lost, 1, 2, ...);
 - `tl_second`/`tl_p50_ms`/`tl_p99_ms`/`tl_max_ms`: latency by second of send time;
+- `verdict` (valid / invalid / unknown, analysis/verdict.py) with `verdict_failures`, and
+  `stopped_by` (a run bound that stopped the run, else null);
 - `fault_windows`: each injected fault's kind, target and [start, end) in simulated ms.
 """
 
@@ -19,20 +21,21 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from analysis.checks import percentiles_ms
+import numpy as np
+
+from analysis.checks import latency_samples
 from sim.trace import FAULT_HEALED, FAULT_INJECTED
 
 LAT_BUCKETS_PER_OCTAVE = 64
 SUMMARY_COUNTS = ("records", "sim_time_ms", "sent_attempts", "sent_ok", "sent_not_ok", "send_failed",
-                  "stored", "stored_duplicates", "consumed", "lost", "duplicates",
+                  "stored", "stored_duplicates", "consumed", "lost", "pending_retry", "dlq", "duplicates",
                   "duplicated_messages", "order_violations")
 LATENCY_KEYS = ("p50", "p90", "p99", "p999", "max")
 CAUSES = ("producer_retry", "redelivery")
 RESERVED_COLUMNS = frozenset(
     ("run_id", "point", "point_key", "seed", "status", "error", "repro", "scenario", "scenario_sha256",
      "trace_sha256", "latency_ms", "duplicate_causes", "transaction_violations", "groups_json",
-     "duplicate_rate", "loss_rate", "verdict", "verdict_no_loss", "verdict_no_duplicates",
-     "verdict_in_order", "wall_s", "simulate_wall_s", "lat_hist_bucket", "lat_hist_count",
+     "duplicate_rate", "loss_rate", "verdict", "verdict_failures", "stopped_by", "wall_s", "simulate_wall_s", "lat_hist_bucket", "lat_hist_count",
      "delivery_hist", "tl_second", "tl_p50_ms", "tl_p99_ms", "tl_max_ms", "fault_windows",
      "sweep", "params_json", "dup_rate_producer_retry", "dup_rate_redelivery") + SUMMARY_COUNTS)
 # faults whose effect lasts until a later `restart` of the same node
@@ -40,11 +43,16 @@ UNTIL_RESTART = ("process_crash", "power_loss")
 INSTANT = ("restart", "heal")
 
 
+def latency_buckets(latencies_us: Any) -> np.ndarray:
+    """Histogram bucket of each latency: 0 below 1 µs, else 1 + floor(log2(µs) × buckets/octave)."""
+    values = np.asarray(latencies_us, dtype=np.int64)
+    safe = np.maximum(values, 1).astype(np.float64)
+    return np.where(values >= 1, 1 + np.floor(np.log2(safe) * LAT_BUCKETS_PER_OCTAVE).astype(np.int64), 0)
+
+
 def latency_bucket(latency_us: int) -> int:
-    """Histogram bucket of a latency: 0 below 1 µs, else 1 + floor(log2(µs) × buckets/octave)."""
-    if latency_us < 1:
-        return 0
-    return 1 + int(math.log2(latency_us) * LAT_BUCKETS_PER_OCTAVE)
+    """`latency_buckets` of one latency."""
+    return int(latency_buckets([latency_us])[0])
 
 
 def bucket_value_ms(bucket: int) -> float:
@@ -73,7 +81,7 @@ def histogram_percentiles_ms(buckets: Iterable[int], counts: Iterable[int],
     return out
 
 
-def runs_row(summary: dict[str, Any], details: dict[str, Any], records: list[tuple],
+def runs_row(summary: dict[str, Any], details: dict[str, Any], fault_records: list[tuple],
              meta: dict[str, Any]) -> dict[str, Any]:
     """The metric columns of a successful run (the caller adds identity and parameters)."""
     row: dict[str, Any] = {k: summary[k] for k in SUMMARY_COUNTS}
@@ -88,38 +96,35 @@ def runs_row(summary: dict[str, Any], details: dict[str, Any], records: list[tup
     row["loss_rate"] = summary["lost"] / acked if acked else 0.0
     for cause in CAUSES:
         row[f"dup_rate_{cause}"] = summary["duplicate_causes"][cause] / acked if acked else 0.0
-    row["verdict_no_loss"] = summary["lost"] == 0
-    row["verdict_no_duplicates"] = summary["duplicates"] == 0
-    row["verdict_in_order"] = summary["order_violations"] == 0
-    failed = [name for name, ok in (("lost", row["verdict_no_loss"]), ("duplicates", row["verdict_no_duplicates"]),
-                                    ("order", row["verdict_in_order"])) if not ok]
-    row["verdict"] = "pass" if not failed else "fail:" + ",".join(failed)
+    row["verdict"] = summary["verdict"]
+    row["verdict_failures"] = "; ".join(summary["failures"])
+    row["stopped_by"] = summary["stopped_by"]
     row["wall_s"], row["simulate_wall_s"] = meta["wall_s"], meta["simulate_wall_s"]
-    samples = details.get("latency_samples", [])
-    row["lat_hist_bucket"], row["lat_hist_count"] = _histogram(s[3] for s in samples)
+    samples = latency_samples(details)
+    row["lat_hist_bucket"], row["lat_hist_count"] = _histogram(samples["latency_us"])
     row["delivery_hist"] = list(details.get("delivery_counts", []))
-    row.update(_timeline(samples))
-    row["fault_windows"] = fault_windows(records, summary["sim_time_ms"])
+    row.update(_timeline(samples["born_us"], samples["latency_us"]))
+    row["fault_windows"] = fault_windows(fault_records, summary["sim_time_ms"])
     return row
 
 
-def _histogram(latencies_us: Iterable[int]) -> tuple[list[int], list[int]]:
-    counts: dict[int, int] = {}
-    for value in latencies_us:
-        b = latency_bucket(value)
-        counts[b] = counts.get(b, 0) + 1
-    ordered = sorted(counts)
-    return ordered, [counts[b] for b in ordered]
+def _histogram(latencies_us: np.ndarray) -> tuple[list[int], list[int]]:
+    buckets, counts = np.unique(latency_buckets(latencies_us), return_counts=True)
+    return buckets.tolist(), counts.tolist()
 
 
-def _timeline(samples: list[tuple]) -> dict[str, list]:
-    by_second: dict[int, list[int]] = {}
-    for _unit, _key, born_us, latency_us in samples:
-        by_second.setdefault(born_us // 1_000_000, []).append(latency_us)
-    seconds = sorted(by_second)
-    per_second = [percentiles_ms(by_second[second]) for second in seconds]
-    return {"tl_second": seconds, "tl_p50_ms": [p["p50"] for p in per_second],
-            "tl_p99_ms": [p["p99"] for p in per_second], "tl_max_ms": [p["max"] for p in per_second]}
+def _timeline(born_us: np.ndarray, latency_us: np.ndarray) -> dict[str, list]:
+    """Latency percentiles (nearest rank) by second of send time."""
+    second = born_us // 1_000_000
+    order = np.lexsort((latency_us, second))
+    second, latency = second[order], latency_us[order]
+    starts = np.flatnonzero(np.r_[True, second[1:] != second[:-1]]) if len(second) else np.zeros(0, np.int64)
+    sizes = np.diff(np.r_[starts, len(second)])
+    out: dict[str, list] = {"tl_second": second[starts].tolist()}
+    for name, q in (("tl_p50_ms", 0.50), ("tl_p99_ms", 0.99), ("tl_max_ms", 1.0)):
+        rank = np.maximum(np.ceil(q * sizes).astype(np.int64) - 1, 0)
+        out[name] = (latency[starts + rank] / 1000).tolist()
+    return out
 
 
 def fault_windows(records: Iterable[tuple], end_ms: float) -> list[dict[str, Any]]:

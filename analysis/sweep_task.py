@@ -14,7 +14,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from analysis import results_store as store
+from analysis.checks import latency_samples
+from analysis.ledger import display_key
 from analysis.run_rows import runs_row
 from models.records import CONSUMER_CONSUMED
 from sim.trace import field_index
@@ -24,12 +29,21 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     out_dir = Path(task["out_dir"])
     schema = store.runs_schema(task["param_types"])
     row = _identity(task)
+    deliveries = None
     try:
-        result = _simulate(task)
-        row.update(runs_row(result.summary, result.details, result.records, result.meta))
+        sc = _scenario(task)
+        if "deliveries" in task["keep"]:
+            deliveries = DeliveriesWriter(out_dir, task, _producer_names(sc))
+        result = _simulate(task, (deliveries,) if deliveries is not None else (), sc)
+        row.update(runs_row(result.summary, result.details, result.fault_records, result.meta))
         row["status"] = "ok"
-        _write_tables(out_dir, task, result)
+        if deliveries is not None:
+            deliveries.close()
+        if "latencies" in task["keep"]:
+            _write_latencies(out_dir, task, result)
     except Exception as exc:  # noqa: BLE001 - a run's failure is data, reported in its row
+        if deliveries is not None:
+            deliveries.discard()
         row["status"] = "failed"
         row["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
     store.write_run_row(out_dir, row, schema)
@@ -43,12 +57,24 @@ def rerun_digest(task: dict[str, Any]) -> str:
     return _simulate(task).summary["trace_sha256"]
 
 
-def _simulate(task: dict[str, Any]) -> Any:
+def _scenario(task: dict[str, Any]) -> Any:
     from sim import scenario as scenario_mod
+
+    return scenario_mod.from_data(json.loads(task["scenario_json"]), task["repro"])
+
+
+def _producer_names(sc: Any) -> list[str]:
+    """Producer node names by producer index (the order sim/runner.py gives message ids)."""
+    from sim.scenario import instance_names
+
+    return [name for p in sc.producers for name in instance_names(p.name, p.count)]
+
+
+def _simulate(task: dict[str, Any], observers: tuple = (), sc: Any = None) -> Any:
     from sim.runner import run_scenario
 
-    sc = scenario_mod.from_data(json.loads(task["scenario_json"]), task["repro"])
-    return run_scenario(sc, seed=task["seed"], details=True, wall_budget_s=task.get("run_timeout_s"))
+    return run_scenario(sc if sc is not None else _scenario(task), seed=task["seed"], details=True,
+                        observers=observers, wall_budget_s=task.get("run_timeout_s"))
 
 
 def _identity(task: dict[str, Any]) -> dict[str, Any]:
@@ -59,33 +85,50 @@ def _identity(task: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _write_tables(out_dir: Path, task: dict[str, Any], result: Any) -> None:
-    ident = {"run_id": task["run_id"], "point": task["point"], "seed": task["seed"]}
-    if "deliveries" in task["keep"]:
-        store.write_table(out_dir, store.DELIVERIES, task["run_id"],
-                          _deliveries(result.records, ident), store.DELIVERIES_SCHEMA)
-    if "latencies" in task["keep"]:
-        samples = result.details.get("latency_samples", [])
-        columns = _constant_columns(ident, len(samples))
-        columns["unit"] = [s[0] for s in samples]
-        columns["key"] = [s[1] for s in samples]
-        columns["sent_ms"] = [s[2] / 1000 for s in samples]
-        columns["latency_ms"] = [s[3] / 1000 for s in samples]
-        store.write_table(out_dir, store.LATENCIES, task["run_id"], columns, store.LATENCIES_SCHEMA)
+def _write_latencies(out_dir: Path, task: dict[str, Any], result: Any) -> None:
+    samples = latency_samples(result.details)
+    names = [p.name for p in result.world.producers]
+    n = len(samples["msg_id"])
+    columns = {"run_id": [task["run_id"]] * n, "point": [task["point"]] * n, "seed": [task["seed"]] * n,
+               "unit": samples["unit"].tolist(),
+               "key": [display_key(int(m), names) for m in samples["msg_id"]],
+               "sent_ms": (samples["born_us"] / 1000).tolist(), "latency_ms": (samples["latency_us"] / 1000).tolist()}
+    store.write_table(out_dir, store.LATENCIES, task["run_id"], columns, store.LATENCIES_SCHEMA)
 
 
-def _deliveries(records: list[tuple], ident: dict[str, Any]) -> dict[str, list]:
-    names = ("group", "key", "ok", "reconsume_times", "broker", "queue_id", "queue_offset")
-    index = {n: field_index(CONSUMER_CONSUMED, n) for n in names}
-    rows = [r for r in records if r[2] == CONSUMER_CONSUMED]
-    columns = _constant_columns(ident, len(rows))
-    columns["unit"] = [r[index["group"]] for r in rows]
-    columns["t_ms"] = [r[0] / 1000 for r in rows]
-    columns["consumer"] = [r[1] for r in rows]
-    for name in names[1:]:
-        columns[name] = [r[index[name]] for r in rows]
-    return columns
+class DeliveriesWriter:
+    """A Tracer chunk observer streaming `consumer.consumed` records into the run's deliveries
+    table (one row group per chunk; the file is renamed into place by `close`)."""
 
+    def __init__(self, out_dir: Path, task: dict[str, Any], producer_names: list[str]) -> None:
+        folder = out_dir / store.DELIVERIES
+        folder.mkdir(parents=True, exist_ok=True)
+        self.final = folder / f"{task['run_id']}.parquet"
+        self.tmp = folder / f".{task['run_id']}.parquet.tmp-{os.getpid()}"
+        self.ident = {"run_id": task["run_id"], "point": task["point"], "seed": task["seed"]}
+        self.writer = pq.ParquetWriter(self.tmp, store.DELIVERIES_SCHEMA)
+        self.names = producer_names  # by producer index, for display keys
+        self.index = {n: field_index(CONSUMER_CONSUMED, n) for n in
+                      ("group", "msg_id", "ok", "reconsume_times", "broker", "queue_id", "queue_offset")}
 
-def _constant_columns(ident: dict[str, Any], n: int) -> dict[str, list]:
-    return {name: [value] * n for name, value in ident.items()}
+    def __call__(self, chunk: list[tuple]) -> None:
+        rows = [r for r in chunk if r[2] == CONSUMER_CONSUMED]
+        if not rows:
+            return
+        ix = self.index
+        columns = {name: [value] * len(rows) for name, value in self.ident.items()}
+        columns["unit"] = [r[ix["group"]] for r in rows]
+        columns["key"] = [display_key(r[ix["msg_id"]], self.names) for r in rows]
+        columns["t_ms"] = [r[0] / 1000 for r in rows]
+        columns["consumer"] = [r[1] for r in rows]
+        for name in ("ok", "reconsume_times", "broker", "queue_id", "queue_offset"):
+            columns[name] = [r[ix[name]] for r in rows]
+        self.writer.write_table(pa.Table.from_pydict(columns, schema=store.DELIVERIES_SCHEMA))
+
+    def close(self) -> None:
+        self.writer.close()
+        os.replace(self.tmp, self.final)
+
+    def discard(self) -> None:
+        self.writer.close()
+        self.tmp.unlink(missing_ok=True)

@@ -1,6 +1,9 @@
 """`rmqsim` command line: run, validate, defaults, sweep, report (assembly edge).
 
-Exit codes: 0 success, 2 invalid input (every problem printed, nothing run), 1 other failure.
+Exit codes of `rmqsim run` (Jepsen's verdict vocabulary, analysis/verdict.py): 0 valid, 1
+invalid (a guarantee or an `expect:` failed), 2 bad input (every problem printed, nothing run),
+3 unknown (e.g. the run stopped at one of its bounds). Other commands: 0 success, 1 failure,
+2 bad input.
 """
 
 from __future__ import annotations
@@ -15,17 +18,23 @@ from sim.config import ConfigError
 from sim.files import atomic_write_text
 
 
+EXIT_VALID, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
+EXIT_BY_VERDICT = {"valid": EXIT_VALID, "invalid": EXIT_INVALID, "unknown": EXIT_UNKNOWN}
+
+
 def _summary_table(summary: dict[str, Any]) -> str:
     lat = summary["latency_ms"]
     rows = [
         ("sent attempts", summary["sent_attempts"]), ("sent_ok (SEND_OK)", summary["sent_ok"]),
         ("sent, other status", summary["sent_not_ok"]), ("send failed", summary["send_failed"]),
         ("stored", summary["stored"]), ("consumed (ok)", summary["consumed"]),
-        ("lost", summary["lost"]), ("duplicates", summary["duplicates"]),
+        ("lost", summary["lost"]), ("pending retry (in %RETRY% / back-off)", summary["pending_retry"]),
+        ("in DLQ", summary["dlq"]), ("duplicates", summary["duplicates"]),
         ("duplicated messages", summary["duplicated_messages"]),
         ("  cause producer_retry", summary["duplicate_causes"]["producer_retry"]),
         ("  cause redelivery", summary["duplicate_causes"]["redelivery"]),
-        ("order violations", summary["order_violations"]),
+        ("order violations", "n/a (no orderly group)" if summary["order_violations"] is None
+         else summary["order_violations"]),
     ]
     rows += [(f"latency {k} ms", "-" if v is None else f"{v:.3f}") for k, v in lat.items()]
     width = max(len(r[0]) for r in rows)
@@ -33,12 +42,13 @@ def _summary_table(summary: dict[str, Any]) -> str:
     for group, g in summary["groups"].items():
         lines.append(f"  group {group}: lost={g['lost']} duplicates={g['duplicates']} "
                      f"consumed={g['consumed_ok_distinct']} p99={g['latency_ms']['p99']} ms")
+    lines.append(f"verdict: {summary['verdict']}")
+    lines += [f"  {failure}" for failure in summary["failures"]]
     return "\n".join(lines)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from sim import scenario as scenario_mod
-    from sim import trace
     from sim.runner import run_scenario
 
     sc = scenario_mod.load(args.scenario, args.set)
@@ -46,18 +56,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"seed: {seed}")
     print(f"scenario: {sc.name}  resolved sha256: {sc.digest()}")
     print(f"reproduce: rmqsim run {args.scenario} --seed {seed}" + "".join(f" --set {s}" for s in args.set or []))
-    result = run_scenario(sc, seed=seed)
-    print(_summary_table(result.summary))
-    print(f"trace sha256: {result.summary['trace_sha256']}")
     out = Path(args.out) if args.out else Path("runs") / sc.name / f"seed-{seed}"
     out.mkdir(parents=True, exist_ok=True)
+    result = run_scenario(sc, seed=seed, trace_dir=out / "trace" if args.trace else None,
+                          max_events=args.max_events, max_wall_s=args.max_wall_s)
+    print(_summary_table(result.summary))
+    print(f"trace sha256: {result.summary['trace_sha256']}")
     atomic_write_text(out / "scenario.resolved.json", json.dumps(sc.model_dump(mode="json"), indent=1))
-    if args.trace:
-        trace.write_jsonl(result.records, str(out / "trace.jsonl"))
     atomic_write_text(out / "run_meta.json", json.dumps(result.meta, indent=1))
     atomic_write_text(out / "summary.json", json.dumps(result.summary, indent=1, sort_keys=True))
     print(f"wrote {out}/summary.json ({result.meta['wall_s']} s wall, {result.meta['sim_to_wall']}× real time)")
-    return 0
+    return EXIT_BY_VERDICT[result.summary["verdict"]]
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -124,15 +133,25 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rmqsim", description="Deterministic simulator of Apache RocketMQ")
+    p = argparse.ArgumentParser(prog="rmqsim", description="Deterministic simulator of Apache RocketMQ",
+                                epilog="exit codes of `run`: 0 valid, 1 invalid, 2 bad input, 3 unknown "
+                                       "(the verdict; `run --help`)")
     sub = p.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a scenario and print its summary")
+    run = sub.add_parser("run", help="run a scenario and print its summary and verdict",
+                         epilog="exit codes: 0 valid (every guarantee and expectation held), 1 invalid "
+                                "(an acknowledged message lost, or an `expect:` failed), 2 bad input, "
+                                "3 unknown (the run stopped at a bound, or something could not be judged)")
     run.add_argument("scenario")
     run.add_argument("--seed", type=int)
     run.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                      help="override a scenario value (YAML syntax), repeatable")
     run.add_argument("--out", help="output directory (default runs/<scenario>/seed-<n>)")
-    run.add_argument("--trace", action="store_true", help="also write trace.jsonl")
+    run.add_argument("--trace", action="store_true",
+                     help="also write the trace: OUT/trace/<kind>.parquet, one file per record kind")
+    run.add_argument("--max-events", type=int, default=None, metavar="N",
+                     help="stop after N events (verdict unknown; default: 2e9, beyond any study)")
+    run.add_argument("--max-wall-s", type=float, default=None, metavar="S",
+                     help="stop after S seconds of wall time (verdict unknown; default: none)")
     run.set_defaults(func=cmd_run)
     val = sub.add_parser("validate", help="check a scenario file without running it")
     val.add_argument("scenario")

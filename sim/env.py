@@ -225,16 +225,15 @@ class SimEnv(simpy.Environment):
                 return self._run_counted(max_events)
             queue, eid = self._queue, self._eid
             while queue:
-                entry = heappop(queue)
-                self._now = now = entry[0]
-                owner = entry[3]  # = _fire, inlined: the hot loop
-                if owner.epoch == entry[4]:
+                now, _, _, owner, epoch, fn, args = heappop(queue)  # = _fire, inlined: the hot loop
+                self._now = now
+                if owner.epoch == epoch:
                     if owner.paused_until > now:  # deferred, keeping its place among the deferred
-                        heappush(queue, (owner.paused_until, NORMAL, next(eid), *entry[3:]))
+                        heappush(queue, (owner.paused_until, NORMAL, next(eid), owner, epoch, fn, args))
                     else:
-                        entry[5](*entry[6])
+                        fn(*args)
                 elif owner.on_drop is not None:  # the owner died since: the entry dies with it
-                    owner.on_drop(entry)
+                    owner.on_drop((now, NORMAL, 0, owner, epoch, fn, args))
             return False
         except _StopRun:
             return False

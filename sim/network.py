@@ -177,6 +177,11 @@ class Network:
             args = (link.src, req_id, payload)
         heappush(self._queue, (arrive, NORMAL, next(self._eid), link, link.epoch, fn, args))  # = env.push
 
+    def transmit_response(self, src_node: Any, dst: str, req_id: int, payload: Any) -> None:
+        """`transmit` of a response (none for a oneway message: `req_id` 0)."""
+        if req_id:
+            self.transmit(src_node, dst, req_id, payload, True)
+
     def _undeliverable(self, src_node: Any, link: Link, req_id: int, payload: Any, response: bool) -> None:
         dst_node = link.dst_node
         reason = "partition" if link.cut else ("down" if not dst_node.host_up else "refused")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Generator
+from functools import partial
 from heapq import heappush
 from typing import Any
 
@@ -76,6 +77,8 @@ class Node:
         self._emit = env.tracer.emit
         self._chunk = env.tracer.chunk  # hot paths append records here (sim/trace.py Tracer.emit)
         self._flush = env.tracer.flush
+        if env.network is not None:  # `reply` without a frame of its own: the network's, bound to us
+            self.reply = partial(env.network.transmit_response, self)  # type: ignore[method-assign]
 
     # --- life cycle -------------------------------------------------------------------------
     def add_service(self, service: Callable[[], Generator]) -> None:
@@ -191,8 +194,8 @@ class Node:
         return event
 
     def reply(self, dst: str, req_id: int, payload: Any) -> None:
-        if req_id:
-            self.env.network.transmit(self, dst, req_id, payload, True)
+        """Answer request `req_id` of `dst` (nothing for a oneway message: `req_id` 0)."""
+        self.env.network.transmit_response(self, dst, req_id, payload)
 
     def fail_requests_to(self, link: Any, delay_us: int) -> None:
         """The peer at the other end of `link` (peer → this node) died: its connection closes and

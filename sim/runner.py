@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.ledger import Ledger, ProducerInfo
+from analysis.trace_store import TraceWriter
 from analysis.verdict import guarantees_for, judge
 from models.broker.broker import Broker
 from models.consumer.config import MessageModel
@@ -156,14 +157,16 @@ def make_ledger(world: World) -> Ledger:
 
 def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: list[str] | None = None,
                  details: bool = False, keep_records: bool = False,
-                 observers: tuple[Callable[[list[tuple]], None], ...] = (), wall_budget_s: float | None = None,
-                 max_events: int | None = None, max_wall_s: float | None = None) -> RunResult:
+                 observers: tuple[Callable[[list[tuple]], None], ...] = (), trace_dir: str | Path | None = None,
+                 wall_budget_s: float | None = None, max_events: int | None = None,
+                 max_wall_s: float | None = None) -> RunResult:
     """Run one scenario (a path or a loaded Scenario).
 
     `details`: `RunResult.details` gets the checkers' per-message facts (latency samples and
     delivery counts, analysis/checks.py). `keep_records`: `RunResult.records` holds every record
-    (tests; memory grows with the run). `observers`: extra Tracer chunk observers (e.g. a Parquet
-    trace writer). Bounds: see the module docstring.
+    (tests; memory grows with the run). `observers`: extra Tracer chunk observers. `trace_dir`:
+    stream the trace there as Parquet, one file per record kind (analysis/trace_store.py).
+    Bounds: see the module docstring.
     """
     if not isinstance(sc, Scenario):
         sc = scenario_mod.load(sc, overrides)
@@ -172,7 +175,8 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     world = build(sc, seed, keep_records)
     env, tracer = world.env, world.env.tracer
     ledger = make_ledger(world)
-    tracer.observers += [ledger.feed, *observers]
+    writer = TraceWriter(Path(trace_dir)) if trace_dir is not None else None
+    tracer.observers += [ledger.feed, *observers, *([writer] if writer is not None else [])]
     start(world)
     end_us = ms(sc.duration_ms) + ms(sc.settle_ms)
     gc_was_enabled = gc.isenabled()
@@ -181,6 +185,8 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
         stopped_by = _run(env, end_us, wall_start, wall_budget_s, max_events, max_wall_s)
         tracer.emit("run", trace.RUN_ENDED, "settled" if stopped_by is None else f"stopped:{stopped_by}")
         digest = tracer.close()
+        if writer is not None:
+            writer.close()
         sim_wall_s = time.perf_counter() - wall_start
         facts: dict[str, Any] | None = {} if details else None
         summary = summarize(world, seed, ledger, digest, tracer.count, env.now, stopped_by, facts)

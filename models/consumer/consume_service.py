@@ -16,7 +16,10 @@ Simplified: the thread is released when the listener returns; the send-back RPC 
 from __future__ import annotations
 
 from collections import deque
+from heapq import heappush
 from typing import Any
+
+from simpy.core import NORMAL
 
 from models.consumer.config import DEFAULT_MAX_RECONSUME_TIMES, LOCAL_RETRY_DELAY_US, SEND_BACK_TIMEOUT_US
 from models.message import MessageExt
@@ -35,6 +38,7 @@ class ConsumeService:
         self.consume_time = consume_time
         self.failure_probability = failure_probability
         self.name = self.node.name
+        self.env = self.node.env
         self._chunk = self.node._chunk
         self.offsets = consumer.offset_store.offsets  # RemoteBrokerOffsetStore's table (heap)
         self.stream = self.node.env.rng.stream(f"{self.node.name}.listener")
@@ -59,14 +63,16 @@ class ConsumeService:
                 self.queue.append((pq, mq, msg))
 
     def _start(self, pq: Any, mq: Any, msg: MessageExt) -> None:
+        """A thread runs the listener on `msg`: its verdict and duration are drawn now."""
         if pq.dropped:  # a ConsumeRequest on a dropped queue returns at once
             self._next()
             return
         self.busy += 1
         ok = self.failure_probability == 0.0 or self.stream.random() >= self.failure_probability
         draws = self._times
-        duration = draws.pop() if draws else self._refill()
-        self.node.call_later(duration, self._done, pq, mq, msg, ok)
+        node, env = self.node, self.env
+        heappush(env._queue, (env._now + (draws.pop() if draws else self._refill()), NORMAL, next(env._eid),
+                              node, node.epoch, self._done, (pq, mq, msg, ok)))  # = node.call_later
 
     def _refill(self) -> int:
         self._times += self._time_block()
@@ -76,7 +82,7 @@ class ConsumeService:
         """The listener returned: record the consumption, then processConsumeResult."""
         self.busy -= 1
         chunk = self._chunk
-        chunk.append((self.node.env._now, self.name, CONSUMER_CONSUMED, self.group, msg.msg_id,
+        chunk.append((self.env._now, self.name, CONSUMER_CONSUMED, self.group, msg.msg_id,
                       msg.topic if msg.props is None else msg.user_topic, mq.broker_name, mq.queue_id,
                       msg.queue_offset, ok, msg.reconsume_times))
         if len(chunk) >= DIGEST_CHUNK:
