@@ -17,7 +17,6 @@ from typing import Any
 from sim.config import ConfigError
 from sim.files import atomic_write_text
 
-
 EXIT_VALID, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
 EXIT_BY_VERDICT = {"valid": EXIT_VALID, "invalid": EXIT_INVALID, "unknown": EXIT_UNKNOWN}
 
