@@ -5,8 +5,8 @@ holds the metadata of the records written into it, not their bytes: the physical
 record in an `array('q')` (searched with bisect to look a message up by its CommitLog offset, as
 `lookMessageByOffset` does) and the rest as one fixed-width `RECORD` per message in a
 `bytearray` (size, store timestamp, queue id and offset, message id, topic and tags as indexes
-into the broker's intern tables, reconsume times, sysflag). That is 45 bytes a message, so a
-broker can hold a 10^8-message backlog. The rare properties a plain message does not have
+into the broker's intern tables, reconsume times, sysflag). That is 41 bytes a message (with the
+ConsumeQueue's 20-byte unit, 61), so a broker can hold a 10^8-message backlog. The rare properties a plain message does not have
 (retry, delay, transaction) live in a per-file dict keyed by the record's index in the file.
 
 Roll-over, truncation on recovery and expiry deletion are slices of these tables: a record never
@@ -21,9 +21,10 @@ from array import array
 from bisect import bisect_left, bisect_right
 from typing import Any
 
-# size, store_us, queue_id, queue_offset, msg_id, topic index, tags index, reconsume times, sysflag
-RECORD = struct.Struct("<iqHqqHHHB")
-RECORD_BYTES = RECORD.size  # 37 (+ 8 for the physical offset = 45 bytes a message)
+# size, store_us, queue_id, queue_offset (< 2^32 a queue), msg_id, topic index, tags index,
+# reconsume times, sysflag
+RECORD = struct.Struct("<iqHIqHHHB")
+RECORD_BYTES = RECORD.size  # 33 (+ 8 for the physical offset = 41 bytes a message)
 (F_SIZE, F_STORE_US, F_QUEUE_ID, F_QUEUE_OFFSET, F_MSG_ID, F_TOPIC, F_TAGS, F_RECONSUME,
  F_SYSFLAG) = range(9)
 

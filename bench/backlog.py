@@ -1,0 +1,125 @@
+"""Backlog benchmark: memory per stored message, and reads from a deep backlog.
+
+    .venv/bin/python bench/backlog.py                      # slope between 2 M and 10 M stored messages
+    .venv/bin/python bench/backlog.py --messages 100000000 --consume 2000000   # the 10^8 run
+
+Producers only (the consumer group starts only after the backlog is stored), one broker, one
+topic of 16 queues, 1 KiB messages at `--rate-per-s` in total. The run advances in slices of
+simulated time; at each checkpoint (every 1 M stored messages) it reports the stored count, the
+process's resident memory (VmRSS) and the wall time. The slope is (RSS at the last checkpoint −
+RSS at the first checkpoint ≥ 2 M) / (messages stored in between): the bytes each stored message
+costs the broker (CommitLog tables, ConsumeQueue units) and the checkers' ledger, everything
+else being constant. With `--consume N`, a consumer group then starts from the head of the
+queues (CONSUME_FROM_FIRST_OFFSET) and the run continues until it has consumed N messages,
+reading the backlog from "disk" (the 8-message / 64 KiB on-disk pull limits apply beyond 40 % of
+RAM from the CommitLog end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sim import runner  # noqa: E402
+from sim.scenario import from_data  # noqa: E402
+
+SLICE_US = 200_000
+CHECKPOINT = 1_000_000
+
+
+def scenario(messages: int, rate_per_s: int, producers: int) -> dict:
+    produce_s = messages / rate_per_s
+    return {
+        "name": "backlog",
+        "duration_ms": int(produce_s * 1000) + 5_000,
+        "settle_ms": 0,
+        "cluster": {"brokers": [{"name": "broker-a", "store": {"physical_memory_bytes": 16 * 1024 ** 3}}],
+                    "topics": [{"name": "backlog", "queues": 16}]},
+        "producers": [{"name": "p", "count": producers, "topic": "backlog", "rate_per_s": rate_per_s / producers,
+                       "arrival": "constant", "start_ms": 2_000, "stop_ms": int(produce_s * 1000) + 2_000}],
+        "consumers": [{"name": "c", "group": "late", "topic": "backlog", "start_ms": 10 ** 12,
+                       "client": {"consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}}],
+    }
+
+
+def rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def stored(world: runner.World) -> int:
+    return world.models["broker-a"].commit_log.record_count
+
+
+def produce(world: runner.World, messages: int, log: list[dict], started: float) -> None:
+    env = world.env
+    next_mark = CHECKPOINT
+    while True:
+        env.run(until=env.now + SLICE_US)
+        count = stored(world)
+        if count >= next_mark or count >= messages:
+            log.append({"stored": count, "rss_bytes": rss_bytes(), "wall_s": round(time.perf_counter() - started, 1),
+                        "sim_s": env.now / 1e6})
+            print(json.dumps(log[-1]), flush=True)
+            next_mark += CHECKPOINT
+        if count >= messages:
+            return
+
+
+def consume(world: runner.World, target: int, started: float) -> dict:
+    """Start the late group, run until it consumed `target` messages (from the ledger's view of
+    the tracer's records: counted by the consumer's own ProcessQueue offsets)."""
+    env = world.env
+    consumer = world.nodes["c"]
+    consumer.restart()
+    model = world.models["c"]
+    begin = time.perf_counter()
+    consumed = 0
+    while consumed < target:
+        env.run(until=env.now + SLICE_US)
+        consumed = sum(model.offset_store.offsets.values())
+    wall = time.perf_counter() - begin
+    return {"consumed": consumed, "consume_wall_s": round(wall, 1), "consumed_per_wall_s": round(consumed / wall),
+            "rss_bytes": rss_bytes(), "total_wall_s": round(time.perf_counter() - started, 1)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--messages", type=int, default=10_000_000)
+    ap.add_argument("--rate-per-s", type=int, default=200_000, help="all producers together")
+    ap.add_argument("--producers", type=int, default=4)
+    ap.add_argument("--consume", type=int, default=0, help="then consume this many from the head")
+    args = ap.parse_args()
+    started = time.perf_counter()
+    sc = from_data(scenario(args.messages, args.rate_per_s, args.producers))
+    world = runner.build(sc, seed=1)
+    ledger = runner.make_ledger(world)
+    world.env.tracer.keep = False
+    world.env.tracer.observers.append(ledger.feed)
+    runner.start(world)
+    log: list[dict] = []
+    produce(world, args.messages, log, started)
+    report: dict = {"messages": args.messages, "checkpoints": log,
+                    "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    first = next((c for c in log if c["stored"] >= 2_000_000), None)
+    if first is not None and log[-1]["stored"] > first["stored"]:
+        report["bytes_per_stored_message"] = round(
+            (log[-1]["rss_bytes"] - first["rss_bytes"]) / (log[-1]["stored"] - first["stored"]), 1)
+        report["slope_between"] = [first["stored"], log[-1]["stored"]]
+    if args.consume:
+        report["consume"] = consume(world, args.consume, started)
+        report["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({k: v for k, v in report.items() if k != "checkpoints"}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
