@@ -112,20 +112,14 @@ def start(world: World) -> None:
     world.injector.start()
 
 
-class WallBudgetExceeded(RuntimeError):
-    """A run took longer (wall time) than the budget its caller gave it."""
-
-
-BUDGET_SLICE_US = 1_000_000  # with a wall budget, the clock is checked every simulated second
-
-
 def run_scenario(sc: Scenario | str | Path, seed: int | None = None,
                  overrides: list[str] | None = None, details: bool = False,
-                 wall_budget_s: float | None = None) -> RunResult:
+                 max_wall_s: float | None = None, max_events: int | None = None) -> RunResult:
     """Run one scenario; with `details`, `RunResult.details` gets the checkers' per-message facts
-    (see analysis.checks.check). With `wall_budget_s`, a run still going after that much wall
-    time raises WallBudgetExceeded (checked between simulated seconds; the slicing does not
-    change the order of events, so the digest is the same)."""
+    (see analysis.checks.check). With `max_wall_s` or `max_events`, a run that reaches either
+    bound stops there (sim/runner.py: run_bounded); it still gets a summary, of what happened
+    so far, with `summary["stopped_by"]` naming the bound (None when the run completed) and
+    `summary["stopped_at_ms"]` the simulated time it stopped at."""
     if not isinstance(sc, Scenario):
         sc = scenario_mod.load(sc, overrides)
     seed = sc.seed if seed is None else int(seed)
@@ -137,15 +131,18 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None,
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run and its checks allocate millions of small acyclic tuples; GC passes only cost time
     try:
-        if wall_budget_s is None:
+        if max_wall_s is None and max_events is None:
             env.run(until=end_us)
+            stopped_by = None
         else:
-            _run_within(env, end_us, wall_start + wall_budget_s, wall_budget_s)
-        env.tracer.emit("run", trace.RUN_ENDED, "settled")
+            stopped_by = run_bounded(env, end_us, max_events, wall_start + (max_wall_s or float("inf")))
+        env.tracer.emit("run", trace.RUN_ENDED, "settled" if stopped_by is None else f"stopped_by_{stopped_by}")
         records = env.tracer.records
         sim_wall_s = time.perf_counter() - wall_start
         facts: dict[str, Any] | None = {} if details else None
         summary = summarize(world, seed, records, facts)
+        summary["stopped_by"] = stopped_by
+        summary["stopped_at_ms"] = env.now // 1000 if stopped_by else None
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -157,12 +154,31 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None,
     return RunResult(summary, records, meta, world, facts or {})
 
 
-def _run_within(env: SimEnv, end_us: int, deadline: float, budget_s: float) -> None:
+SLICE_EVENTS = 20_000  # events per slice the bounded run aims at (the bounds are checked between slices)
+SLICE_US_MAX = 10_000  # a slice covers at most 10 ms of simulated time, whatever the event rate
+
+
+def run_bounded(env: SimEnv, end_us: int, max_events: int | None, deadline: float) -> str | None:
+    """Run to `end_us` in slices of simulated time, stopping early at `max_events` (counted
+    between slices, so a bound is overshot by at most about one slice) or when the wall clock
+    passes `deadline`. Returns the bound that stopped the run ('max_events' or 'max_wall_s') or
+    None. Slicing does not change the order of events, so a run that completes has the same
+    digest as an unbounded one. The event count is read from the kernel's heap: each slice
+    processes the events scheduled meanwhile plus those already queued minus those left (SimPy
+    numbers heap entries with `env._eid`; skipping numbers keeps their order)."""
+    events, slice_us = 0, 1_000
     while env.now < end_us:
-        env.run(until=min(end_us, env.now + BUDGET_SLICE_US))
+        scheduled, queued = next(env._eid), len(env._queue)
+        env.run(until=min(end_us, env.now + slice_us))
+        done = next(env._eid) - scheduled - 1 + queued - len(env._queue)
+        events += done
+        if max_events is not None and events >= max_events and env.now < end_us:
+            return "max_events"
         if time.perf_counter() > deadline and env.now < end_us:
-            raise WallBudgetExceeded(f"run exceeded its wall-time budget of {budget_s} s at simulated "
-                                     f"{env.now / 1e6:.0f} s of {end_us / 1e6:.0f} s")
+            return "max_wall_s"
+        slice_us = max(1, min(SLICE_US_MAX, slice_us * 2 if done < SLICE_EVENTS // 2 else
+                              slice_us // 2 if done > SLICE_EVENTS else slice_us))
+    return None
 
 
 def summarize(world: World, seed: int, records: list[tuple],
