@@ -151,13 +151,14 @@ class _Limited(_Parser or yaml.parser.Parser, yaml.composer.Composer, yaml.const
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep)
-        except (ValueError, TypeError, AttributeError, OverflowError, IndexError):
+        except (ValueError, TypeError, AttributeError, OverflowError, LookupError):
             what = short(node.value) if isinstance(node, ScalarNode) else "this value"
             raise ConstructorError(None, None, f"cannot read {what} as {node.tag.removeprefix(_TAG)}",
                                    node.start_mark) from None
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> Any:
-        _refuse_duplicates(self, node)
+        if isinstance(node, MappingNode):  # else SafeConstructor reports the wrong kind of node
+            _refuse_duplicates(self, node)
         return super().construct_mapping(node, deep)
 
     def construct_undefined(self, node: Any) -> Any:
