@@ -49,6 +49,9 @@ def check_sweep(spec: SweepSpec, base_path: Path | None, problems: list[str],
     if base_data is None:
         return None
     counter = Progress(progress)
+    if sized:
+        runs = spec.n_points() * len(spec.seed_list())
+        counter.intro = f"sweep {spec.name}: {spec.n_points():,} points × {len(spec.seed_list()):,} seeds = {runs:,} runs"
     problems += check_values(base_data, spec, counter)
     if sized and not problems and spec.n_points() <= FULL_CHECK_POINTS:
         problems += _check_points(base_data, spec, counter)
@@ -205,9 +208,14 @@ class Progress:
         self.out, self.total, self.current = out, 0, 0
         self.last = time.monotonic()
         self.shown = False
+        self.intro = ""  # the sweep's size, said before a long validation starts
 
     def add(self, n: int) -> None:
         self.total += n
+        if self.out is not None and self.intro and self.total >= PROGRESS_AFTER:
+            self.out.write(f"{self.intro}; validating (each distinct value once)\n")
+            self.out.flush()
+            self.intro = ""
 
     def step(self) -> None:
         self.current += 1

@@ -301,19 +301,32 @@ def _fault_refs(ctx: Context, model: type[BaseModel], fault: Any) -> list[tuple[
 
 
 def _check_fault_targets(data: dict, ctx: Context) -> list[str]:
+    """Each name a fault gives must be a node (a disk fault's, a broker's). An unknown name is
+    reported once per fault, and past LISTED_NODES of them the rest are counted: groups built
+    from YAML aliases can repeat a name thousands of times."""
     problems = []
-    nodes = ctx.nodes
     for section in ("faults", "random_faults"):
         model = ctx.model(section)
         for i, fault in _client_entries(data, ctx, section):
             kind = ctx.read.get(model, fault, "kind")
+            unknown: dict[str, str] = {}  # name → the first key naming it
             for key, name in _fault_refs(ctx, model, fault):
-                if not nodes.may_exist(name):
-                    problems.append(f"{section}[{i}].{key}: {name!r} is not a node here (nodes: {nodes.listing()})")
-                elif kind in DISK_KINDS and key in ("node", "nodes") and nodes.kinds.get(name, "broker") != "broker":
+                if not ctx.nodes.may_exist(name):
+                    unknown.setdefault(name, key)
+                elif kind in DISK_KINDS and key in ("node", "nodes") and ctx.nodes.kinds.get(name, "broker") != "broker":
                     problems.append(f"{section}[{i}].{key}: {kind} needs a node with a disk (a broker); "
-                                    f"{name!r} is a {nodes.kinds[name]}")
+                                    f"{name!r} is a {ctx.nodes.kinds[name]}")
+            problems += _unknown_targets(f"{section}[{i}]", unknown, ctx.nodes)
     return problems
+
+
+def _unknown_targets(where: str, unknown: dict[str, str], nodes: Nodes) -> list[str]:
+    names = list(unknown)
+    out = [f"{where}.{unknown[name]}: {name!r} is not a node here (nodes: {nodes.listing()})"
+           for name in names[:LISTED_NODES]]
+    if len(names) > LISTED_NODES:
+        out.append(f"{where}: {len(names) - LISTED_NODES} more names are not nodes here")
+    return out
 
 
 def _check_links(data: dict, ctx: Context) -> list[str]:
