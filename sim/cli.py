@@ -79,11 +79,16 @@ def _seed(value: int) -> int:
 
 
 def _run_dir(name: str, seed: int) -> Path:
-    """runs/<name>/seed-<n>: `name` is a validated plain name, so this stays inside runs/."""
-    root = Path("runs")
-    out = root / name / f"seed-{seed}"
+    """runs/<name>/seed-<n>."""
+    return _inside(Path("runs"), name, f"seed-{seed}")
+
+
+def _inside(root: Path, *parts: str) -> Path:
+    """root/parts, from validated plain names; refused if it still resolves outside `root`
+    (a symbolic link placed there): an output directory derived from a name stays in its root."""
+    out = root.joinpath(*parts)
     if not out.resolve().is_relative_to(root.resolve()):
-        raise OutputError(f"{out} resolves outside {root}/ (a symbolic link?); pass --out")
+        raise OutputError(f"{out} resolves outside {root}/ (a symbolic link?); pass --out to write there")
     return out
 
 
@@ -120,7 +125,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from analysis.sweep_spec import load_sweep
 
     sweep = load_sweep(args.sweep, progress=sys.stderr)  # every problem reported before Spark starts
-    out = Path(args.out) if args.out else Path("sweeps") / sweep.name  # a validated plain name
+    out = Path(args.out) if args.out else _inside(Path("sweeps"), sweep.name)
     print(f"sweep {sweep.name}: {sweep.n_points:,} points × {len(sweep.seeds):,} seeds = {sweep.n_runs:,} runs → {out}")
     if args.dry_run:
         for point in itertools.islice(sweep.iter_points(), DRY_RUN_POINTS):

@@ -270,3 +270,25 @@ def test_bundled_sweeps_still_validate():
     for path in sorted((ROOT / "scenarios" / "sweeps").glob("*.yaml")):
         sweep = load_sweep(path)
         assert sweep.n_runs == len(sweep.runs) and sweep.n_runs <= CONFIRM_RUNS
+
+
+# ---------------------------------------------------------------- Spark retries, job failures
+
+@pytest.mark.parametrize("master, parallelism, expected", [
+    ("local", None, "local[1,3]"), ("local[*]", None, "local[*,3]"), ("local[4]", None, "local[4,3]"),
+    ("local[2,5]", None, "local[2,5]"), ("local[2, 1]", None, "local[2,3]"), ("local[*]", 2, "local[2,3]"),
+    ("local-cluster[2,1,1024]", None, "local-cluster[2,1,1024]")])
+def test_local_masters_retry_lost_workers(master, parallelism, expected):
+    from analysis.sweep import local_master
+
+    assert local_master(master, parallelism) == expected
+
+
+def test_a_failed_spark_job_is_one_line():
+    from analysis.sweep import _first_line
+
+    java = RuntimeError("An error occurred while calling o42.collect.\n: org.apache.spark.SparkException: Job "
+                        "aborted due to stage failure: Task 1 in stage 0.0 failed 3 times, most recent failure: "
+                        "Lost task (TID 7): org.apache.spark.api.python.PythonException\n\tat org.apache...\n" * 50)
+    line = _first_line(java)
+    assert line.startswith("Job aborted due to stage failure: Task 1 in stage 0.0 failed 3 times") and "\n" not in line
