@@ -59,12 +59,10 @@ def check_tables(out_dir: Path, digest: str) -> None:
             if path.name.startswith((".", "_")):
                 continue
             try:
-                if table == store.RUNS:
-                    rows = pq.read_table(path, columns=["sweep_digest"]).column(0).to_pylist()
-                    if rows != [digest]:
-                        foreign.append(path.name)
-                else:
-                    pq.read_metadata(path)
+                schema = pq.read_schema(path)
+                if table == store.RUNS and ("sweep_digest" not in schema.names or
+                                            pq.read_table(path, columns=["sweep_digest"]).column(0).to_pylist() != [digest]):
+                    foreign.append(path.name)
             except Exception:  # noqa: BLE001 - pyarrow raises several types for damaged or foreign files
                 damaged.append(f"{table}/{path.name}")
     if damaged:

@@ -52,7 +52,6 @@ from sim.limits import (
 from sim.scenario_checks import cross_check, instance_names  # noqa: F401 - instance_names: API (runner)
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-MAX_INSTANCES = DEFAULT_MAX_INSTANCES  # `count` of one producer or consumer entry (limits.max_instances)
 Count = Annotated[Int, Field(gt=0, le=HARD_MAX_INSTANCES)]  # instances of one producer/consumer entry
 _RESERVED_TOPIC_PREFIXES = ("SCHEDULE_", "RMQ_SYS_", "%")  # TopicValidator's system topics
 _ROCKETMQ_NAME_RE = re.compile(r"[A-Za-z0-9_-]+")

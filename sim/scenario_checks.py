@@ -40,8 +40,8 @@ class FieldReader:
             return INVALID
         info = model.model_fields[name]
         key = info.alias or name
-        if key not in entry:
-            return info.get_default(call_default_factory=True)
+        if key not in entry:  # a required field missing: pydantic reports it
+            return INVALID if info.is_required() else info.get_default(call_default_factory=True)
         adapter = self._adapters.get((model, name))
         if adapter is None:
             adapter = self._adapters[(model, name)] = TypeAdapter(Annotated[info.annotation, info])
@@ -56,6 +56,8 @@ class FieldReader:
             return INVALID
         info = model.model_fields[name]
         if name not in container:
+            if info.is_required():
+                return INVALID
             return [m.model_dump() if isinstance(m, BaseModel) else m
                     for m in info.get_default(call_default_factory=True)]
         raw = container[name]

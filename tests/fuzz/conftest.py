@@ -23,7 +23,9 @@ from hypothesis import HealthCheck, settings
 from sim.inputs import load_yaml
 from tests.conftest import ROOT
 
-SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+BUNDLED_SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+EXEMPLAR = Path(__file__).with_name("exemplar.yaml")  # every list element and distribution kind
+SCENARIOS = [*BUNDLED_SCENARIOS, EXEMPLAR]
 SWEEPS = sorted((ROOT / "scenarios" / "sweeps").glob("*.yaml"))
 SCALE = int(os.environ.get("RMQSIM_FUZZ_EXAMPLES", "100"))
 
