@@ -84,14 +84,14 @@ def test_every_bundled_scenario_is_a_fuzz_seed():
     assert len(BUNDLED_SCENARIOS) >= 12 and {p.name for p in SCENARIOS} <= {n.split(" ")[0] for n in DOCS}
 
 
-@budget(400)
+@budget(800)
 @given(case=scenario_mutations())
 def test_mutated_scenarios_load_or_fail_cleanly(tmp_path_factory, peak_memory, case):
     name, mutation = case
     load_mutation(tmp_path_factory.mktemp("m", numbered=True), name, mutation)
 
 
-@budget(60)
+@budget(120)
 @given(case=scenario_mutations(VALID_OFTEN))
 def test_accepted_mutations_run_to_a_consistent_summary(tmp_path_factory, case):
     """Property 2: mutations of the kinds that often leave a file valid, run with a small event

@@ -96,7 +96,7 @@ def test_every_bundled_sweep_is_a_fuzz_seed():
     assert len(SWEEPS) >= 2 and len(DOCS) == 2 * len(SWEEPS)
 
 
-@budget(150)
+@budget(300)
 @given(case=sweep_mutations())
 def test_mutated_sweeps_load_or_fail_cleanly(tmp_path_factory, case):
     name, mutation = case
