@@ -49,7 +49,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sim.runner import run_scenario
 
     sc = scenario_mod.load(args.scenario, args.set)
-    seed = sc.seed if args.seed is None else _seed(args.seed)
+    seed = sc.seed if args.seed is None else args.seed
     out = writable_dir(Path(args.out) if args.out else _run_dir(sc.name, seed))  # before simulating
     print(f"seed: {seed}")
     print(f"scenario: {sc.name}  resolved sha256: {sc.digest()}")
@@ -72,9 +72,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _seed(value: int) -> int:
+def _seed(text: str) -> int:
+    """A seed: a whole number from 0 to 2^63 - 1 (stored as int64 in sweep results)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
     if not 0 <= value <= MAX_SEED:
-        raise ConfigError("--seed", [f"--seed: {value} is not a seed (0 to 2^63 - 1)"])
+        raise argparse.ArgumentTypeError(f"not a seed (0 to 2^63 - 1): {text[:40]!r}")
     return value
 
 
@@ -181,7 +186,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a scenario and print its summary")
     run.add_argument("scenario")
-    run.add_argument("--seed", type=int)
+    run.add_argument("--seed", type=_seed)
     run.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                      help="override a scenario value (YAML syntax), repeatable")
     run.add_argument("--out", help="output directory (default runs/<scenario>/seed-<n>)")

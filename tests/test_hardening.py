@@ -251,3 +251,10 @@ def test_bounds_not_reached_leave_the_digest_alone():
     plain = sim.run(sc, seed=3).summary
     bounded = sim.run(sc, seed=3, max_events=10**9, max_wall_s=3600).summary
     assert bounded["stopped_by"] is None and bounded["trace_sha256"] == plain["trace_sha256"]
+
+
+@pytest.mark.parametrize("seed", [str(2**63), "-1", "1e9"])
+def test_cli_seed_must_fit_int64(tmp_path, seed):
+    result = cli("run", str(BASELINE), "--seed", seed, "--out", "out", cwd=tmp_path)
+    assert result.returncode == 2 and "argument --seed" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
