@@ -23,7 +23,7 @@ from sim import scenario as scenario_mod
 from sim.config import ConfigError
 from sim.dist import Dist
 from tests.fuzz import mutations
-from tests.fuzz.conftest import SCENARIOS
+from tests.fuzz.conftest import SCENARIOS, record
 from tests.fuzz.properties import assert_clean_rejection
 
 WRONG = [True, {"x": 1}, [1, 2], "not-a-value", 10**30]
@@ -90,7 +90,9 @@ def test_wrong_types_at_every_key_path(tmp_path, folded):
             loaded = scenario_mod.load(path)
         except ConfigError as exc:
             assert_clean_rejection(exc, str(path))
+            record("every key path", "wrong_type_each_path", "clean error")
             continue
+        record("every key path", "wrong_type_each_path", "accepted")
         if value is True:
             resolved = loaded.model_dump(mode="json", by_alias=True)
             assert mutations.get(resolved, concrete) is True, f"{folded}: `true` was read as something else"
