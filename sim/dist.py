@@ -195,10 +195,10 @@ class Lognormal(_Batched):
 
     @model_validator(mode="after")
     def _one_form(self) -> Lognormal:
-        by_median = self.median is not None and self.sigma is not None
-        by_quantiles = self.p50 is not None and self.p99 is not None
-        if by_median == by_quantiles:
+        given = {k for k in ("median", "sigma", "p50", "p99") if getattr(self, k) is not None}
+        if given not in ({"median", "sigma"}, {"p50", "p99"}):
             raise ValueError("give either median+sigma or p50+p99")
+        by_quantiles = given == {"p50", "p99"}
         if by_quantiles and self.p99 < self.p50:
             raise ValueError(f"p99 ({self.p99}) is below p50 ({self.p50})")
         if by_quantiles and self.mu_sigma[1] > MAX_LOGNORMAL_SIGMA:

@@ -152,6 +152,10 @@ def test_problem_list_is_capped(tmp_path):
     ("seed: 9223372036854775808\n", "seed"),
     ("producers: [{name: p, rate_per_s: 1e12}]\n", "producers[0].rate_per_s"),
     ("faults: [{at_ms: 1, kind: disk_slow, node: namesrv, factor: 2, duration_ms: 5}]\n", "faults[0].node"),
+    # found by the long fuzz profile: a median beside p50+p99 made the lognormal read sigma None
+    ("network: {latency_ms: {dist: lognormal, median: 1, p50: 1, p99: 3}}\n", "network.latency_ms"),
+    # found by walking every key path: a random fault without its required `nodes`
+    ("random_faults: [{kind: pause, rate_per_hour: 1, down_ms: 1}]\n", "random_faults[0].nodes"),
 ])
 def test_values_that_broke_runs_are_rejected(tmp_path, text, key_path):
     problems = problems_of(tmp_path, text)
