@@ -14,10 +14,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from analysis import aggregate, figures
+import pyarrow.parquet as pq
+
+from analysis import aggregate, figures, sweep_dir
 from analysis import results_store as store
 from analysis.checks import DELIVERY_COUNT_CAP
-from sim.files import atomic_path, atomic_write_text
+from sim.files import atomic_path, atomic_write_text, writable_dir
 
 
 class ReportError(Exception):
@@ -28,11 +30,14 @@ def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "l
                  timeline_run: str | None = None) -> Path:
     from analysis.sweep import spark_session
 
-    if not (out_dir / store.MANIFEST).is_file():
-        raise ReportError(f"{out_dir} is not a sweep output directory (no {store.MANIFEST})")
-    manifest = store.read_manifest(out_dir)
-    report_dir = report_dir or out_dir / "report"
-    report_dir.mkdir(parents=True, exist_ok=True)
+    if not (out_dir / sweep_dir.MANIFEST).is_file():
+        raise ReportError(f"{out_dir} is not a sweep output directory (no {sweep_dir.MANIFEST})")
+    try:
+        manifest = sweep_dir.check_shape(out_dir, sweep_dir.read_manifest(out_dir))
+    except sweep_dir.ForeignDirectory as exc:
+        raise ReportError(str(exc)) from None
+    check_tables(out_dir, manifest["digest"])
+    report_dir = writable_dir(report_dir or out_dir / "report")
     spark = spark_session(master, None, app=f"rmqsim-report-{manifest['name']}")
     if store.RUNS not in aggregate.open_views(spark, out_dir):
         raise ReportError(f"{out_dir} has no completed runs yet")
@@ -42,6 +47,34 @@ def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "l
     page = report_dir / "index.html"
     atomic_write_text(page, _html(manifest, data, images))
     return page
+
+
+def check_tables(out_dir: Path, digest: str) -> None:
+    """Every table file readable, and every run of this sweep (`sweep_digest` as in sweep.json);
+    else ReportError naming the files (Spark would fail on them, or mix in another sweep's runs)."""
+    damaged, foreign = [], []
+    for table in sweep_dir.TABLES:
+        folder = out_dir / table
+        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+            if path.name.startswith((".", "_")):
+                continue
+            try:
+                schema = pq.read_schema(path)
+                if table == store.RUNS and ("sweep_digest" not in schema.names or
+                                            pq.read_table(path, columns=["sweep_digest"]).column(0).to_pylist() != [digest]):
+                    foreign.append(path.name)
+            except Exception:  # noqa: BLE001 - pyarrow raises several types for damaged or foreign files
+                damaged.append(f"{table}/{path.name}")
+    if damaged:
+        raise ReportError(f"{len(damaged)} file(s) in {out_dir} are not readable Parquet ({_some(damaged)}): "
+                          "rerun the sweep command to redo those runs")
+    if foreign:
+        raise ReportError(f"{len(foreign)} run file(s) in {out_dir / store.RUNS} are not runs of the sweep in "
+                          f"{sweep_dir.MANIFEST} (digest {digest[:12]}): {_some(foreign)}; refusing to mix them")
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def _gather(spark: Any, manifest: dict[str, Any], timeline_run: str | None) -> dict[str, Any]:

@@ -1,6 +1,5 @@
-"""A sweep's output directory: Parquet tables written atomically per run, and resumption.
+"""A sweep's Parquet tables, written atomically per run (the directory itself: sweep_dir.py).
 
-    DIR/sweep.json                 the expanded sweep (points, seeds, digest), written first
     DIR/runs/<run_id>.parquet      one row per run: metrics, parameters, verdicts, or the error
     DIR/deliveries/<run_id>.parquet  (kept on request) one row per consumption
     DIR/latencies/<run_id>.parquet   (kept on request) one row per acked, consumed message
@@ -9,14 +8,13 @@ Each file is written to a hidden temporary name in its folder and renamed into p
 (sim/files.py), so a reader (Spark ignores names starting with '.' or '_') never sees half a file. The run's
 per-message tables are renamed before its `runs` row: a run is complete exactly when its
 `runs` file exists with status "ok". A rerun skips complete runs and retries failed ones.
-The directory must be visible to the driver and every executor (local disk for `local[*]`,
-a shared filesystem for a cluster).
+Each `runs` row carries the sweep's digest (`sweep_digest`), so a row copied in from another
+sweep is recognised. The directory must be visible to the driver and every executor (local
+disk for `local[*]`, a shared filesystem for a cluster).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,25 +22,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analysis.run_rows import CAUSES, LATENCY_KEYS, SUMMARY_COUNTS
-from sim.files import atomic_path, atomic_write_text
+from analysis.sweep_dir import TABLES
+from sim.files import atomic_path
 
-RUNS, DELIVERIES, LATENCIES = "runs", "deliveries", "latencies"
-MANIFEST = "sweep.json"
+RUNS, DELIVERIES, LATENCIES = TABLES
+EXTRA_COLUMNS = frozenset({"sweep_digest"})  # runs-table columns beyond run_rows.RESERVED_COLUMNS
 
 _PARAM_TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
 FAULT_WINDOW = pa.struct([("kind", pa.string()), ("target", pa.string()), ("start_ms", pa.float64()),
                           ("end_ms", pa.float64())])
 
 
-class ForeignDirectory(Exception):
-    """The output directory holds the results of a different sweep."""
-
-
 def runs_schema(param_types: dict[str, str]) -> pa.Schema:
-    fields = [("run_id", pa.string()), ("sweep", pa.string()), ("point", pa.int32()),
-              ("point_key", pa.string()), ("seed", pa.int64())]
+    fields = [("run_id", pa.string()), ("sweep", pa.string()), ("sweep_digest", pa.string()),
+              ("point", pa.int32()), ("point_key", pa.string()), ("seed", pa.int64())]
     fields += [(name, _PARAM_TYPES[kind]) for name, kind in param_types.items()]
-    fields += [("params_json", pa.string()), ("status", pa.string()), ("error", pa.string()),
+    fields += [("params_json", pa.string()), ("status", pa.string()), ("stopped_by", pa.string()),
+               ("error", pa.string()),
                ("repro", pa.string()), ("scenario", pa.string()), ("scenario_sha256", pa.string()),
                ("trace_sha256", pa.string())]
     fields += [(name, pa.int64()) for name in SUMMARY_COUNTS]
@@ -51,7 +47,7 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
                ("transaction_violations", pa.int64()),
                ("duplicate_rate", pa.float64()), ("loss_rate", pa.float64())]
     fields += [(f"dup_rate_{c}", pa.float64()) for c in CAUSES]
-    fields += [("verdict", pa.string()), ("verdict_failures", pa.string()), ("stopped_by", pa.string()),
+    fields += [("verdict", pa.string()), ("verdict_failures", pa.string()),
                ("wall_s", pa.float64()), ("simulate_wall_s", pa.float64()),
                ("lat_hist_bucket", pa.list_(pa.int32())), ("lat_hist_count", pa.list_(pa.int64())),
                ("delivery_hist", pa.list_(pa.int64())), ("tl_second", pa.list_(pa.int64())),
@@ -82,50 +78,3 @@ def write_run_row(out_dir: Path, row: dict[str, Any], schema: pa.Schema) -> None
     """The commit point of a run (see module docstring)."""
     columns = {name: [row.get(name)] for name in schema.names}
     write_table(out_dir, RUNS, row["run_id"], columns, schema)
-
-
-def completed(out_dir: Path) -> dict[str, str]:
-    """run_id → status of every run that has a `runs` row."""
-    folder = out_dir / RUNS
-    if not folder.is_dir():
-        return {}
-    out = {}
-    for path in sorted(folder.glob("*.parquet")):
-        if path.name.startswith((".", "_")):
-            continue
-        status = pq.read_table(path, columns=["status"]).column("status")[0].as_py()
-        out[path.stem] = status
-    return out
-
-
-def prepare(out_dir: Path, manifest: dict[str, Any], replace: bool = False) -> None:
-    """Create DIR and its manifest, or check that DIR holds this same sweep made by this same
-    simulator (resume). Runs made by different sources of sim/ and models/ have different
-    digests and results, so they must not be mixed in one directory: a foreign DIR is refused,
-    or with `replace` deleted and started afresh (only a DIR holding a sweep manifest)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / MANIFEST
-    if path.exists():
-        problem = _foreign(out_dir, json.loads(path.read_text(encoding="utf-8")), manifest)
-        if problem is None:
-            return
-        if not replace:
-            raise ForeignDirectory(f"{problem}; use another --out, remove it, or pass --replace")
-        shutil.rmtree(out_dir)
-        out_dir.mkdir(parents=True)
-    atomic_write_text(path, json.dumps(manifest, indent=1))
-
-
-def _foreign(out_dir: Path, existing: dict[str, Any], manifest: dict[str, Any]) -> str | None:
-    if existing.get("digest") != manifest["digest"]:
-        return (f"{out_dir} holds results of another sweep ({existing.get('name')!r}, digest "
-                f"{str(existing.get('digest'))[:12]})")
-    if existing.get("simulator_sha256") != manifest.get("simulator_sha256"):
-        return (f"{out_dir} holds runs made by another version of the simulator (sim/, models/: "
-                f"{str(existing.get('simulator_sha256'))[:12]}, now {str(manifest.get('simulator_sha256'))[:12]}), "
-                "whose results would not mix with new runs")
-    return None
-
-
-def read_manifest(out_dir: Path) -> dict[str, Any]:
-    return json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))

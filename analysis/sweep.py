@@ -1,10 +1,18 @@
 """The driver side of a sweep: Spark session, one task per run, progress, resume, determinism.
 
 `run_sweep(sweep, out_dir, master=...)` expands nothing itself (see analysis/sweep_spec.py); it
-skips runs already complete in `out_dir` (analysis/results_store.py), sends one Spark task per
-remaining (point, seed) to `analysis.sweep_task.execute`, prints a live progress line, and
-with `verify_determinism=K` reruns K runs chosen at random (seeded by the sweep digest) in the
-driver process and compares their digests with the executors'.
+prepares `out_dir` (analysis/sweep_dir.py: a new, empty or resumable directory of this sweep;
+leftovers of an interrupted sweep removed, damaged run files redone), skips runs already
+complete, sends one Spark task per remaining (point, seed) to `analysis.sweep_task.execute`,
+prints a live progress line, and with `verify_determinism=K` reruns K runs chosen at random
+(seeded by the sweep digest) in the driver process and compares their digests with the
+executors'.
+
+A lost Python worker is retried: local masters run as `local[N,F]` and clusters with
+`spark.task.maxFailures` = F (sweep_dir.TASK_MAX_FAILURES), and a run whose worker keeps dying
+becomes a failed run (sweep_task.py). A Spark job that fails anyway (its executors gone, the
+output directory unwritable) raises `SweepAborted` with a one-line reason: the complete runs
+stay, and rerunning the command resumes.
 
 Executors get the project's packages as a zip (`SparkContext.addPyFile`), PYTHONHASHSEED=0 and
 the driver's Python unless `spark.pyspark.python` says otherwise; so a cluster whose workers
@@ -17,6 +25,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shlex
 import sys
 import tempfile
@@ -30,12 +39,17 @@ from typing import Any, TextIO
 import pyarrow.parquet as pq
 
 from analysis import results_store as store
+from analysis import sweep_dir
 from analysis.sweep_spec import Sweep, run_id
 from sim.files import atomic_path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sim", "models", "analysis")
 SIMULATOR_PACKAGES = ("sim", "models")  # what a run's results (and digest) depend on
+
+
+class SweepAborted(Exception):
+    """The Spark job failed as a whole (a one-line reason); complete runs are kept."""
 
 
 @dataclass
@@ -51,28 +65,29 @@ class SweepOutcome:
 
 
 def manifest(sweep: Sweep) -> dict[str, Any]:
-    return {"name": sweep.name, "source": sweep.source, "digest": sweep.digest(),
+    return {"tool": sweep_dir.TOOL, "name": sweep.name, "source": sweep.source, "digest": sweep.digest(),
             "simulator_sha256": simulator_sha256(),
             "base": str(sweep.base_path), "params": {n: p.key for n, p in sweep.params.items()},
             "param_types": sweep.param_types, "grid": list(sweep.spec.grid), "zip": list(sweep.spec.zip),
             "points": [{"point": p.index, "point_key": p.key, "params": p.params} for p in sweep.points],
             "seeds": sweep.seeds, "keep": list(sweep.spec.keep),
-            "timeline_run": run_id(*sweep.timeline_run()), "runs": len(sweep.runs)}
+            "timeline_run": run_id(*sweep.timeline_run()), "runs": sweep.n_runs}
 
 
-def tasks(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
-    """One picklable task per run, in sweep order."""
+def tasks(sweep: Sweep, out_dir: Path, digest: str | None = None) -> list[dict[str, Any]]:
+    """One picklable task per run, in sweep order (the base scenario's JSON is one shared string)."""
     base = _display_path(sweep.base_path)
+    base_json, digest = json.dumps(sweep.base_data), digest or sweep.digest()
+    common = {"sweep": sweep.name, "sweep_digest": digest, "base_json": base_json, "keep": list(sweep.spec.keep),
+              "out_dir": str(out_dir.resolve()), "param_types": sweep.param_types,
+              "run_timeout_s": sweep.spec.run_timeout_s, "max_events": sweep.spec.run_max_events}
     out = []
-    for point_index, seed in sweep.runs:
-        point = sweep.points[point_index]
-        repro = f"rmqsim run {shlex.quote(base)} --seed {seed}" + "".join(
-            f" --set {shlex.quote(item)}" for item in point.overrides)
-        out.append({"run_id": run_id(point_index, seed), "sweep": sweep.name, "point": point_index,
-                    "point_key": point.key, "params": point.params, "seed": seed,
-                    "scenario_json": json.dumps(sweep.scenario_data(point)), "repro": repro,
-                    "keep": list(sweep.spec.keep), "out_dir": str(out_dir.resolve()),
-                    "param_types": sweep.param_types, "run_timeout_s": sweep.spec.run_timeout_s})
+    for point in sweep.iter_points():
+        for seed in sweep.seeds:
+            repro = f"rmqsim run {shlex.quote(base)} --seed {seed}" + "".join(
+                f" --set {shlex.quote(item)}" for item in point.overrides)
+            out.append({**common, "run_id": run_id(point.index, seed), "point": point.index, "point_key": point.key,
+                        "params": point.params, "seed": seed, "overrides": point.overrides, "repro": repro})
     return out
 
 
@@ -81,12 +96,14 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, master: str | None = None,
               progress: TextIO | None = None, replace: bool = False) -> SweepOutcome:
     started = time.perf_counter()
     out_dir = Path(out_dir)
-    store.prepare(out_dir, manifest(sweep), replace)
-    status = store.completed(out_dir)
-    all_tasks = tasks(sweep, out_dir)
+    log = progress or sys.stderr
+    wanted = manifest(sweep)
+    for note in sweep_dir.prepare(out_dir, wanted, replace):
+        print(f"{out_dir}: {note}", file=log)
+    all_tasks = tasks(sweep, out_dir, wanted["digest"])
+    status = sweep_dir.completed(out_dir, wanted["digest"], {t["run_id"] for t in all_tasks}, log)
     pending = [t for t in all_tasks if status.get(t["run_id"]) != "ok"]
     outcome = SweepOutcome(total=len(all_tasks), skipped=len(all_tasks) - len(pending), ran=len(pending))
-    log = progress or sys.stderr
     if outcome.skipped:
         print(f"{out_dir}: {outcome.skipped} of {outcome.total} runs already complete, skipped", file=log)
     if not pending and not verify_determinism:
@@ -94,7 +111,10 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, master: str | None = None,
         return outcome
     spark = spark_session(master, parallelism, app=f"rmqsim-sweep-{sweep.name}")
     if pending:
-        results, outcome.spark_wall_s = _submit(spark, pending, log, outcome.total, outcome.skipped)
+        try:
+            results, outcome.spark_wall_s = _submit(spark, pending, log, outcome.total, outcome.skipped)
+        finally:
+            sweep_dir.clean_leftovers(out_dir)  # attempt markers, temporaries of killed workers
         outcome.failed = sorted(r["run_id"] for r in results if r["status"] != "ok")
     if verify_determinism:
         _verify(sweep, out_dir, all_tasks, verify_determinism, outcome, log)
@@ -113,8 +133,8 @@ def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit: keep its master
     if master is None and not submitted:
         master = "local[*]"
-    if parallelism and master is not None and master.startswith("local"):
-        master = f"local[{parallelism}]"  # --parallelism decides the local thread count
+    if master is not None and re.fullmatch(r"local(\[.*\])?", master):
+        master = local_master(master, parallelism)
     if master is not None:
         builder = builder.master(master)
     if parallelism and master is not None and not master.startswith("local"):
@@ -124,7 +144,7 @@ def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
                .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={log4j.as_uri()}")
                .config("spark.python.worker.reuse", "true")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.task.maxFailures", "2")
+               .config("spark.task.maxFailures", str(sweep_dir.TASK_MAX_FAILURES))
                .config("spark.sql.session.timeZone", "UTC"))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -190,8 +210,27 @@ def _submit(spark: Any, pending: list[dict], log: TextIO, total: int, skipped: i
         line.update(done.value, failed.value)
     line.update(done.value, failed.value, final=True)
     if "error" in box:
-        raise box["error"]
+        raise SweepAborted(_first_line(box["error"])) from None
     return box["results"], time.perf_counter() - started
+
+
+def _first_line(exc: BaseException) -> str:
+    """The gist of a Spark job failure ("Job aborted due to stage failure: ... (crashed)")."""
+    text = str(exc)
+    match = re.search(r"(Job aborted[^\n]*|Python worker exited[^\n]*)", text)
+    line = match.group(1) if match else (text.strip().splitlines() or [type(exc).__name__])[0]
+    return line[:400]
+
+
+def local_master(master: str, parallelism: int | None) -> str:
+    """`local`, `local[N]`, `local[*]`, `local[N,F]` → `local[N,F]` with at least
+    TASK_MAX_FAILURES task attempts (plain local mode retries nothing); `parallelism` sets N."""
+    match = re.fullmatch(r"local(?:\[\s*(\*|\d+)\s*(?:,\s*(\d+)\s*)?\])?", master)
+    if match is None:
+        return master
+    threads = str(parallelism) if parallelism else (match.group(1) or "1")
+    failures = max(int(match.group(2) or 0), sweep_dir.TASK_MAX_FAILURES)
+    return f"local[{threads},{failures}]"
 
 
 def _collect(rdd: Any, box: dict) -> list[dict]:
@@ -239,7 +278,7 @@ def _verify(sweep: Sweep, out_dir: Path, all_tasks: list[dict], k: int, outcome:
     """Rerun K random complete runs here, in the driver, and compare with the executors' digests."""
     from analysis.sweep_task import rerun_digest
 
-    status = store.completed(out_dir)
+    status = sweep_dir.completed(out_dir)
     ok = [t for t in all_tasks if status.get(t["run_id"]) == "ok"]
     chosen = random.Random(sweep.digest()).sample(ok, min(k, len(ok)))
     for task in chosen:

@@ -1,6 +1,6 @@
 """Sweep files: a base scenario, parameters to vary, seeds, and which per-run tables to keep.
 
-    name: consumer_offsets
+    name: consumer_offsets                 # a plain name: the default output is sweeps/<name>
     base: ../restart_consumer.yaml        # relative to the sweep file
     set:                                   # applied to every run (key path → value)
       duration_ms: 20s
@@ -13,11 +13,14 @@
     seeds: 5                               # seeds 1..5, or an explicit list [7, 11]
     keep: [deliveries, latencies]          # optional per-message tables
     timeline: {point: 0, seed: 1}          # the run whose latency-over-time the report draws
-    run_timeout_s: 600                     # optional: a run over this wall time is a failed run
+    run_timeout_s: 3600                    # per-run wall-time bound (default 1 h): over it, a failed run
+    run_max_events: 30000000               # per-run event bound (default as `rmqsim run`)
 
 Points are numbered in expansion order (grid outermost first, then the zip rows); a run is
-(point, seed) and its id `p<point>-s<seed>`. Validation loads the base scenario and every
-point's scenario, and reports every problem (file, key path, reason) at once.
+(point, seed) and its id `p<point>-s<seed>`. The number of points and runs is computed from the
+file without expanding it (`Sweep.n_points`, `Sweep.n_runs`); points are expanded only when a
+caller asks for them. Validation (analysis/sweep_checks.py) reports every problem (file, key
+path, reason) at once.
 """
 
 from __future__ import annotations
@@ -26,45 +29,74 @@ import copy
 import hashlib
 import itertools
 import json
-import re
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TextIO
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from sim import keypath
 from sim import scenario as scenario_mod
-from sim.config import ConfigError, format_errors
+from sim.config import ConfigError, Float, Int, Name, format_errors
+from sim.inputs import InputProblem, load_yaml, read_text
+from sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_WALL_S, MAX_PATH_CHARS, MAX_POINTS, MAX_SEED, MAX_SEEDS
 
 Scalar = int | float | str | bool
-NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 KEEP_TABLES = ("deliveries", "latencies")
+MAX_RUN_TIMEOUT_S = 30 * 86_400.0
+
+
+def _key_path(text: str) -> str:
+    keypath.parse(text)  # KeyPathError is a ValueError: pydantic reports it at this key
+    return text
+
+
+def _base_path(text: str) -> str:
+    if "\0" in text:
+        raise ValueError("the path contains a NUL byte")
+    return text
+
+
+KeyPath = Annotated[str, AfterValidator(_key_path)]
+Seed = Annotated[Int, Field(ge=0, le=MAX_SEED)]
 
 
 class Param(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    key: str = Field(min_length=1)  # scenario key path, as for `rmqsim run --set`
-    values: list[Scalar] = Field(min_length=1)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    key: KeyPath  # scenario key path, as for `rmqsim run --set`
+    values: list[Scalar] = Field(min_length=1, max_length=MAX_POINTS)
 
 
 class Timeline(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    point: int = Field(0, ge=0)
-    seed: int | None = None  # default: the first seed
+    point: Int = Field(0, ge=0)
+    seed: Seed | None = None  # default: the first seed
 
 
 class SweepSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1)
-    base: str  # checked in load_sweep (a missing file is reported with the other problems)
-    set: dict[str, Scalar | list | dict] = {}
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    name: Name
+    base: Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS), AfterValidator(_base_path)]
+    set: dict[KeyPath, Scalar | list | dict] = {}
     grid: dict[str, Param] = {}
     zip: dict[str, Param] = {}
-    seeds: int | list[int] = Field(3)
+    seeds: Annotated[Int, Field(ge=1, le=MAX_SEEDS)] | Annotated[list[Seed], Field(min_length=1, max_length=MAX_SEEDS)] = 3
     keep: list[Literal["deliveries", "latencies"]] = []
     timeline: Timeline = Timeline()
-    run_timeout_s: float | None = Field(None, gt=0, allow_inf_nan=False)  # wall time; over it a run fails
+    run_timeout_s: Float = Field(DEFAULT_MAX_WALL_S, gt=0, le=MAX_RUN_TIMEOUT_S)  # wall time; over it a run fails
+    run_max_events: Int = Field(DEFAULT_MAX_EVENTS, gt=0, le=10**12)  # events; over it a run fails
+
+    def n_points(self) -> int:
+        """Points, from the lists' lengths (grid sizes multiplied, times the zip rows)."""
+        zip_rows = len(next(iter(self.zip.values())).values) if self.zip else 1
+        return math.prod(len(p.values) for p in self.grid.values()) * zip_rows
+
+    def seed_list(self) -> list[int]:
+        return list(range(1, self.seeds + 1)) if isinstance(self.seeds, int) else list(self.seeds)
 
 
 @dataclass(frozen=True)
@@ -80,7 +112,7 @@ class Point:
 
 @dataclass
 class Sweep:
-    """A validated, expanded sweep."""
+    """A validated sweep; points are expanded on first use."""
 
     source: str
     spec: SweepSpec
@@ -88,19 +120,60 @@ class Sweep:
     base_data: dict
     params: dict[str, Param]  # grid then zip, in file order
     param_types: dict[str, str]  # name → "int" | "float" | "str" | "bool"
-    points: list[Point]
     seeds: list[int]
-    runs: list[tuple[int, int]] = field(default_factory=list)  # (point, seed), in order
+    _overrides: dict[tuple[str, Any], str] = field(default_factory=dict, repr=False)
 
     @property
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    def n_points(self) -> int:
+        return self.spec.n_points()
+
+    @property
+    def n_runs(self) -> int:
+        return self.n_points * len(self.seeds)
+
+    @cached_property
+    def points(self) -> list[Point]:
+        return list(self.iter_points())
+
+    @cached_property
+    def runs(self) -> list[tuple[int, int]]:
+        """(point, seed) of every run, in order."""
+        return [(p, s) for p in range(self.n_points) for s in self.seeds]
+
+    def iter_points(self) -> Iterator[Point]:
+        """The points in order, one at a time (a sweep's size is stated before this is used)."""
+        spec = self.spec
+        set_items = tuple(self.override(k, v) for k, v in spec.set.items())
+        grid_axes = [[(name, p.key, v) for v in p.values] for name, p in spec.grid.items()]
+        zip_rows = list(zip(*[[(name, p.key, v) for v in p.values] for name, p in spec.zip.items()],
+                            strict=True)) or [()]
+        index = 0
+        for combo in itertools.product(*grid_axes):
+            for row in zip_rows:
+                chosen = (*combo, *row)
+                yield Point(index, {name: v for name, _k, v in chosen},
+                            set_items + tuple(self.override(k, v) for _n, k, v in chosen))
+                index += 1
+
+    def override(self, key: str, value: Any) -> str:
+        """`key=value` (cached per distinct pair: a big grid repeats each value many times)."""
+        cache_key = (key, json.dumps(value, sort_keys=True))
+        text = self._overrides.get(cache_key)
+        if text is None:
+            text = self._overrides[cache_key] = override_item(key, value)
+        return text
+
     def digest(self) -> str:
         """SHA-256 of what determines the results: base scenario, points, seeds, kept tables."""
-        doc = {"base": self.base_data, "points": [p.overrides for p in self.points],
-               "seeds": self.seeds, "keep": sorted(self.spec.keep)}
-        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+        h = hashlib.sha256(json.dumps({"base": self.base_data, "seeds": self.seeds,
+                                       "keep": sorted(self.spec.keep)}, sort_keys=True).encode())
+        for point in self.iter_points():
+            h.update(b"\n" + json.dumps(point.overrides).encode())
+        return h.hexdigest()
 
     def scenario_data(self, point: Point) -> dict:
         """The base scenario tree with the point's overrides applied (a fresh copy)."""
@@ -118,136 +191,66 @@ def run_id(point: int, seed: int) -> str:
     return f"p{point:04d}-s{seed}"
 
 
-def _override(key: str, value: Any) -> str:
+def override_item(key: str, value: Any) -> str:
     """`key=value` with the value in YAML flow style, read back by `apply_override` as the same
     value (1e-05 stays a float, 'ASYNC_FLUSH' a string, lists and mappings stay whole)."""
     text = yaml.safe_dump(value, default_flow_style=True, width=float("inf"))
     return f"{key}={text.removesuffix(chr(10)).removesuffix(chr(10) + '...')}"
 
 
-def load_sweep(path: str | Path) -> Sweep:
-    """Read, validate and expand a sweep file; raises ConfigError listing every problem."""
+def load_sweep(path: str | Path, progress: TextIO | None = None) -> Sweep:
+    """Read and validate a sweep file; raises ConfigError listing every problem. With
+    `progress`, a long validation (a big grid) reports how far it is."""
+    from analysis.sweep_checks import check_sweep
+
     source = str(path)
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(source, [f"(file): cannot read: {exc.strerror or exc}"]) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(source, [f"(file): YAML syntax error: {exc}"]) from None
+        raw = load_yaml(read_text(path))
+    except InputProblem as exc:
+        raise ConfigError(source, [str(exc)]) from None
     if not isinstance(raw, dict):
         raise ConfigError(source, ["(top level): expected a mapping (name, base, grid, zip, seeds, ...)"])
     problems: list[str] = []
-    spec = _validate(raw, problems)
+    spec, base_usable = _validate(raw, problems)
     if spec is None:
         raise ConfigError(source, problems)
-    base_path = (Path(path).parent / spec.base).resolve()
-    base_data = _load_base(base_path, problems) if spec.base else None
-    params = {**spec.grid, **spec.zip}
-    problems += _check_names(spec)
-    problems += _check_zip(spec)
-    seeds = list(range(1, spec.seeds + 1)) if isinstance(spec.seeds, int) else list(spec.seeds)
-    problems += _check_seeds(spec, seeds)
-    param_types = {}
-    for section, table in (("grid", spec.grid), ("zip", spec.zip)):
-        for name, param in table.items():
-            kind, problem = _param_type(param.values)
-            param_types[name] = kind
-            if problem:
-                problems.append(f"{section}.{name}.values: {problem}")
-    if problems:
-        if base_data is not None:  # still check each `set` item and parameter value on its own
-            problems += _check_values(base_data, spec)
-        raise ConfigError(source, problems)
-    points = _expand(spec)
-    if base_data is not None:
-        problems += _check_points(base_data, points, spec)
-    if not problems and not 0 <= spec.timeline.point < len(points):
-        problems.append(f"timeline.point: {spec.timeline.point} is not a point (0..{len(points) - 1})")
-    if not problems and spec.timeline.seed is not None and spec.timeline.seed not in seeds:
-        problems.append(f"timeline.seed: {spec.timeline.seed} is not one of the sweep's seeds")
+    base_path = resolve_base(Path(path).parent, spec.base) if base_usable else None
+    base_data = check_sweep(spec, base_path, problems, progress)
     if problems:
         raise ConfigError(source, problems)
-    sweep = Sweep(source, spec, base_path, base_data, params, param_types, points, seeds)
-    sweep.runs = [(p.index, s) for p in points for s in seeds]
-    return sweep
+    return Sweep(source, spec, base_path, base_data, {**spec.grid, **spec.zip},
+                 {n: param_type(p.values)[0] for n, p in {**spec.grid, **spec.zip}.items()}, spec.seed_list())
 
 
-def _validate(raw: dict, problems: list[str]) -> SweepSpec | None:
-    """The spec; on errors, record them and go on with the valid sections (so the semantic
-    checks below still report their problems in the same run)."""
+def resolve_base(folder: Path, base: str) -> Path:
+    """The base scenario's path (relative to the sweep file's folder), resolved if possible."""
+    path = folder / base
     try:
-        return SweepSpec.model_validate(raw)
+        return path.resolve()
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, say: reading it will tell
+        return path
+
+
+def _validate(raw: dict, problems: list[str]) -> tuple[SweepSpec | None, bool]:
+    """The spec and whether its `base` is usable; on errors, record them and go on with the
+    valid sections (so the semantic checks still report their problems in the same run)."""
+    try:
+        return SweepSpec.model_validate(raw), True
     except ValidationError as exc:
         problems += format_errors(SweepSpec, exc)
-        bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+        bad = {e["loc"][0] for e in exc.errors() if e["loc"]}
     rest = {k: v for k, v in raw.items() if k in SweepSpec.model_fields and k not in bad}
-    rest.setdefault("name", "?")
-    rest.setdefault("base", "")
+    base_usable = "base" in rest
+    rest.setdefault("name", "unnamed")
+    rest.setdefault("base", "-")  # a placeholder: not read
     try:
-        return SweepSpec.model_validate(rest)
+        return SweepSpec.model_validate(rest), base_usable
     except ValidationError:
-        return None
+        return None, False
 
 
-def _load_base(base_path: Path, problems: list[str]) -> dict | None:
-    if not base_path.is_file():
-        problems.append(f"base: no scenario file at {base_path}")
-        return None
-    try:
-        data = yaml.safe_load(base_path.read_text(encoding="utf-8")) or {}
-        scenario_mod.from_data(copy.deepcopy(data), str(base_path))
-    except yaml.YAMLError as exc:
-        problems.append(f"base: {base_path} is not valid YAML: {exc}")
-        return None
-    except ConfigError as exc:
-        problems += [f"base: {p}" for p in exc.problems]
-        return None
-    return data
-
-
-def _check_names(spec: SweepSpec) -> list[str]:
-    from analysis.run_rows import RESERVED_COLUMNS  # the runs table's own column names
-
-    problems = []
-    for name in sorted(spec.grid.keys() & spec.zip.keys()):
-        problems.append(f"zip.{name}: parameter name also used in grid")
-    owner: dict[str, str] = {}
-    for section, table in (("grid", spec.grid), ("zip", spec.zip)):
-        for name, param in table.items():
-            key = param.key.replace(" ", "")
-            if key in owner:
-                problems.append(f"{section}.{name}.key: {param.key} is already varied by {owner[key]}")
-            owner.setdefault(key, f"{section}.{name}")
-            if key in spec.set:
-                problems.append(f"{section}.{name}.key: {param.key} is also fixed by set")
-    for section, table in (("grid", spec.grid), ("zip", spec.zip)):
-        for name in table:
-            if not NAME_RE.match(name):
-                problems.append(f"{section}.{name}: parameter names are lower_snake_case (a column of the runs table)")
-            elif name in RESERVED_COLUMNS:
-                problems.append(f"{section}.{name}: clashes with the runs-table column {name!r}; pick another name")
-    return problems
-
-
-def _check_zip(spec: SweepSpec) -> list[str]:
-    lengths = {name: len(p.values) for name, p in spec.zip.items()}
-    if len(set(lengths.values())) > 1:
-        listed = ", ".join(f"{n}={n_values}" for n, n_values in lengths.items())
-        return [f"zip: lists must have equal lengths (got {listed})"]
-    return []
-
-
-def _check_seeds(spec: SweepSpec, seeds: list[int]) -> list[str]:
-    if isinstance(spec.seeds, int) and spec.seeds < 1:
-        return ["seeds: must be at least 1"]
-    if len(set(seeds)) != len(seeds):
-        return ["seeds: listed more than once"]
-    if any(s < 0 for s in seeds):
-        return ["seeds: must be ≥ 0"]
-    return []
-
-
-def _param_type(values: list[Scalar]) -> tuple[str, str]:
+def param_type(values: list[Scalar]) -> tuple[str, str]:
+    """The runs-table type of a parameter's values, and a problem if they mix types."""
     kinds = {("bool" if isinstance(v, bool) else type(v).__name__) for v in values}
     if kinds <= {"int"}:
         return "int", ""
@@ -256,51 +259,3 @@ def _param_type(values: list[Scalar]) -> tuple[str, str]:
     if len(kinds) == 1:
         return kinds.pop(), ""
     return "str", f"values mix types ({', '.join(sorted(kinds))}); a parameter's values share one type"
-
-
-def _expand(spec: SweepSpec) -> list[Point]:
-    set_items = tuple(_override(k, v) for k, v in spec.set.items())
-    grid_axes = [[(name, p.key, v) for v in p.values] for name, p in spec.grid.items()]
-    zip_rows = list(zip(*[[(name, p.key, v) for v in p.values] for name, p in spec.zip.items()],
-                        strict=True)) or [()]
-    points = []
-    for combo in itertools.product(*grid_axes):
-        for row in zip_rows:
-            chosen = list(combo) + list(row)
-            points.append(Point(len(points), {name: v for name, _k, v in chosen},
-                                set_items + tuple(_override(k, v) for _n, k, v in chosen)))
-    return points
-
-
-def _check_points(base_data: dict, points: list[Point], spec: SweepSpec) -> list[str]:
-    """Every point's scenario must validate; each distinct problem is reported once."""
-    seen: dict[str, str] = {}
-    for point in points:
-        try:
-            scenario_mod.from_data(copy.deepcopy(base_data), "<point>", list(point.overrides))
-        except ConfigError as exc:
-            for problem in exc.problems:
-                seen.setdefault(problem, point.key or "(every point)")
-    return [f"point {where}: {_blame(problem, list(spec.set))}{problem}" for problem, where in seen.items()]
-
-
-def _check_values(base_data: dict, spec: SweepSpec) -> list[str]:
-    """Each `set` item and each parameter value applied alone to the base scenario."""
-    problems: list[str] = []
-    singles = [("set", k, v) for k, v in spec.set.items()]
-    for section, table in (("grid", spec.grid), ("zip", spec.zip)):
-        singles += [(f"{section}.{name}", p.key, v) for name, p in table.items() for v in p.values]
-    for where, key, value in singles:
-        try:
-            scenario_mod.from_data(copy.deepcopy(base_data), "<value>", [_override(key, value)])
-        except ConfigError as exc:
-            problems += [f"{where} ({key}={value!r}): {p}" for p in exc.problems if p not in problems]
-    return list(dict.fromkeys(problems))
-
-
-def _blame(problem: str, set_keys: list[str]) -> str:
-    """Which `set` item a scenario problem comes from: its key path starts the problem."""
-    for key in sorted(set_keys, key=len, reverse=True):
-        if re.match(rf"{re.escape(key)}(?=[:.\[ ]|$)", problem):
-            return f"set.{key} → "
-    return ""

@@ -3,7 +3,16 @@
 `execute(task)` takes a plain dict (picklable, built by the driver in analysis/sweep.py) and
 returns a small dict; per-message data never travels back to the driver. An exception inside
 the simulator or the checkers becomes a `runs` row with status "failed", the error and a
-one-line reproduction command, so no run is silently dropped.
+one-line reproduction command, so no run is silently dropped. So does a run stopped at a bound
+(`run_timeout_s`, `run_max_events`: `stopped_by` says which; its partial counts are not kept),
+and a run whose Python worker died `RUN_ATTEMPTS` times (analysis/sweep_dir.py: each start is
+recorded first, so the count survives the worker).
+
+A task carries the base scenario's JSON (one string shared by every task of the driver) and
+the point's overrides, not a scenario per run, so the driver's memory grows with the number
+of runs only by a few hundred bytes each. The per-message tables a sweep keeps stream out as the
+run goes: `deliveries` from the trace (a Tracer chunk observer, one row group per chunk),
+`latencies` from the checkers' ledger at the end.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analysis import results_store as store
+from analysis import sweep_dir
 from analysis.checks import latency_samples
 from analysis.ledger import display_key
 from analysis.run_rows import runs_row
@@ -29,12 +39,32 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     out_dir = Path(task["out_dir"])
     schema = store.runs_schema(task["param_types"])
     row = _identity(task)
+    attempt = sweep_dir.begin_attempt(out_dir, task["run_id"])
+    if attempt > sweep_dir.RUN_ATTEMPTS:
+        row["status"] = "failed"
+        row["error"] = (f"WorkerLost: the Python worker running this run died {attempt - 1} times (killed, or "
+                        "out of memory?); run it alone with the reproduction command to see why")
+    else:
+        _run(task, row, out_dir)
+    store.write_run_row(out_dir, row, schema)
+    return {"run_id": row["run_id"], "status": row["status"], "trace_sha256": row.get("trace_sha256"),
+            "wall_s": row.get("wall_s"), "pid": os.getpid(),
+            "pythonhashseed": os.environ.get("PYTHONHASHSEED")}
+
+
+def _run(task: dict[str, Any], row: dict[str, Any], out_dir: Path) -> None:
     deliveries = None
     try:
         sc = _scenario(task)
         if "deliveries" in task["keep"]:
             deliveries = DeliveriesWriter(out_dir, task, _producer_names(sc))
         result = _simulate(task, (deliveries,) if deliveries is not None else (), sc)
+        stopped_by = result.summary.get("stopped_by")
+        if stopped_by:
+            row.update(status="failed", stopped_by=stopped_by, error=_stopped(task, result.summary))
+            if deliveries is not None:
+                deliveries.discard()
+            return
         row.update(runs_row(result.summary, result.details, result.fault_records, result.meta))
         row["status"] = "ok"
         if deliveries is not None:
@@ -46,10 +76,13 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
             deliveries.discard()
         row["status"] = "failed"
         row["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
-    store.write_run_row(out_dir, row, schema)
-    return {"run_id": row["run_id"], "status": row["status"], "trace_sha256": row.get("trace_sha256"),
-            "wall_s": row.get("wall_s"), "pid": os.getpid(),
-            "pythonhashseed": os.environ.get("PYTHONHASHSEED")}
+
+
+def _stopped(task: dict[str, Any], summary: dict[str, Any]) -> str:
+    bound = (f"run_timeout_s = {task['run_timeout_s']} s of wall time" if summary["stopped_by"] == "max_wall_s"
+             else f"run_max_events = {task['max_events']:,} events")
+    return (f"StoppedAtBound: the run reached {bound} at simulated {summary['stopped_at_ms'] / 1000:g} s "
+            f"(verdict unknown); raise the bound in the sweep file to run it whole")
 
 
 def rerun_digest(task: dict[str, Any]) -> str:
@@ -60,7 +93,7 @@ def rerun_digest(task: dict[str, Any]) -> str:
 def _scenario(task: dict[str, Any]) -> Any:
     from sim import scenario as scenario_mod
 
-    return scenario_mod.from_data(json.loads(task["scenario_json"]), task["repro"])
+    return scenario_mod.from_data(json.loads(task["base_json"]), task["repro"], list(task["overrides"]))
 
 
 def _producer_names(sc: Any) -> list[str]:
@@ -74,11 +107,12 @@ def _simulate(task: dict[str, Any], observers: tuple = (), sc: Any = None) -> An
     from sim.runner import run_scenario
 
     return run_scenario(sc if sc is not None else _scenario(task), seed=task["seed"], details=True,
-                        observers=observers, wall_budget_s=task.get("run_timeout_s"))
+                        observers=observers, max_wall_s=task["run_timeout_s"], max_events=task["max_events"])
 
 
 def _identity(task: dict[str, Any]) -> dict[str, Any]:
-    row = {"run_id": task["run_id"], "sweep": task["sweep"], "point": task["point"],
+    row = {"run_id": task["run_id"], "sweep": task["sweep"], "sweep_digest": task["sweep_digest"],
+           "point": task["point"],
            "point_key": task["point_key"], "seed": task["seed"], "repro": task["repro"],
            "params_json": json.dumps(task["params"], sort_keys=True)}
     row.update(task["params"])

@@ -8,13 +8,18 @@ Modules
 - network.py  networkx topology of TCP-like FIFO links; partitions, latency, loss
 - disk.py     fsync latency and bandwidth; slow-disk and fsync-stall faults
 - faults.py   fault kinds, scripted and random, and the injector
-- config.py   duration units, error rendering with key paths and "did you mean"
+- config.py   value types with bounds, duration units, error rendering with key paths and "did you mean"
+- limits.py   every bound on inputs, runs and sweeps, with its reason (hard bounds; sane maxima)
+- inputs.py   reading users' files: regular, bounded, UTF-8; YAML with depth/alias/tag limits
+- keypath.py  the key-path grammar and `--set KEY.PATH=VALUE` overrides
 - trace.py    flat record kinds, the in-memory sink, JSONL output, the run digest
-- files.py    atomic file output (hidden temporary file, then rename)
+- files.py    atomic file output (hidden temporary file, then rename); output directories checked
 
-Layering: the modules above import only the standard library, SimPy, networkx and pydantic.
-`scenario.py`, `runner.py` and `cli.py` are the assembly edge: the only kernel files that import
-`models`. `sim.run(path_or_scenario, seed=...)` is the Python API.
+Layering: the modules above import only the standard library, SimPy, networkx, pydantic, PyYAML
+and NumPy. `scenario.py` (the tree and loading), `scenario_checks.py` (cross-section checks),
+`runner.py` and `cli.py` are the assembly edge; of them only `scenario.py`, `runner.py` and
+`cli.py` import `models`. `sim.run(path_or_scenario, seed=..., max_events=..., max_wall_s=...)`
+is the Python API.
 """
 
 from __future__ import annotations

@@ -1,21 +1,26 @@
 """`rmqsim` command line: run, validate, defaults, sweep, report (assembly edge).
 
 Exit codes of `rmqsim run` (Jepsen's verdict vocabulary, analysis/verdict.py): 0 valid, 1
-invalid (a guarantee or an `expect:` failed), 2 bad input (every problem printed, nothing run),
-3 unknown (e.g. the run stopped at one of its bounds). Other commands: 0 success, 1 failure,
-2 bad input.
+invalid (a guarantee or an `expect:` failed), 2 bad input or an unusable output location (every
+problem printed, nothing run), 3 unknown (the run stopped at a bound — `--max-events`,
+`--max-wall-s` — or something could not be judged). Other commands: 0 success, 1 failure, 2 bad
+input, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from sim.config import ConfigError
-from sim.files import atomic_write_text
+from sim.files import OutputError, atomic_write_text, writable_dir
+from sim.limits import CONFIRM_RUNS, DEFAULT_MAX_EVENTS, DEFAULT_MAX_WALL_S, MAX_SEED
+
+DRY_RUN_POINTS = 20  # points listed by `sweep --dry-run`
 
 EXIT_VALID, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
 EXIT_BY_VERDICT = {"valid": EXIT_VALID, "invalid": EXIT_INVALID, "unknown": EXIT_UNKNOWN}
@@ -52,20 +57,61 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     sc = scenario_mod.load(args.scenario, args.set)
     seed = sc.seed if args.seed is None else args.seed
+    out = writable_dir(Path(args.out) if args.out else _run_dir(sc.name, seed))  # before simulating
     print(f"seed: {seed}")
     print(f"scenario: {sc.name}  resolved sha256: {sc.digest()}")
     print(f"reproduce: rmqsim run {args.scenario} --seed {seed}" + "".join(f" --set {s}" for s in args.set or []))
-    out = Path(args.out) if args.out else Path("runs") / sc.name / f"seed-{seed}"
-    out.mkdir(parents=True, exist_ok=True)
     result = run_scenario(sc, seed=seed, trace_dir=out / "trace" if args.trace else None,
-                          max_events=args.max_events, max_wall_s=args.max_wall_s)
+                          max_wall_s=args.max_wall_s, max_events=args.max_events)
     print(_summary_table(result.summary))
     print(f"trace sha256: {result.summary['trace_sha256']}")
     atomic_write_text(out / "scenario.resolved.json", json.dumps(sc.model_dump(mode="json"), indent=1))
     atomic_write_text(out / "run_meta.json", json.dumps(result.meta, indent=1))
     atomic_write_text(out / "summary.json", json.dumps(result.summary, indent=1, sort_keys=True))
     print(f"wrote {out}/summary.json ({result.meta['wall_s']} s wall, {result.meta['sim_to_wall']}× real time)")
+    stopped_by = result.summary["stopped_by"]
+    if stopped_by:
+        bound = f"--max-events {args.max_events}" if stopped_by == "max_events" else f"--max-wall-s {args.max_wall_s}"
+        print(f"stopped at bound: unknown ({bound} reached at simulated {result.summary['stopped_at_ms'] / 1000:g} s; "
+              "the counts above cover only that part of the run)", file=sys.stderr)
     return EXIT_BY_VERDICT[result.summary["verdict"]]
+
+
+def _seed(text: str) -> int:
+    """A seed: a whole number from 0 to 2^63 - 1 (stored as int64 in sweep results)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"not a seed (0 to 2^63 - 1): {text[:40]!r}")
+    return value
+
+
+def _run_dir(name: str, seed: int) -> Path:
+    """runs/<name>/seed-<n>."""
+    return _inside(Path("runs"), name, f"seed-{seed}")
+
+
+def _inside(root: Path, *parts: str) -> Path:
+    """root/parts, from validated plain names; refused if it still resolves outside `root`
+    (a symbolic link placed there): an output directory derived from a name stays in its root."""
+    out = root.joinpath(*parts)
+    if not out.resolve().is_relative_to(root.resolve()):
+        raise OutputError(f"{out} resolves outside {root}/ (a symbolic link?); pass --out to write there")
+    return out
+
+
+def _positive(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+        return value
+    return parse
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -84,24 +130,33 @@ def cmd_defaults(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from analysis.results_store import ForeignDirectory
-    from analysis.sweep import run_sweep
+    from analysis.sweep import SweepAborted, run_sweep
+    from analysis.sweep_dir import ForeignDirectory
     from analysis.sweep_spec import load_sweep
 
-    sweep = load_sweep(args.sweep)  # every problem reported before Spark starts
-    out = Path(args.out) if args.out else Path("sweeps") / sweep.name
-    print(f"sweep {sweep.name}: {len(sweep.points)} points × {len(sweep.seeds)} seeds = "
-          f"{len(sweep.runs)} runs → {out}  (digest {sweep.digest()[:12]})")
+    sweep = load_sweep(args.sweep, progress=sys.stderr)  # every problem reported before Spark starts
+    out = Path(args.out) if args.out else _inside(Path("sweeps"), sweep.name)
+    print(f"sweep {sweep.name}: {sweep.n_points:,} points × {len(sweep.seeds):,} seeds = {sweep.n_runs:,} runs → {out}")
     if args.dry_run:
-        for point in sweep.points:
+        for point in itertools.islice(sweep.iter_points(), DRY_RUN_POINTS):
             print(f"  point {point.index}: {point.key or '(base)'}")
+        if sweep.n_points > DRY_RUN_POINTS:
+            print(f"  ... and {sweep.n_points - DRY_RUN_POINTS:,} more points")
         return 0
+    if sweep.n_runs > CONFIRM_RUNS and not args.yes:
+        print(f"rmqsim sweep: {sweep.n_runs:,} runs is more than {CONFIRM_RUNS:,}; pass --yes to run them "
+              "(or --dry-run to list the points)", file=sys.stderr)
+        return 2
     try:
         outcome = run_sweep(sweep, out, master=args.master, parallelism=args.parallelism,
                             verify_determinism=args.verify_determinism, replace=args.replace)
     except ForeignDirectory as exc:
         print(f"rmqsim sweep: {exc}", file=sys.stderr)
         return 2
+    except SweepAborted as exc:
+        print(f"rmqsim sweep: the Spark job failed: {exc}\ncomplete runs are kept in {out}; "
+              "rerun the same command to resume", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"\ninterrupted: complete runs are kept in {out}; rerun the same command to resume",
               file=sys.stderr)
@@ -141,16 +196,16 @@ def parser() -> argparse.ArgumentParser:
                                 "(an acknowledged message lost, or an `expect:` failed), 2 bad input, "
                                 "3 unknown (the run stopped at a bound, or something could not be judged)")
     run.add_argument("scenario")
-    run.add_argument("--seed", type=int)
+    run.add_argument("--seed", type=_seed)
     run.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                      help="override a scenario value (YAML syntax), repeatable")
     run.add_argument("--out", help="output directory (default runs/<scenario>/seed-<n>)")
     run.add_argument("--trace", action="store_true",
                      help="also write the trace: OUT/trace/<kind>.parquet, one file per record kind")
-    run.add_argument("--max-events", type=int, default=None, metavar="N",
-                     help="stop after N events (verdict unknown; default: 2e9, beyond any study)")
-    run.add_argument("--max-wall-s", type=float, default=None, metavar="S",
-                     help="stop after S seconds of wall time (verdict unknown; default: none)")
+    run.add_argument("--max-events", type=_positive(int), default=DEFAULT_MAX_EVENTS, metavar="N",
+                     help=f"stop after about N events, verdict unknown (exit 3; default {DEFAULT_MAX_EVENTS:,})")
+    run.add_argument("--max-wall-s", type=_positive(float), default=DEFAULT_MAX_WALL_S, metavar="S",
+                     help=f"stop after S seconds of wall time, verdict unknown (exit 3; default {DEFAULT_MAX_WALL_S:g})")
     run.set_defaults(func=cmd_run)
     val = sub.add_parser("validate", help="check a scenario file without running it")
     val.add_argument("scenario")
@@ -167,7 +222,9 @@ def parser() -> argparse.ArgumentParser:
                      help="rerun K random runs in the driver and compare trace digests")
     swp.add_argument("--dry-run", action="store_true", help="validate and list the points only")
     swp.add_argument("--replace", action="store_true",
-                     help="if --out holds another sweep, or runs of another simulator version, delete it and start afresh")
+                     help="if --out holds another sweep, or runs of another simulator version, delete it and start "
+                          "afresh (only a directory holding nothing but an rmqsim sweep)")
+    swp.add_argument("--yes", action="store_true", help=f"run a sweep of more than {CONFIRM_RUNS:,} runs")
     swp.set_defaults(func=cmd_sweep)
     rep = sub.add_parser("report", help="figures and an HTML page from a sweep's results")
     rep.add_argument("dir", help="a sweep output directory")
@@ -184,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except ConfigError as exc:
         print(exc.render(), file=sys.stderr)
+        return 2
+    except OutputError as exc:
+        print(f"rmqsim {args.command}: {exc}", file=sys.stderr)
         return 2
 
 

@@ -1,9 +1,19 @@
-"""Typed configuration loading: units for durations, and errors that name file, key path, reason.
+"""Typed configuration loading: value types with bounds, and errors that name file, key path, reason.
 
 Scenario and sweep trees are pydantic models with `extra="forbid"`. `format_errors` turns a
 `ValidationError` into one line per problem, `path.to[0].key: reason`, adding a "did you mean"
 hint for unknown keys by walking the model tree to the offending level. All problems of a file
-are reported together (`ConfigError` carries the list).
+are reported together (`ConfigError` carries the list; `render` lists the first
+`MAX_PROBLEMS` and counts the rest).
+
+Value types for model fields (use them instead of bare `int`/`float`/`str`):
+- `Int`, `Float`: pydantic's lax numbers (2.0 is 2, "5" is 5) except that a boolean is refused
+  (`count: true` is a mistake, not 1);
+- `PositiveIntMs`, `NonNegativeIntMs`: whole milliseconds of a model tunable, at most `MAX_TIME_MS`;
+- `DurationMs`, `PositiveDurationMs`: 500, 1.5, '500ms', '10s', '2min', '1h', '1d', '250us', in
+  ms, at most `MAX_TIME_MS`; a positive duration is at least 1 µs, the clock's resolution;
+- `Name` (scenario and sweep names: they become directory names) and `NodeName` (node names:
+  they become parts of random-stream names, `<node>.disk`, `net.<src>-><dst>`).
 """
 
 from __future__ import annotations
@@ -14,11 +24,15 @@ import types
 import typing
 from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationError
+
+from sim.inputs import short
+from sim.limits import MAX_NAME_CHARS, MAX_PROBLEMS, MAX_TIME_MS
 
 _UNIT_TO_MS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0,
-               "min": 60_000.0, "h": 3_600_000.0}
-_DURATION_RE = re.compile(r"^\s*(-?[0-9][0-9_]*(?:\.[0-9]+)?)\s*([a-zµ]*)\s*$")
+               "min": 60_000.0, "h": 3_600_000.0, "d": 86_400_000.0}
+# digits with single underscores between them ('1_000', not '1_' or '1__0'), an optional fraction
+_DURATION_RE = re.compile(r"^\s*(-?[0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)\s*([a-zµ]*)\s*$")
 
 
 class ConfigError(Exception):
@@ -31,12 +45,14 @@ class ConfigError(Exception):
 
     def render(self) -> str:
         lines = [f"{len(self.problems)} problem(s) in {self.source}:"]
-        lines += [f"  {self.source}: {p}" for p in self.problems]
+        lines += [f"  {self.source}: {p}" for p in self.problems[:MAX_PROBLEMS]]
+        if len(self.problems) > MAX_PROBLEMS:
+            lines.append(f"  ... and {len(self.problems) - MAX_PROBLEMS} more problem(s)")
         return "\n".join(lines)
 
 
 def parse_duration_ms(value: Any) -> Any:
-    """Accept 500, 1.5, '500ms', '10s', '2min', '1h', '250us'; return milliseconds."""
+    """Accept 500, 1.5, '500ms', '10s', '2min', '1h', '1d', '250us'; return milliseconds."""
     if isinstance(value, bool):
         raise ValueError("expected a duration (a number of ms, or a string like '10s'), got a boolean")
     if isinstance(value, (int, float)):
@@ -44,24 +60,62 @@ def parse_duration_ms(value: Any) -> Any:
     if isinstance(value, str):
         match = _DURATION_RE.match(value)
         if not match:
-            raise ValueError(f"cannot read {value!r} as a duration (examples: 500, '500ms', '10s', '2min')")
+            raise ValueError(f"cannot read {short(value)} as a duration (examples: 500, '500ms', '10s', '2min')")
         number, unit = float(match.group(1).replace("_", "")), match.group(2) or "ms"
         if unit not in _UNIT_TO_MS:
-            raise ValueError(f"unknown unit {unit!r} in {value!r} (use one of us, ms, s, min, h)")
+            raise ValueError(f"unknown unit {unit!r} in {short(value)} (use one of us, ms, s, min, h, d)")
         return number * _UNIT_TO_MS[unit]
     raise ValueError(f"expected a duration, got {type(value).__name__}")
 
 
-DurationMs = Annotated[float, BeforeValidator(parse_duration_ms)]
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("expected a number, got a boolean")
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_no_bool)]
+Float = Annotated[float, BeforeValidator(_no_bool)]
+PositiveIntMs = Annotated[int, BeforeValidator(_no_bool), Field(gt=0, le=MAX_TIME_MS)]  # model tunables
+NonNegativeIntMs = Annotated[int, BeforeValidator(_no_bool), Field(ge=0, le=MAX_TIME_MS)]
+DurationMs = Annotated[float, BeforeValidator(parse_duration_ms), Field(ge=0, le=MAX_TIME_MS)]
+PositiveDurationMs = Annotated[float, BeforeValidator(parse_duration_ms), Field(ge=0.001, le=MAX_TIME_MS)]
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_NODE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+
+
+def _name(value: str) -> str:
+    if not (len(value) <= MAX_NAME_CHARS and _NAME_RE.fullmatch(value)):
+        raise ValueError(f"a name is 1 to {MAX_NAME_CHARS} letters, digits, '.', '_' or '-', "
+                         "starting with a letter or digit")
+    return value
+
+
+def _node_name(value: str) -> str:
+    if not (len(value) <= MAX_NAME_CHARS and _NODE_NAME_RE.fullmatch(value)):
+        raise ValueError(f"a node name is 1 to {MAX_NAME_CHARS} letters, digits, '_' or '-', "
+                         "starting with a letter or digit")
+    return value
+
+
+Name = Annotated[str, AfterValidator(_name)]
+NodeName = Annotated[str, AfterValidator(_node_name)]
+
+
+_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 def render_path(loc: tuple) -> str:
+    """`cluster.brokers[0].store`; a key that is not a plain identifier is shown quoted, `['a b']`
+    (so a hostile key cannot break the one-problem-per-line output)."""
     out = ""
     for part in loc:
-        if isinstance(part, int):
+        if isinstance(part, int) and not isinstance(part, bool):
             out += f"[{part}]"
+        elif isinstance(part, str) and _KEY_RE.fullmatch(part):
+            out += f".{part}" if out else part
         else:
-            out += f".{part}" if out else str(part)
+            out += f"[{short(part)}]"
     return out or "(top level)"
 
 
@@ -122,11 +176,16 @@ def format_errors(root: type, error: ValidationError) -> list[str]:
             reason = "unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else
                                       f" (known keys: {', '.join(sorted(known))})" if known else "")
         else:
-            reason = err["msg"].removeprefix("Value error, ")
-            if err["type"] not in ("missing",) and "input" in err and not isinstance(err["input"], (dict, list)):
-                reason += f" (got {err['input']!r})"
+            reason = _reason(err)
         problems.append(f"{path}: {reason}")
     return problems
+
+
+def _reason(err: dict[str, Any]) -> str:
+    reason = err["msg"].removeprefix("Value error, ")
+    if err["type"] != "missing" and "input" in err and not isinstance(err["input"], (dict, list)):
+        reason += f" (got {short(err['input'])})"
+    return reason
 
 
 def _drop_tags(root: type, loc: tuple) -> tuple:

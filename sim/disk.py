@@ -12,7 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sim.config import Int
 from sim.dist import Constant, Dist
+
+MAX_BANDWIDTH_BYTES_PER_S = 10**12  # 1 TB/s, beyond any device
 
 
 class DiskConfig(BaseModel):
@@ -22,7 +25,7 @@ class DiskConfig(BaseModel):
 
     write_latency_ms: Dist = Constant(value=0.02)
     fsync_latency_ms: Dist = Constant(value=2.0)
-    bandwidth_bytes_per_s: int = Field(default=500 * 1024 * 1024, gt=0)
+    bandwidth_bytes_per_s: Int = Field(default=500 * 1024 * 1024, gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)
 
 
 class Disk:

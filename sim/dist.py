@@ -13,6 +13,13 @@ YAML forms (values in milliseconds, like RocketMQ's settings):
 `sample_us(stream)` is the only place where a float draw becomes time; it rounds once and never
 returns a negative value. The same specs serve for byte sizes (`sample_int`).
 
+Bounds (sim/limits.py): every parameter is finite, at most `MAX_DIST_VALUE` (10^12 ms, or
+bytes), and a lognormal's sigma (given, or derived from p50/p99) at most `MAX_LOGNORMAL_SIGMA`.
+Every draw, after scaling, **saturates** at `DRAW_CAP` (10^15: 31 years in µs) rather than
+overflowing: a NumPy float beyond int64 would otherwise wrap to a negative number when cast,
+and a Python `int(round(inf))` raises. A saturated delay is longer than any run, so the event
+it schedules simply never happens.
+
 `sampler_us(stream)` and `sampler_int(stream)` bind a distribution to a stream for hot paths
 (consume time; message size). The uniform, exponential and lognormal samplers draw `BATCH` values
 at a time from a NumPy PCG64 generator seeded once from `stream` (one 128-bit draw), and hand them
@@ -33,6 +40,9 @@ from typing import Annotated, Any, Literal, Union
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from sim.config import Float
+from sim.limits import DRAW_CAP, MAX_DIST_VALUE, MAX_LOGNORMAL_SIGMA
+
 Z_99 = 2.3263478740408408  # standard normal quantile at 0.99
 BATCH = 1024  # values drawn per NumPy call in the batched samplers
 
@@ -42,8 +52,13 @@ def _generator(stream: random.Random) -> np.random.Generator:
 
 
 def _whole_reversed(draw_block: Callable[[], np.ndarray]) -> Callable[[], list[int]]:
-    """Blocks of float draws → lists of whole numbers ≥ 0, last draw first."""
-    return lambda: (np.maximum(draw_block()[::-1], 0.0) + 0.5).astype(np.int64).tolist()
+    """Blocks of float draws → lists of whole numbers in [0, DRAW_CAP], last draw first."""
+    return lambda: (np.clip(draw_block()[::-1], 0.0, DRAW_CAP) + 0.5).astype(np.int64).tolist()
+
+
+def _whole(value: float) -> int:
+    """One scaled draw as a whole number in [0, DRAW_CAP] (inf saturates too)."""
+    return int(round(min(value, DRAW_CAP))) if value > 0 else 0
 
 
 def _popping(next_block: Callable[[], list[int]]) -> Callable[[], int]:
@@ -68,14 +83,12 @@ class _DistBase(BaseModel):
         raise NotImplementedError
 
     def sample_us(self, stream: random.Random) -> int:
-        """Draw in ms, return whole µs (≥ 0)."""
-        value = self.sample(stream)
-        return int(round(value * 1000)) if value > 0 else 0
+        """Draw in ms, return whole µs (≥ 0, saturating at DRAW_CAP)."""
+        return _whole(self.sample(stream) * 1000)
 
     def sample_int(self, stream: random.Random) -> int:
-        """Draw a count (e.g. bytes), rounded, at least 0."""
-        value = self.sample(stream)
-        return int(round(value)) if value > 0 else 0
+        """Draw a count (e.g. bytes), rounded, at least 0 (saturating at DRAW_CAP)."""
+        return _whole(self.sample(stream))
 
     def mean(self) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -89,14 +102,9 @@ class _DistBase(BaseModel):
         return self.sampler(stream, 1)
 
     def sampler(self, stream: random.Random, scale: float) -> Callable[[], int]:
-        """Draws of `value × scale`, rounded to whole numbers, at least 0."""
+        """Draws of `value × scale`, rounded to whole numbers, at least 0, at most DRAW_CAP."""
         sample = self.sample
-
-        def draw() -> int:
-            value = sample(stream) * scale
-            return int(round(value)) if value > 0 else 0
-
-        return draw
+        return lambda: _whole(sample(stream) * scale)
 
     def block_sampler(self, stream: random.Random, scale: float) -> Callable[[], list[int]]:
         """The next draws of `sampler(stream, scale)` per call, last draw first. Here one draw
@@ -113,32 +121,36 @@ class _Batched(_DistBase):
         return _popping(self.block_sampler(stream, scale))
 
 
+Param = Annotated[Float, Field(ge=0, le=MAX_DIST_VALUE)]  # a parameter that may be 0
+PositiveParam = Annotated[Float, Field(gt=0, le=MAX_DIST_VALUE)]
+
+
 class Constant(_DistBase):
     dist: Literal["constant"] = "constant"
-    value: float = Field(ge=0)
+    value: Param
 
     def sample(self, stream: random.Random) -> float:
         return self.value
 
     def sample_us(self, stream: random.Random) -> int:
-        return int(round(self.value * 1000))
+        return _whole(self.value * 1000)
 
     def mean(self) -> float:
         return self.value
 
     def sampler(self, stream: random.Random, scale: float) -> Callable[[], int]:
-        value = int(round(self.value * scale))
+        value = _whole(self.value * scale)
         return lambda: value
 
     def block_sampler(self, stream: random.Random, scale: float) -> Callable[[], list[int]]:
-        block = [int(round(self.value * scale))] * BATCH
+        block = [_whole(self.value * scale)] * BATCH
         return block.copy
 
 
 class Uniform(_Batched):
     dist: Literal["uniform"]
-    low: float = Field(ge=0)
-    high: float = Field(ge=0)
+    low: Param
+    high: Param
 
     @model_validator(mode="after")
     def _ordered(self) -> Uniform:
@@ -159,7 +171,7 @@ class Uniform(_Batched):
 
 class Exponential(_Batched):
     dist: Literal["exponential"]
-    mean_value: float = Field(alias="mean", gt=0)
+    mean_value: PositiveParam = Field(alias="mean")
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
 
@@ -176,19 +188,23 @@ class Exponential(_Batched):
 
 class Lognormal(_Batched):
     dist: Literal["lognormal"]
-    median: float | None = Field(default=None, gt=0)
-    sigma: float | None = Field(default=None, ge=0)
-    p50: float | None = Field(default=None, gt=0)
-    p99: float | None = Field(default=None, gt=0)
+    median: PositiveParam | None = None
+    sigma: Annotated[Float, Field(ge=0, le=MAX_LOGNORMAL_SIGMA)] | None = None
+    p50: PositiveParam | None = None
+    p99: PositiveParam | None = None
 
     @model_validator(mode="after")
     def _one_form(self) -> Lognormal:
-        by_median = self.median is not None and self.sigma is not None
-        by_quantiles = self.p50 is not None and self.p99 is not None
-        if by_median == by_quantiles:
+        given = {k for k in ("median", "sigma", "p50", "p99") if getattr(self, k) is not None}
+        if given not in ({"median", "sigma"}, {"p50", "p99"}):
             raise ValueError("give either median+sigma or p50+p99")
+        by_quantiles = given == {"p50", "p99"}
         if by_quantiles and self.p99 < self.p50:
             raise ValueError(f"p99 ({self.p99}) is below p50 ({self.p50})")
+        if by_quantiles and self.mu_sigma[1] > MAX_LOGNORMAL_SIGMA:
+            raise ValueError(f"p99/p50 = {self.p99 / self.p50:.3g} is too wide a spread (sigma "
+                             f"{self.mu_sigma[1]:.3g}; at most {MAX_LOGNORMAL_SIGMA:g}, a ratio of "
+                             f"{math.exp(MAX_LOGNORMAL_SIGMA * Z_99):.3g})")
         return self
 
     @property
@@ -214,13 +230,7 @@ class Lognormal(_Batched):
 
 class Empirical(_DistBase):
     dist: Literal["empirical"]
-    values: list[float] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _non_negative(self) -> Empirical:
-        if any(v < 0 for v in self.values):
-            raise ValueError("values must be ≥ 0")
-        return self
+    values: list[Param] = Field(min_length=1)
 
     def sample(self, stream: random.Random) -> float:
         return self.values[stream.randrange(len(self.values))]

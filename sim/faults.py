@@ -27,14 +27,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sim import trace
-from sim.config import DurationMs
+from sim.config import DurationMs, Float, NodeName, PositiveDurationMs
 from sim.dist import Dist
 from sim.env import ms
+from sim.limits import MAX_FAULT_RATE_PER_HOUR, MAX_SLOW_FACTOR, MAX_TIME_MS, MIN_FAULT_RATE_PER_HOUR
 
 FaultKind = Literal["process_crash", "power_loss", "restart", "partition", "heal",
                     "link_latency", "packet_loss", "disk_slow", "fsync_stall", "pause"]
 NODE_KINDS = ("process_crash", "power_loss", "restart", "disk_slow", "fsync_stall", "pause")
 LINK_KINDS = ("link_latency", "packet_loss")
+DISK_KINDS = ("disk_slow", "fsync_stall")  # only nodes with a disk (brokers) can take these
+MAX_DOWN_US = ms(MAX_TIME_MS)  # a random fault's down time (its draw saturates far beyond)
 _NEEDS = {
     "process_crash": ("node",), "power_loss": ("node",), "restart": ("node",),
     "partition": ("groups",), "heal": (), "link_latency": ("src", "dst", "extra_latency_ms"),
@@ -48,18 +51,18 @@ class FaultSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    at_ms: DurationMs = Field(ge=0)
+    at_ms: DurationMs
     kind: FaultKind
-    node: str | None = None
-    groups: list[list[str]] | None = None
+    node: NodeName | None = None
+    groups: list[list[NodeName]] | None = None
     one_way: bool = False
-    src: str | None = None
-    dst: str | None = None
+    src: NodeName | None = None
+    dst: NodeName | None = None
     both_ways: bool = True
-    duration_ms: DurationMs | None = Field(default=None, gt=0)
-    factor: float | None = Field(default=None, gt=0)
+    duration_ms: PositiveDurationMs | None = None
+    factor: Float | None = Field(default=None, gt=0, le=MAX_SLOW_FACTOR)
     extra_latency_ms: Dist | None = None
-    probability: float | None = Field(default=None, gt=0, lt=1)
+    probability: Float | None = Field(default=None, gt=0, lt=1)
 
     @model_validator(mode="after")
     def _required(self) -> FaultSpec:
@@ -82,13 +85,13 @@ class RandomFaultSpec(BaseModel):
 
     kind: Literal["process_crash", "power_loss", "partition", "link_latency", "packet_loss",
                   "disk_slow", "fsync_stall", "pause"]
-    nodes: list[str] = Field(min_length=1)
-    rate_per_hour: float = Field(gt=0)
-    min_up_ms: DurationMs = Field(default=0, ge=0)
+    nodes: list[NodeName] = Field(min_length=1)
+    rate_per_hour: Float = Field(ge=MIN_FAULT_RATE_PER_HOUR, le=MAX_FAULT_RATE_PER_HOUR)
+    min_up_ms: DurationMs = 0
     down_ms: Dist
-    factor: float | None = Field(default=None, gt=0)
+    factor: Float | None = Field(default=None, gt=0, le=MAX_SLOW_FACTOR)
     extra_latency_ms: Dist | None = None
-    probability: float | None = Field(default=None, gt=0, lt=1)
+    probability: Float | None = Field(default=None, gt=0, lt=1)
 
     @model_validator(mode="after")
     def _required(self) -> RandomFaultSpec:
@@ -195,7 +198,7 @@ class FaultInjector:
             if not self.active:
                 return
             target = spec.nodes[stream.randrange(len(spec.nodes))]
-            down_us = max(1, spec.down_ms.sample_us(stream))
+            down_us = min(max(1, spec.down_ms.sample_us(stream)), MAX_DOWN_US)  # a FaultSpec duration
             self.inject(self._as_scripted(spec, target, down_us))
             yield self.env.timeout(down_us)
 

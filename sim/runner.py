@@ -10,9 +10,10 @@ wired here: the Ledger (analysis/ledger.py, the checkers' ground truth), the fau
 request a Parquet trace writer or a caller's own observers. Nothing per message is kept unless
 the caller asks (`keep_records`).
 
-Bounds: `max_events` (events processed) and `max_wall_s` (wall time, checked between slices
-of simulated time) stop a run early; it still gets a summary, with `stopped_by` set and the
-verdict `unknown`. `wall_budget_s` (sweeps' `run_timeout_s`) instead raises WallBudgetExceeded.
+Bounds: `max_events` (events processed; default `sim.limits.DEFAULT_MAX_EVENTS`) and
+`max_wall_s` (wall time, checked between slices of simulated time) stop a run early; it still
+gets a summary of what happened so far, with `stopped_by` naming the bound, `stopped_at_ms` the
+simulated time, and the verdict `unknown`.
 """
 
 from __future__ import annotations
@@ -39,12 +40,12 @@ from sim import scenario as scenario_mod
 from sim import trace
 from sim.env import SimEnv, ms
 from sim.faults import FaultInjector
+from sim.limits import DEFAULT_MAX_EVENTS
 from sim.network import Network
 from sim.rng import Rng
 from sim.scenario import Scenario, instance_names
 from sim.trace import Tracer
 
-DEFAULT_MAX_EVENTS = 2_000_000_000  # far beyond any study: about 3 × 10^8 messages
 SLICE_START_US = 1_000  # the first slice of simulated time between checks of the bounds
 SLICE_MAX_US = 10_000_000
 SLICE_EVENTS = 200_000  # slices grow or shrink to hold about this many events
@@ -69,10 +70,6 @@ class RunResult:
     records: list[tuple] = field(default_factory=list)  # every record, only with keep_records
     details: dict[str, Any] = field(default_factory=dict)  # per-message facts, when asked for
     fault_records: list[tuple] = field(default_factory=list)
-
-
-class WallBudgetExceeded(RuntimeError):
-    """A run took longer (wall time) than the budget its caller gave it."""
 
 
 def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
@@ -158,8 +155,7 @@ def make_ledger(world: World) -> Ledger:
 def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: list[str] | None = None,
                  details: bool = False, keep_records: bool = False,
                  observers: tuple[Callable[[list[tuple]], None], ...] = (), trace_dir: str | Path | None = None,
-                 wall_budget_s: float | None = None, max_events: int | None = None,
-                 max_wall_s: float | None = None) -> RunResult:
+                 max_events: int | None = None, max_wall_s: float | None = None) -> RunResult:
     """Run one scenario (a path or a loaded Scenario).
 
     `details`: `RunResult.details` gets the checkers' per-message facts (latency samples and
@@ -182,7 +178,7 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run allocates millions of short-lived acyclic objects; GC passes only cost time
     try:
-        stopped_by = _run(env, end_us, wall_start, wall_budget_s, max_events, max_wall_s)
+        stopped_by = _run(env, end_us, wall_start, max_events, max_wall_s)
         tracer.emit("run", trace.RUN_ENDED, "settled" if stopped_by is None else f"stopped:{stopped_by}")
         digest = tracer.close()
         if writer is not None:
@@ -201,8 +197,7 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     return RunResult(summary, meta, world, tracer.records, facts or {}, world.injector.log)
 
 
-def _run(env: SimEnv, end_us: int, wall_start: float, wall_budget_s: float | None, max_events: int | None,
-         max_wall_s: float | None) -> str | None:
+def _run(env: SimEnv, end_us: int, wall_start: float, max_events: int | None, max_wall_s: float | None) -> str | None:
     """Run to `end_us`, or to a bound; returns the bound that stopped the run, or None.
 
     The run goes in slices of simulated time, sized to hold about `SLICE_EVENTS` events, so the
@@ -226,9 +221,6 @@ def _run(env: SimEnv, end_us: int, wall_start: float, wall_budget_s: float | Non
         elapsed = time.perf_counter() - wall_start
         if env.now >= end_us:
             break
-        if wall_budget_s is not None and elapsed > wall_budget_s:
-            raise WallBudgetExceeded(f"run exceeded its wall-time budget of {wall_budget_s} s at simulated "
-                                     f"{env.now / 1e6:.0f} s of {end_us / 1e6:.0f} s")
         if max_wall_s is not None and elapsed > max_wall_s:
             return "max_wall_s"
     return None
@@ -246,6 +238,7 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
         "records": records,
         "sim_time_ms": now_us // 1000,
         "stopped_by": stopped_by,
+        "stopped_at_ms": now_us // 1000 if stopped_by else None,
         **metrics,
     }
     promises = guarantees_for(consumer_groups(sc))

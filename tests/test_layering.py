@@ -7,8 +7,9 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-KERNEL = ["env", "rng", "dist", "node", "network", "disk", "faults", "config", "trace", "files"]
-ASSEMBLY = {"scenario", "runner", "cli", "__init__"}
+KERNEL = ["env", "rng", "dist", "node", "network", "disk", "faults", "config", "trace", "files", "limits",
+          "inputs", "keypath"]
+ASSEMBLY = {"scenario", "scenario_checks", "runner", "cli", "__init__"}
 
 
 def _imports(path: Path) -> list[str]:

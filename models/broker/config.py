@@ -1,13 +1,19 @@
 """Broker tunables: subsets of store.config.MessageStoreConfig and common.BrokerConfig (5.3.3).
 
-One field per tunable the model reads; Java field name beside each default.
+One field per tunable the model reads; Java field name beside each default. Bounds: times at
+most `sim.limits.MAX_TIME_MS`, sizes and counts within a Java `int` (the type RocketMQ keeps
+them in), `messageDelayLevel` parsed here as ScheduleMessageService parses it.
 """
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sim.config import Int, NonNegativeIntMs, PositiveIntMs
+from sim.limits import MAX_TIME_MS
 
 OS_PAGE_SIZE_BYTES = 4 * 1024  # DefaultMappedFile.OS_PAGE_SIZE
 CQ_UNIT_BYTES = 20  # ConsumeQueue.CQ_STORE_UNIT_SIZE
@@ -19,6 +25,10 @@ CHANNEL_EXPIRED_TIMEOUT_US = 120_000_000  # ConsumerManager.channelExpiredTimeou
 OFFSET_PERSIST_INITIAL_DELAY_US = 10_000_000  # BrokerController scheduled persist, first run
 REGISTER_INITIAL_DELAY_US = 10_000_000  # BrokerController.registerBrokerAll schedule
 MAX_SCAN_BYTES = 16_000  # maxFilterMessageSize: CQ bytes scanned per getMessage (at least maxMsgNums × 20)
+INTEGER_MAX_VALUE = 2**31 - 1  # Java int: RocketMQ's sizes and counts
+MAX_DELAY_LEVELS = 64  # delay levels are queue ids of SCHEDULE_TOPIC_XXXX
+DELAY_LEVEL_RE = re.compile(r"(\d{1,12})([smhd])")  # ScheduleMessageService.parseDelayLevel units
+DELAY_UNIT_MS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 class FlushDiskType(StrEnum):
@@ -37,21 +47,44 @@ class MessageStoreConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH  # flushDiskType
-    flush_interval_commit_log_ms: int = Field(500, gt=0)  # flushIntervalCommitLog
-    flush_commit_log_least_pages: int = Field(4, ge=0)  # flushCommitLogLeastPages
-    flush_commit_log_thorough_interval_ms: int = Field(10_000, gt=0)  # flushCommitLogThoroughInterval
-    sync_flush_timeout_ms: int = Field(5_000, gt=0)  # syncFlushTimeout
-    mapped_file_size_commit_log_bytes: int = Field(1 << 30, ge=1 << 16)  # mappedFileSizeCommitLog
-    max_message_size_bytes: int = Field(4 * 1024 * 1024, gt=0)  # maxMessageSize
-    max_transfer_count_on_message_in_memory: int = Field(32, gt=0)  # maxTransferCountOnMessageInMemory
-    max_transfer_bytes_on_message_in_memory: int = Field(262_144, gt=0)  # maxTransferBytesOnMessageInMemory
-    max_transfer_count_on_message_in_disk: int = Field(8, gt=0)  # maxTransferCountOnMessageInDisk
-    max_transfer_bytes_on_message_in_disk: int = Field(65_536, gt=0)  # maxTransferBytesOnMessageInDisk
-    access_message_in_memory_max_ratio: int = Field(40, ge=0, le=100)  # accessMessageInMemoryMaxRatio
-    physical_memory_bytes: int = Field(16 * 1024**3, gt=0)  # host RAM (UtilAll.TOTAL_PHYSICAL_MEMORY_SIZE)
+    flush_interval_commit_log_ms: PositiveIntMs = 500  # flushIntervalCommitLog
+    flush_commit_log_least_pages: Int = Field(4, ge=0, le=INTEGER_MAX_VALUE)  # flushCommitLogLeastPages
+    flush_commit_log_thorough_interval_ms: PositiveIntMs = 10_000  # flushCommitLogThoroughInterval
+    sync_flush_timeout_ms: PositiveIntMs = 5_000  # syncFlushTimeout
+    mapped_file_size_commit_log_bytes: Int = Field(1 << 30, ge=1 << 16, le=INTEGER_MAX_VALUE)  # mappedFileSizeCommitLog
+    max_message_size_bytes: Int = Field(4 * 1024 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # maxMessageSize
+    max_transfer_count_on_message_in_memory: Int = Field(32, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferCountOnMessageInMemory
+    max_transfer_bytes_on_message_in_memory: Int = Field(262_144, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferBytesOnMessageInMemory
+    max_transfer_count_on_message_in_disk: Int = Field(8, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferCountOnMessageInDisk
+    max_transfer_bytes_on_message_in_disk: Int = Field(65_536, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferBytesOnMessageInDisk
+    access_message_in_memory_max_ratio: Int = Field(40, ge=0, le=100)  # accessMessageInMemoryMaxRatio
+    physical_memory_bytes: Int = Field(16 * 1024**3, gt=0, le=1 << 50)  # host RAM (UtilAll.TOTAL_PHYSICAL_MEMORY_SIZE)
     broker_role: BrokerRole = BrokerRole.ASYNC_MASTER  # brokerRole
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"  # messageDelayLevel
-    flush_delay_offset_interval_ms: int = Field(10_000, gt=0)  # flushDelayOffsetInterval
+    flush_delay_offset_interval_ms: PositiveIntMs = 10_000  # flushDelayOffsetInterval
+
+    @field_validator("message_delay_level")
+    @classmethod
+    def _delay_levels(cls, spec: str) -> str:
+        delay_levels_ms(spec)
+        return spec
+
+
+def delay_levels_ms(spec: str) -> list[int]:
+    """`messageDelayLevel` ("1s 5s … 2h") → delay in ms per level (index 0 = level 1)."""
+    tokens = spec.split()
+    if not 1 <= len(tokens) <= MAX_DELAY_LEVELS:
+        raise ValueError(f"give 1 to {MAX_DELAY_LEVELS} delay levels separated by spaces, like '1s 5s 10s 1m 2h'")
+    out = []
+    for token in tokens:
+        match = DELAY_LEVEL_RE.fullmatch(token)
+        if not match:
+            raise ValueError(f"cannot read delay level {token[:20]!r} (a number and one of s, m, h, d, like '30s')")
+        value_ms = int(match.group(1)) * DELAY_UNIT_MS[match.group(2)]
+        if value_ms > MAX_TIME_MS:
+            raise ValueError(f"delay level {token!r} is longer than {MAX_TIME_MS // 86_400_000} days")
+        out.append(value_ms)
+    return out
 
 
 class BrokerConfig(BaseModel):
@@ -59,10 +92,10 @@ class BrokerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    register_name_server_period_ms: int = Field(30_000, ge=10_000, le=60_000)  # registerNameServerPeriod
-    flush_consumer_offset_interval_ms: int = Field(5_000, gt=0)  # flushConsumerOffsetInterval
+    register_name_server_period_ms: Int = Field(30_000, ge=10_000, le=60_000)  # registerNameServerPeriod
+    flush_consumer_offset_interval_ms: PositiveIntMs = 5_000  # flushConsumerOffsetInterval
     long_polling_enable: bool = True  # longPollingEnable
-    short_polling_time_mills: int = Field(1_000, gt=0)  # shortPollingTimeMills
+    short_polling_time_mills: PositiveIntMs = 1_000  # shortPollingTimeMills
     notify_consumer_ids_changed_enable: bool = True  # notifyConsumerIdsChangedEnable
-    default_topic_queue_nums: int = Field(8, gt=0)  # defaultTopicQueueNums (broker side)
-    startup_ms: int = Field(2_000, ge=0)  # not a Java field: JVM start + store recovery time
+    default_topic_queue_nums: Int = Field(8, gt=0, le=1024)  # defaultTopicQueueNums (broker side)
+    startup_ms: NonNegativeIntMs = 2_000  # not a Java field: JVM start + store recovery time

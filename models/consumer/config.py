@@ -1,10 +1,18 @@
-"""Consumer tunables: DefaultMQPushConsumer and ClientConfig subsets (5.3.3 defaults)."""
+"""Consumer tunables: DefaultMQPushConsumer and ClientConfig subsets (5.3.3 defaults).
+
+Bounds are DefaultMQPushConsumerImpl.checkConfig's where it has one (consumeThreadMax 1..1000,
+consumeConcurrentlyMaxSpan and pullThresholdForQueue 1..65535, pullThresholdSizeForQueue
+1..1024 MiB, pullInterval 0..65535 ms, pullBatchSize 1..1024); times are at most
+`sim.limits.MAX_TIME_MS`.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from sim.config import Int, NonNegativeIntMs, PositiveIntMs
 
 PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US = 50_000  # DefaultMQPushConsumerImpl
 BROKER_SUSPEND_MAX_TIME_US = 15_000_000  # DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS
@@ -45,17 +53,17 @@ class PushConsumerConfig(BaseModel):
     message_model: MessageModel = MessageModel.CLUSTERING  # messageModel
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET  # consumeFromWhere
     allocate_message_queue_strategy: AllocateStrategy = AllocateStrategy.AVG  # allocateMessageQueueStrategy
-    consume_thread_max: int = Field(20, gt=0)  # consumeThreadMin / consumeThreadMax
-    consume_concurrently_max_span: int = Field(2_000, gt=0)  # consumeConcurrentlyMaxSpan
-    pull_threshold_for_queue: int = Field(1_000, gt=0)  # pullThresholdForQueue
-    pull_threshold_size_for_queue_mib: int = Field(100, gt=0)  # pullThresholdSizeForQueue (MiB)
-    pull_batch_size: int = Field(32, gt=0)  # pullBatchSize
-    pull_interval_ms: int = Field(0, ge=0)  # pullInterval
-    max_reconsume_times: int = Field(-1, ge=-1)  # maxReconsumeTimes (-1 → 16)
-    persist_consumer_offset_interval_ms: int = Field(5_000, gt=0)  # persistConsumerOffsetInterval
-    pull_time_delay_mills_when_exception: int = Field(1_000, ge=0)  # pullTimeDelayMillsWhenException
-    heartbeat_broker_interval_ms: int = Field(30_000, gt=0)  # heartbeatBrokerInterval
-    poll_name_server_interval_ms: int = Field(30_000, gt=0)  # pollNameServerInterval
-    mq_client_api_timeout_ms: int = Field(3_000, gt=0)  # mqClientApiTimeout
-    virtual_node_cnt: int = Field(10, ge=0)  # AllocateMessageQueueConsistentHash.virtualNodeCnt
-    consumeridcs: list[str] = []  # AllocateMessageQueueByMachineRoom.consumeridcs
+    consume_thread_max: Int = Field(20, gt=0, le=1000)  # consumeThreadMin / consumeThreadMax
+    consume_concurrently_max_span: Int = Field(2_000, gt=0, le=65_535)  # consumeConcurrentlyMaxSpan
+    pull_threshold_for_queue: Int = Field(1_000, gt=0, le=65_535)  # pullThresholdForQueue
+    pull_threshold_size_for_queue_mib: Int = Field(100, gt=0, le=1024)  # pullThresholdSizeForQueue (MiB)
+    pull_batch_size: Int = Field(32, gt=0, le=1024)  # pullBatchSize
+    pull_interval_ms: Int = Field(0, ge=0, le=65_535)  # pullInterval
+    max_reconsume_times: Int = Field(-1, ge=-1, le=10_000)  # maxReconsumeTimes (-1 → 16)
+    persist_consumer_offset_interval_ms: PositiveIntMs = 5_000  # persistConsumerOffsetInterval
+    pull_time_delay_mills_when_exception: NonNegativeIntMs = 1_000  # pullTimeDelayMillsWhenException
+    heartbeat_broker_interval_ms: PositiveIntMs = 30_000  # heartbeatBrokerInterval
+    poll_name_server_interval_ms: PositiveIntMs = 30_000  # pollNameServerInterval
+    mq_client_api_timeout_ms: PositiveIntMs = 3_000  # mqClientApiTimeout
+    virtual_node_cnt: Int = Field(10, ge=0, le=10_000)  # AllocateMessageQueueConsistentHash.virtualNodeCnt
+    consumeridcs: list[str] = Field([], max_length=1_000)  # AllocateMessageQueueByMachineRoom.consumeridcs

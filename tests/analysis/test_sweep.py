@@ -33,6 +33,7 @@ import yaml
 
 import sim
 from analysis import results_store as store
+from analysis import sweep_dir
 from analysis.run_rows import SUMMARY_COUNTS
 from analysis.sweep import run_sweep, spark_session, tasks
 from analysis.sweep_spec import load_sweep, run_id
@@ -244,7 +245,7 @@ def test_sweep_rows_equal_direct_runs(quick):
     assert outcome.failed == [] and outcome.mismatches == [] and outcome.verified == []
     assert "runs 4/4" in quick["log"]
 
-    manifest = store.read_manifest(out)
+    manifest = sweep_dir.read_manifest(out)
     assert manifest["digest"] == sweep.digest() and manifest["runs"] == 4
     expected_ids = {run_id(p, s) for p, s in sweep.runs}
     assert expected_ids == {"p0000-s1", "p0000-s2", "p0001-s1", "p0001-s2"}
@@ -371,7 +372,8 @@ def test_failed_run_is_recorded_and_retried(spark, tmp_path):
     good, bad = rows["p0000-s1"], rows["p0001-s1"]
     assert good["status"] == "ok" and good["error"] is None and good["trace_sha256"]
     assert bad["status"] == "failed" and bad["rate"] == 20_000
-    assert "WallBudgetExceeded" in bad["error"] and "0.3 s" in bad["error"]
+    assert "StoppedAtBound" in bad["error"] and "run_timeout_s = 0.3 s" in bad["error"]
+    assert bad["stopped_by"] == "max_wall_s"
     assert bad["trace_sha256"] is None and bad["sent_ok"] is None and bad["latency_ms"] is None
     assert {p.stem for p in visible(out / store.DELIVERIES)} == {"p0000-s1"}
     from sim.cli import parser
@@ -393,11 +395,10 @@ def test_execute_broken_task_writes_failed_row(tmp_path):
                        keep=["deliveries", "latencies"])
     out = tmp_path / "out"
     sweep = load_sweep(path)
-    store.prepare(out, {"digest": sweep.digest()})
+    sweep_dir.prepare(out, {"digest": sweep.digest()})
     (task,) = tasks(sweep, out)
-    bad_json = dict(task, scenario_json="{not json")
-    bad_tree = dict(task, run_id="p0000-s4", seed=4,
-                    scenario_json=json.dumps({**sweep.scenario_data(sweep.points[0]), "bogus": 1}))
+    bad_json = dict(task, base_json="{not json")
+    bad_tree = dict(task, run_id="p0000-s4", seed=4, base_json=json.dumps({**sweep.base_data, "bogus": 1}))
     for t, error in ((bad_json, "JSONDecodeError"), (bad_tree, "ConfigError")):
         result = execute(t)
         assert result["status"] == "failed" and result["trace_sha256"] is None
@@ -405,7 +406,7 @@ def test_execute_broken_task_writes_failed_row(tmp_path):
         assert row["status"] == "failed" and error in row["error"], row["error"]
         assert row["repro"].startswith("rmqsim run ") and row["repro"] == t["repro"]
         assert (row["point"], row["seed"], row["rate"]) == (0, t["seed"], 100)
-    assert store.completed(out) == {"p0000-s3": "failed", "p0000-s4": "failed"}
+    assert sweep_dir.completed(out, sweep.digest()) == {"p0000-s3": "failed", "p0000-s4": "failed"}
     assert visible(out / store.DELIVERIES) == [] and visible(out / store.LATENCIES) == []
 
 
@@ -442,10 +443,10 @@ def test_killed_sweep_resumes_without_touching_complete_runs(tmp_path):
             pq.read_table(p)  # readable, not truncated
     complete = {p.stem: p for p in visible(out / store.RUNS)}
     assert 2 <= len(complete) < total, f"{len(complete)} runs complete: kill was not mid-sweep"
-    assert all(s == "ok" for s in store.completed(out).values())
+    assert all(s == "ok" for s in sweep_dir.completed(out).values())
     before = {rid: stamp(p) for rid, p in complete.items()}
     before_lat = {rid: stamp(out / store.LATENCIES / f"{rid}.parquet") for rid in complete}
-    manifest = stamp(out / store.MANIFEST)
+    manifest = stamp(out / sweep_dir.MANIFEST)
 
     rerun = run_rmqsim(args, tmp_path, 150)
     stdout, stderr = rerun.stdout, rerun.stderr
@@ -454,12 +455,12 @@ def test_killed_sweep_resumes_without_touching_complete_runs(tmp_path):
     assert f"{k} of {total} runs already complete, skipped" in stderr
     assert f"done: {total - k} run(s)" in stdout and f"({k} already complete)" in stdout
 
-    status = store.completed(out)
+    status = sweep_dir.completed(out)
     assert len(status) == total and set(status.values()) == {"ok"}
     assert {p.stem for p in visible(out / store.LATENCIES)} == set(status)
     assert {rid: stamp(complete[rid]) for rid in complete} == before, "complete runs were rewritten"
     assert {rid: stamp(out / store.LATENCIES / f"{rid}.parquet") for rid in complete} == before_lat
-    assert stamp(out / store.MANIFEST) == manifest
+    assert stamp(out / sweep_dir.MANIFEST) == manifest
     # a run from before the crash and one from the resumed sweep both equal a direct run
     sweep, rows = load_sweep(path), read_runs(out)
     for rid in (min(complete), max(set(status) - set(complete))):
@@ -576,21 +577,21 @@ def test_resume_refuses_runs_of_another_simulator_version(tmp_path):
     sweep, out = load_sweep(path), tmp_path / "out"
     current = manifest(sweep)
     assert current["simulator_sha256"] == simulator_sha256() and len(current["simulator_sha256"]) == 64
-    store.prepare(out, current)
-    store.prepare(out, current)  # same sweep, same simulator: resumes
+    sweep_dir.prepare(out, current)
+    sweep_dir.prepare(out, current)  # same sweep, same simulator: resumes
     older = dict(current, simulator_sha256="0" * 64)
-    with pytest.raises(store.ForeignDirectory, match="another version of the simulator"):
-        store.prepare(out, older)
+    with pytest.raises(sweep_dir.ForeignDirectory, match="another version of the simulator"):
+        sweep_dir.prepare(out, older)
     legacy = tmp_path / "legacy"  # made before manifests carried the simulator digest
-    store.prepare(legacy, {k: v for k, v in current.items() if k != "simulator_sha256"})
-    with pytest.raises(store.ForeignDirectory, match="another version of the simulator"):
-        store.prepare(legacy, current)
-    with pytest.raises(store.ForeignDirectory, match="another sweep"):
-        store.prepare(out, dict(current, digest="x"))
+    sweep_dir.prepare(legacy, {k: v for k, v in current.items() if k != "simulator_sha256"})
+    with pytest.raises(sweep_dir.ForeignDirectory, match="another version of the simulator"):
+        sweep_dir.prepare(legacy, current)
+    with pytest.raises(sweep_dir.ForeignDirectory, match="another sweep"):
+        sweep_dir.prepare(out, dict(current, digest="x"))
     (out / "runs").mkdir()
     (out / "runs" / "p0000-s1.parquet").write_bytes(b"old")
-    store.prepare(out, older, replace=True)  # foreign: deleted, started afresh
-    assert not (out / "runs").exists() and store.read_manifest(out) == older
+    sweep_dir.prepare(out, older, replace=True)  # foreign: deleted, started afresh
+    assert not (out / "runs").exists() and sweep_dir.read_manifest(out) == older
     (out / "keep").write_text("x")
-    store.prepare(out, older, replace=True)  # same sweep and simulator: resumed, nothing deleted
+    sweep_dir.prepare(out, older, replace=True)  # same sweep and simulator: resumed, nothing deleted
     assert (out / "keep").exists()

@@ -1,0 +1,233 @@
+"""Reading what users hand rmqsim: bounded regular UTF-8 files, and YAML with limits.
+
+`read_text(path)` opens the file once, without blocking (a FIFO or a device must not hang the
+reader), insists on a regular file of at most `limit` bytes, and decodes it as UTF-8.
+
+`load_yaml(text)` is `yaml.safe_load` with limits (sim/limits.py): nesting depth, the number of
+values counting every alias expansion (a "billion laughs" document stops at the limit instead of
+exhausting memory further down), duplicate keys are an error (YAML's last-wins would silently
+drop a section), and only plain data is built: null, booleans, numbers, strings, lists,
+mappings and merge keys. `!!set` (unordered: iterating it would depend on PYTHONHASHSEED),
+`!!binary`, `!!timestamp`, `!!omap`/`!!pairs` and every unknown tag are refused, and dates are
+read as strings. A value a standard tag cannot hold (`!!float abc`, an integer literal beyond
+Python's 4,300-digit limit) is reported with its line instead of raising from the constructor.
+
+Every failure is an `InputProblem` whose text is a short reason, never the file's content
+beyond the offending value's first characters.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.constructor import ConstructorError
+from yaml.events import AliasEvent
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+from sim.limits import MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
+
+_TAG = "tag:yaml.org,2002:"
+_PLAIN_TAGS = {f"{_TAG}{t}" for t in ("null", "bool", "int", "float", "str", "seq", "map")}
+
+
+class InputProblem(Exception):
+    """Why a file or document was not read: `reason` (short, safe to print) and `where` in the
+    text ('line 3, column 1'), or '(file)' for the file as a whole."""
+
+    def __init__(self, reason: str, where: str = "(file)") -> None:
+        self.reason, self.where = reason, where
+        super().__init__(f"{where}: {reason}")
+
+
+def short(value: Any, limit: int = 40) -> str:
+    """`repr(value)` cut to `limit` characters, for messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def read_text(path: str | Path, limit: int = MAX_FILE_BYTES) -> str:
+    """The whole file as text; InputProblem unless it is a regular UTF-8 file of ≤ `limit` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except ValueError:
+        raise InputProblem("the path contains a NUL byte") from None
+    except OSError as exc:
+        raise InputProblem(f"cannot read it: {exc.strerror or exc}") from None
+    try:
+        data = _read_regular(fd, limit)
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputProblem(f"not UTF-8 text (byte {exc.start} cannot be decoded)") from None
+
+
+def _read_regular(fd: int, limit: int) -> bytes:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputProblem("not a regular file")
+    if st.st_size > limit:
+        raise InputProblem(f"larger than {limit:,} bytes")
+    chunks, size = [], 0
+    try:
+        while size <= limit:  # st_size is 0 for /proc files: read up to the limit regardless
+            chunk = os.read(fd, min(1 << 16, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise InputProblem(f"cannot read it: {exc.strerror or exc}") from None
+    if size > limit:
+        raise InputProblem(f"larger than {limit:,} bytes")
+    return b"".join(chunks)
+
+
+# libyaml scans and parses (fast); the composer is PyYAML's Python one, so its limits apply.
+try:
+    from yaml.cyaml import CParser as _Parser
+except ImportError:  # PyYAML built without libyaml
+    _Parser = None
+
+
+class _Limited(_Parser or yaml.parser.Parser, yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
+    """A YAML loader with a depth and expansion budget, duplicate-key errors and plain tags only."""
+
+    yaml_constructors = {tag: fn for tag, fn in yaml.SafeLoader.yaml_constructors.items()
+                         if tag in _PLAIN_TAGS}
+    yaml_multi_constructors: dict = {}
+    yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in resolvers if tag != f"{_TAG}timestamp"]
+                               for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    get_single_node = yaml.composer.Composer.get_single_node
+    check_node = yaml.composer.Composer.check_node
+    get_node = yaml.composer.Composer.get_node
+
+    def __init__(self, text: str) -> None:
+        if _Parser is None:
+            yaml.reader.Reader.__init__(self, text)  # Parser reads tokens from the scanner's methods
+            yaml.scanner.Scanner.__init__(self)
+            yaml.parser.Parser.__init__(self)
+        else:
+            _Parser.__init__(self, text)
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+        self.depth = 0
+        self.values = 0  # values composed so far, aliases counted at their expanded size
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, AliasEvent):
+            return self._alias(parent, index, event)
+        self.depth += 1
+        self._count(1, event)
+        if self.depth > MAX_YAML_DEPTH:
+            raise _problem(f"nested more than {MAX_YAML_DEPTH} levels deep", event.start_mark)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+        node.expanded = _expanded_size(node)
+        return node
+
+    def _alias(self, parent: Any, index: Any, event: AliasEvent) -> Any:
+        target = self.anchors.get(event.anchor)
+        if target is not None and not hasattr(target, "expanded"):
+            raise _problem("an alias refers to a collection that contains it", event.start_mark)
+        node = super().compose_node(parent, index)
+        self._count(node.expanded, event)
+        return node
+
+    def _count(self, values: int, event: Any) -> None:
+        self.values += values
+        if self.values > MAX_YAML_NODES:
+            raise _problem(f"more than {MAX_YAML_NODES:,} values once aliases are expanded", event.start_mark)
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, AttributeError, OverflowError, LookupError):
+            what = short(node.value) if isinstance(node, ScalarNode) else "this value"
+            raise ConstructorError(None, None, f"cannot read {what} as {node.tag.removeprefix(_TAG)}",
+                                   node.start_mark) from None
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> Any:
+        if isinstance(node, MappingNode):  # else SafeConstructor reports the wrong kind of node
+            _refuse_duplicates(self, node)
+        return super().construct_mapping(node, deep)
+
+    def construct_undefined(self, node: Any) -> Any:
+        tag = node.tag.replace(_TAG, "!!")
+        raise ConstructorError(None, None, f"the tag {tag} is not allowed here (plain values, "
+                               "lists and mappings only)", node.start_mark)
+
+
+_Limited.add_constructor(None, _Limited.construct_undefined)
+
+
+def _expanded_size(node: Any) -> int:
+    if isinstance(node, ScalarNode):
+        return 1
+    if isinstance(node, SequenceNode):
+        return 1 + sum(child.expanded for child in node.value)
+    return 1 + sum(k.expanded + v.expanded for k, v in node.value)
+
+
+def _refuse_duplicates(loader: _Limited, node: MappingNode) -> None:
+    """Explicit keys only: keys brought in by a merge (`<<: *base`) may be overridden."""
+    seen: dict[Any, Any] = {}
+    for key_node, _value in node.value:
+        if key_node.tag == f"{_TAG}merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            first = seen.get(key)
+        except TypeError:  # unhashable: SafeConstructor reports it
+            continue
+        if first is not None:
+            raise _problem(f"duplicate key {short(key)} (first at line {first.line + 1})", key_node.start_mark)
+        seen[key] = key_node.start_mark
+
+
+class _Budget(yaml.MarkedYAMLError):
+    """A rule of this loader was broken (reported without the 'syntax error' prefix)."""
+
+
+def _problem(reason: str, mark: Any) -> _Budget:
+    return _Budget(problem=reason, problem_mark=mark)
+
+
+def load_yaml(text: str) -> Any:
+    """One YAML document as plain Python data; InputProblem('line L, column C: reason')."""
+    loader = None
+    try:
+        loader = _Limited(text)
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(file)"
+        raise InputProblem(_reason(exc), where) from None
+    except yaml.reader.ReaderError as exc:
+        raise InputProblem(f"{exc.reason} (#x{exc.character:04x})", f"character {exc.position + 1}") from None
+    except yaml.YAMLError as exc:
+        raise InputProblem(f"not valid YAML: {str(exc).splitlines()[0][:100]}") from None
+    except RecursionError:
+        raise InputProblem(f"nested more than {MAX_YAML_DEPTH} levels deep") from None
+    except UnicodeError:  # a str that cannot be UTF-8 (lone surrogates from undecodable argv bytes)
+        raise InputProblem("not valid text (undecodable characters)") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def _reason(exc: yaml.MarkedYAMLError) -> str:
+    problem = (exc.problem or "not valid YAML").strip()
+    if exc.context and exc.context not in problem:
+        problem = f"{problem} ({exc.context.strip()})"
+    return f"YAML syntax error: {problem}" if not isinstance(exc, ConstructorError | _Budget) else problem
+

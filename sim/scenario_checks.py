@@ -1,0 +1,376 @@
+"""Checks that span a scenario's sections, on values already type-checked (assembly edge).
+
+pydantic checks each value where it stands; what it cannot see is how sections refer to each
+other: fault targets and network links must be nodes, producers and consumers must use declared
+topics, members of a consumer group must subscribe alike, disk faults need a node with a disk,
+and the sane maxima of the scenario's `limits:` section. These checks run on the raw document
+(so they report alongside pydantic's problems), but every value they use is first read through
+the model's own field definition (`FieldReader`): a value pydantic rejects is `INVALID` here,
+and a check that needs it is skipped instead of tripping over a wrong type (`consumers: 5`,
+`group: [g]`). pydantic reports the value itself.
+
+A node whose name or instance count is invalid makes the set of node names uncertain: fault
+targets are then checked only where no invalid entry could explain them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from sim.config import render_path
+from sim.faults import DISK_KINDS
+from sim.limits import HARD_MAX_NODES
+
+INVALID: Any = type("Invalid", (), {"__repr__": lambda self: "INVALID"})()
+LISTED_NODES = 12  # node names shown in a "not a node here" message
+
+
+class FieldReader:
+    """Reads fields of raw (unvalidated) entries exactly as a model reads them."""
+
+    def __init__(self) -> None:
+        self._adapters: dict[tuple[type, str], TypeAdapter] = {}
+
+    def get(self, model: type[BaseModel], entry: Any, name: str) -> Any:
+        """The validated value of `name` in `entry`, its default when absent, else INVALID."""
+        if not isinstance(entry, dict):
+            return INVALID
+        info = model.model_fields[name]
+        key = info.alias or name
+        if key not in entry:  # a required field missing: pydantic reports it
+            return INVALID if info.is_required() else info.get_default(call_default_factory=True)
+        adapter = self._adapters.get((model, name))
+        if adapter is None:
+            adapter = self._adapters[(model, name)] = TypeAdapter(Annotated[info.annotation, info])
+        try:
+            return adapter.validate_python(entry[key])
+        except (ValidationError, TypeError, ValueError):
+            return INVALID
+
+    def entries(self, model: type[BaseModel], container: Any, name: str) -> Any:
+        """The raw elements of a list field (its default's, dumped, when absent), else INVALID."""
+        if not isinstance(container, dict):
+            return INVALID
+        info = model.model_fields[name]
+        if name not in container:
+            if info.is_required():
+                return INVALID
+            return [m.model_dump() if isinstance(m, BaseModel) else m
+                    for m in info.get_default(call_default_factory=True)]
+        raw = container[name]
+        return raw if isinstance(raw, list) else INVALID
+
+    def section(self, container: Any, name: str) -> Any:
+        """A mapping section (empty when absent), else INVALID."""
+        if not isinstance(container, dict):
+            return INVALID
+        raw = container.get(name, {})
+        return raw if isinstance(raw, dict) else INVALID
+
+
+@dataclass
+class Nodes:
+    """The node names a scenario defines, as far as they are known."""
+
+    owner: dict[str, str] = field(default_factory=dict)  # node name → the section defining it
+    kinds: dict[str, str] = field(default_factory=dict)  # node name → "namesrv" | "broker" | "client"
+    wildcards: list[str] = field(default_factory=list)  # names whose instance count is invalid
+    complete: bool = True  # False: some node's name is unknown (invalid entry)
+
+    def may_exist(self, name: str) -> bool:
+        if name in self.owner or not self.complete:
+            return True
+        return any(name == base or (name.startswith(f"{base}-") and name[len(base) + 1:].isdigit())
+                   for base in self.wildcards)
+
+    def listing(self) -> str:
+        names = list(self.owner)
+        more = f"; ... and {len(names) - LISTED_NODES} more" if len(names) > LISTED_NODES else ""
+        return "; ".join(names[:LISTED_NODES]) + more
+
+
+@dataclass
+class Context:
+    root: type[BaseModel]  # the Scenario model
+    read: FieldReader
+    nodes: Nodes
+    topics: list[str] | None  # declared topic names; None if unknown
+
+    def model(self, *path: str) -> type[BaseModel]:
+        """The model class of a (list) section, e.g. model('cluster', 'brokers') → BrokerSpec."""
+        model = self.root
+        for name in path:
+            model = _element_model(model.model_fields[name].annotation)
+        return model
+
+
+def _element_model(annotation: Any) -> type[BaseModel]:
+    """The model class inside an annotation (`list[BrokerSpec]`, `ClusterSpec`, `X | None`)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        try:
+            return _element_model(arg)
+        except TypeError:
+            continue
+    raise TypeError(f"no model in {annotation!r}")
+
+
+def cross_check(data: dict, root: type[BaseModel]) -> list[str]:
+    """Every cross-section problem of the scenario document `data` (root: the Scenario model)."""
+    ctx = Context(root, FieldReader(), Nodes(), None)
+    limits = ctx.read.get(root, data, "limits")
+    if limits is INVALID:  # reported by pydantic; judge by the default maxima meanwhile
+        limits = root.model_fields["limits"].get_default(call_default_factory=True)
+    problems = _collect_nodes(data, ctx, limits)
+    ctx.topics = _topic_names(data, ctx)
+    for check in (_check_client_topics, _check_topic_brokers, _check_groups, _check_roles,
+                  _check_fault_targets, _check_links, _check_expect):
+        problems += check(data, ctx)
+    return problems + _check_limits(data, ctx, limits)
+
+
+def _check_expect(data: dict, ctx: Context) -> list[str]:
+    """Every `expect:` key must be a metric the summary has (analysis/verdict.py)."""
+    from analysis.verdict import EXPECTABLE_METRICS
+
+    expect = data.get("expect")
+    problems = []
+    for key in expect if isinstance(expect, dict) else ():
+        if key not in EXPECTABLE_METRICS:
+            hint = difflib.get_close_matches(str(key), EXPECTABLE_METRICS, n=1, cutoff=0.6)
+            problems.append(f"{render_path(('expect', key))}: not a metric an expectation can bound" +
+                            (f" (did you mean {hint[0]!r}?)" if hint else
+                             f" (metrics: {', '.join(EXPECTABLE_METRICS)})"))
+    return problems
+
+
+def instance_names(name: str, count: int) -> list[str]:
+    """Node names of a producer/consumer entry: `name`, or `name-1 … name-N` when count > 1."""
+    return [name] if count == 1 else [f"{name}-{i}" for i in range(1, count + 1)]
+
+
+def _collect_nodes(data: dict, ctx: Context, limits: Any) -> list[str]:
+    """Register every node name (nameservers, brokers, then client instances); duplicates and
+    the `count`/`max_nodes` maxima are problems."""
+    read, nodes, problems = ctx.read, ctx.nodes, []
+    declared: list[tuple[str, str, str]] = []  # (name, where, kind)
+    cluster = read.section(data, "cluster")
+    for section, kind in (("nameservers", "namesrv"), ("brokers", "broker")):
+        model = ctx.model("cluster", section)
+        entries = read.entries(ctx.model("cluster"), cluster, section) if cluster is not INVALID else INVALID
+        declared += _declared(read, model, entries, f"cluster.{section}", kind, nodes)
+    clients: list[tuple[str, int, str]] = []  # (base name, count, where)
+    for section in ("producers", "consumers"):
+        model = ctx.model(section)
+        entries = read.entries(ctx.root, data, section)
+        if entries is INVALID:
+            nodes.complete = False
+            continue
+        for i, entry in enumerate(entries):
+            name, count = read.get(model, entry, "name"), read.get(model, entry, "count")
+            if name is INVALID:
+                nodes.complete = False
+            elif count is INVALID:
+                nodes.wildcards.append(name)  # reported by pydantic; its instances are unknown
+            else:
+                clients.append((name, count, f"{section}[{i}]"))
+                if count > limits.max_instances:
+                    problems.append(_over_limit(f"{section}[{i}].count", count, "max_instances",
+                                                limits.max_instances, "instances"))
+    total = len(declared) + sum(count for _name, count, _where in clients)
+    if total > limits.max_nodes:
+        problems.append(_over_limit("(top level)", total, "max_nodes", limits.max_nodes, "nodes in all"))
+    if total > HARD_MAX_NODES:  # too many to list: fault targets cannot be checked
+        nodes.complete = False
+        return problems
+    for name, where, kind in declared:
+        problems += _claim(nodes, name, where, kind)
+    for name, count, where in clients:
+        for instance in instance_names(name, count):
+            problems += _claim(nodes, instance, where, "client")
+    return problems
+
+
+def _declared(read: FieldReader, model: type[BaseModel], entries: Any, section: str, kind: str,
+              nodes: Nodes) -> list[tuple[str, str, str]]:
+    if entries is INVALID:
+        nodes.complete = False
+        return []
+    out = []
+    for i, entry in enumerate(entries):
+        name = read.get(model, entry, "name")
+        if name is INVALID:
+            nodes.complete = False
+        else:
+            out.append((name, f"{section}[{i}]", kind))
+    return out
+
+
+def _claim(nodes: Nodes, name: str, where: str, kind: str) -> list[str]:
+    if name in nodes.owner:
+        return [f"{where}: node name {name!r} is already used by {nodes.owner[name]}"]
+    nodes.owner[name] = where
+    nodes.kinds[name] = kind
+    return []
+
+
+def _over_limit(path: str, value: float, limit_name: str, limit: float, what: str) -> str:
+    return (f"{path}: {value:,g} {what} is above limits.{limit_name} ({limit:,g}); if that is meant, "
+            f"raise it in the scenario's limits section (limits: {{{limit_name}: ...}})")
+
+
+def _topic_names(data: dict, ctx: Context) -> list[str] | None:
+    cluster = ctx.read.section(data, "cluster")
+    entries = ctx.read.entries(ctx.model("cluster"), cluster, "topics") if cluster is not INVALID else INVALID
+    if entries is INVALID:
+        return None
+    names = [ctx.read.get(ctx.model("cluster", "topics"), entry, "name") for entry in entries]
+    return None if INVALID in names else names
+
+
+def _client_entries(data: dict, ctx: Context, section: str) -> list[tuple[int, Any]]:
+    entries = ctx.read.entries(ctx.root, data, section)
+    return [] if entries is INVALID else list(enumerate(entries))
+
+
+def _check_client_topics(data: dict, ctx: Context) -> list[str]:
+    if ctx.topics is None:
+        return []
+    problems = []
+    for section in ("producers", "consumers"):
+        for i, entry in _client_entries(data, ctx, section):
+            topic = ctx.read.get(ctx.model(section), entry, "topic")
+            if topic is not INVALID and topic not in ctx.topics:
+                problems.append(f"{section}[{i}].topic: topic {topic!r} is not declared in cluster.topics "
+                                f"(declared: {', '.join(ctx.topics) or 'none'})")
+    return problems
+
+
+def _broker_names(ctx: Context) -> list[str] | None:
+    if not ctx.nodes.complete:
+        return None
+    return [name for name, kind in ctx.nodes.kinds.items() if kind == "broker"]
+
+
+def _check_topic_brokers(data: dict, ctx: Context) -> list[str]:
+    brokers, cluster = _broker_names(ctx), ctx.read.section(data, "cluster")
+    entries = ctx.read.entries(ctx.model("cluster"), cluster, "topics") if cluster is not INVALID else INVALID
+    if brokers is None or entries is INVALID:
+        return []
+    problems = []
+    for i, entry in enumerate(entries):
+        names = ctx.read.get(ctx.model("cluster", "topics"), entry, "brokers")
+        for name in [] if names is INVALID or names is None else dict.fromkeys(names):
+            if name not in brokers:
+                problems.append(f"cluster.topics[{i}].brokers: {name!r} is not a broker here "
+                                f"(brokers: {', '.join(brokers)})")
+    return problems
+
+
+def _check_groups(data: dict, ctx: Context) -> list[str]:
+    seen: dict[str, tuple[Any, Any]] = {}
+    problems = []
+    model = ctx.model("consumers")
+    for i, entry in _client_entries(data, ctx, "consumers"):
+        group, topic, tags = (ctx.read.get(model, entry, n) for n in ("group", "topic", "tags"))
+        if INVALID in (group, topic, tags):
+            continue
+        sub = (topic, tags)
+        if group in seen and seen[group] != sub:
+            problems.append(f"consumers[{i}].group: members of group {group!r} must subscribe alike "
+                            f"(got {sub} and {seen[group]})")
+        seen.setdefault(group, sub)
+    return problems
+
+
+def _check_roles(data: dict, ctx: Context) -> list[str]:
+    cluster = ctx.read.section(data, "cluster")
+    brokers = cluster.get("brokers") if cluster is not INVALID else None
+    problems = []
+    for i, broker in enumerate(brokers if isinstance(brokers, list) else []):
+        store = broker.get("store") if isinstance(broker, dict) else None
+        if isinstance(store, dict) and store.get("broker_role") == "SLAVE":
+            problems.append(f"cluster.brokers[{i}].store.broker_role: SLAVE brokers (HA) are not modelled yet; "
+                            "use ASYNC_MASTER or SYNC_MASTER")
+    return problems
+
+
+def _fault_refs(ctx: Context, model: type[BaseModel], fault: Any) -> list[tuple[str, str]]:
+    """(key, node name) pairs a fault names, each typed value read as the model reads it."""
+    refs = []
+    for key in ("node", "src", "dst", "nodes", "groups"):
+        if key not in model.model_fields:
+            continue
+        value = ctx.read.get(model, fault, key)
+        if value is INVALID or value is None:
+            continue
+        if key == "groups":
+            refs += [(f"groups[{g}]", name) for g, group in enumerate(value) for name in dict.fromkeys(group)]
+        elif key == "nodes":
+            refs += [("nodes", name) for name in dict.fromkeys(value)]
+        else:
+            refs.append((key, value))
+    return refs
+
+
+def _check_fault_targets(data: dict, ctx: Context) -> list[str]:
+    """Each name a fault gives must be a node (a disk fault's, a broker's). An unknown name is
+    reported once per fault, and past LISTED_NODES of them the rest are counted: groups built
+    from YAML aliases can repeat a name thousands of times."""
+    problems = []
+    for section in ("faults", "random_faults"):
+        model = ctx.model(section)
+        for i, fault in _client_entries(data, ctx, section):
+            kind = ctx.read.get(model, fault, "kind")
+            unknown: dict[str, str] = {}  # name → the first key naming it
+            for key, name in _fault_refs(ctx, model, fault):
+                if not ctx.nodes.may_exist(name):
+                    unknown.setdefault(name, key)
+                elif kind in DISK_KINDS and key in ("node", "nodes") and ctx.nodes.kinds.get(name, "broker") != "broker":
+                    problems.append(f"{section}[{i}].{key}: {kind} needs a node with a disk (a broker); "
+                                    f"{name!r} is a {ctx.nodes.kinds[name]}")
+            problems += _unknown_targets(f"{section}[{i}]", unknown, ctx.nodes)
+    return problems
+
+
+def _unknown_targets(where: str, unknown: dict[str, str], nodes: Nodes) -> list[str]:
+    names = list(unknown)
+    out = [f"{where}.{unknown[name]}: {name!r} is not a node here (nodes: {nodes.listing()})"
+           for name in names[:LISTED_NODES]]
+    if len(names) > LISTED_NODES:
+        out.append(f"{where}: {len(names) - LISTED_NODES} more names are not nodes here")
+    return out
+
+
+def _check_links(data: dict, ctx: Context) -> list[str]:
+    network = ctx.read.section(data, "network")
+    model = ctx.model("network", "links")
+    entries = ctx.read.entries(ctx.model("network"), network, "links") if network is not INVALID else INVALID
+    problems = []
+    for i, link in enumerate([] if entries is INVALID else entries):
+        for key in ("src", "dst"):
+            name = ctx.read.get(model, link, key)
+            if name is not INVALID and not ctx.nodes.may_exist(name):
+                problems.append(f"network.links[{i}].{key}: {name!r} is not a node here "
+                                f"(nodes: {ctx.nodes.listing()})")
+    return problems
+
+
+def _check_limits(data: dict, ctx: Context, limits: Any) -> list[str]:
+    problems = []
+    duration, settle = (ctx.read.get(ctx.root, data, n) for n in ("duration_ms", "settle_ms"))
+    if INVALID not in (duration, settle) and duration + settle > limits.max_sim_time_ms:
+        problems.append(_over_limit("duration_ms", duration + settle, "max_sim_time_ms", limits.max_sim_time_ms,
+                                    "ms of simulated time (duration_ms + settle_ms)"))
+    for i, entry in _client_entries(data, ctx, "producers"):
+        rate = ctx.read.get(ctx.model("producers"), entry, "rate_per_s")
+        if rate is not INVALID and rate > limits.max_rate_per_s:
+            problems.append(_over_limit(f"producers[{i}].rate_per_s", rate, "max_rate_per_s",
+                                        limits.max_rate_per_s, "messages per second"))
+    return problems
