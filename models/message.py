@@ -4,7 +4,7 @@ A message's identity is an integer, `msg_id = producer_index << 32 | seq` (the p
 scenario order, and its 1-based sequence number). It plays the role of the `UNIQ_KEY` property
 (MessageClientIDSetter): set once per message and reused by every retry, so a re-sent message has
 the same id but a new CommitLog record. The key string a person reads (`p-1-42`) is derived from
-it only for display (`uniq_key`).
+it only for display (analysis/ledger.py `display_key`).
 
 `Message` is what a producer sends (the request body and header of SEND_MESSAGE); the broker copies
 its fields into the CommitLog's arrays and keeps no object. `MessageExt` is a stored message as a
@@ -38,25 +38,7 @@ PROPERTY_REAL_QUEUE_ID = "REAL_QID"
 PROPERTY_DELAY_TIME_LEVEL = "DELAY"
 PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 
-SEQ_BITS = 32
-SEQ_MASK = (1 << SEQ_BITS) - 1
-
-
-def msg_id_of(producer_index: int, seq: int) -> int:
-    return producer_index << SEQ_BITS | seq
-
-
-def producer_index_of(msg_id: int) -> int:
-    return msg_id >> SEQ_BITS
-
-
-def seq_of(msg_id: int) -> int:
-    return msg_id & SEQ_MASK
-
-
-def uniq_key(msg_id: int, producer_names: list[str]) -> str:
-    """The human-readable stand-in for UNIQ_KEY: `<producer node>-<seq>`."""
-    return f"{producer_names[msg_id >> SEQ_BITS]}-{msg_id & SEQ_MASK}"
+SEQ_BITS = 32  # msg_id = producer_index << SEQ_BITS | seq (analysis/ledger.py reads it the same way)
 
 
 class MessageQueue(NamedTuple):

@@ -46,7 +46,6 @@ class ConnectFailed:
 
 CONNECT_FAILED = ConnectFailed()
 Handler = Callable[[str, int, Any], None]
-NodeCall = OwnedCall  # a timer owned by a node incarnation (sim/env.py)
 
 
 class Node:

@@ -25,8 +25,7 @@ from typing import Any
 # reconsume times, sysflag
 RECORD = struct.Struct("<iqHIqHHHB")
 RECORD_BYTES = RECORD.size  # 33 (+ 8 for the physical offset = 41 bytes a message)
-(F_SIZE, F_STORE_US, F_QUEUE_ID, F_QUEUE_OFFSET, F_MSG_ID, F_TOPIC, F_TAGS, F_RECONSUME,
- F_SYSFLAG) = range(9)
+F_SIZE = 0  # the size field's position in an unpacked RECORD
 
 
 class MappedFile:

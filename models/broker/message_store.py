@@ -42,10 +42,6 @@ class MessageStore:
         self.memory_window_bytes = cfg.physical_memory_bytes * cfg.access_message_in_memory_max_ratio // 100
         self._overhead: dict[int, int] = {}  # topic index << 16 | tags index -> header + topic + properties
 
-    @property
-    def queues(self) -> dict[int, ConsumeQueue]:
-        return self.reput.queues
-
     def max_offset(self, topic: str, queue_id: int) -> int:
         cq = self.reput.queue(topic, queue_id)
         return cq.max_offset if cq is not None else 0
