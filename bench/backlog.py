@@ -43,7 +43,7 @@ def scenario(messages: int, rate_per_s: int, producers: int) -> dict:
                     "topics": [{"name": "backlog", "queues": 16}]},
         "producers": [{"name": "p", "count": producers, "topic": "backlog", "rate_per_s": rate_per_s / producers,
                        "arrival": "constant", "start_ms": 2_000, "stop_ms": int(produce_s * 1000) + 2_000}],
-        "consumers": [{"name": "c", "group": "late", "topic": "backlog", "start_ms": 10 ** 12,
+        "consumers": [{"name": "c", "group": "late", "topic": "backlog", "start_ms": 30_000_000_000,  # later than the run: the group starts only when `consume` says
                        "client": {"consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}}],
     }
 
