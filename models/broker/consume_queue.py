@@ -35,22 +35,32 @@ CQ_UNIT_BYTES = CQ_UNIT.size
 
 
 class ConsumeQueue:
-    """One (topic, queue id)'s units."""
+    """One (topic, queue id)'s units: the first `max_offset - min_offset` 20-byte slots of `units`,
+    which is allocated ahead (`room`) so a unit is packed straight into it."""
 
-    __slots__ = ("topic", "queue_id", "key", "ident", "units", "min_offset", "max_offset", "hint")
+    __slots__ = ("topic", "queue_id", "key", "ident", "units", "min_offset", "max_offset", "hint_phys",
+                 "hint_file", "hint_index")
 
     def __init__(self, topic: str, queue_id: int, key: int) -> None:
         self.topic, self.queue_id, self.key = topic, queue_id, key
         self.ident = (topic, queue_id)
         self.units = bytearray()
         self.min_offset = 0
-        self.max_offset = 0  # one past the last unit (getMaxOffsetInQueue); kept with `units`
-        # where the last unit's record lives, (phys offset, MappedFile, index): a caught-up consumer
-        # reads exactly that record, which then needs no search by offset (a lookup cache only)
-        self.hint: tuple = (-1, None, -1)
+        self.max_offset = 0  # one past the last unit (getMaxOffsetInQueue)
+        # where the last unit's record lives: a caught-up consumer reads exactly that record,
+        # which then needs no search by offset (a lookup cache only)
+        self.hint_phys, self.hint_file, self.hint_index = -1, None, -1
+
+    def room(self) -> int:
+        """The byte offset of the next unit's slot, growing `units` ahead when it is full (by its
+        own size, 1,280 bytes at least and 64 KiB at most, so small queues stay small)."""
+        offset = (self.max_offset - self.min_offset) * CQ_UNIT_BYTES
+        if offset + CQ_UNIT_BYTES > len(self.units):
+            self.units += bytes(min(max(len(self.units), 64 * CQ_UNIT_BYTES), 64 * 1024))
+        return offset
 
     def append(self, phys_offset: int, size: int, tags_code: int) -> None:
-        self.units += CQ_UNIT.pack(phys_offset, size, tags_code)
+        CQ_UNIT.pack_into(self.units, self.room(), phys_offset, size, tags_code)
         self.max_offset += 1
 
     def unit(self, offset: int) -> tuple[int, int, int]:
@@ -59,19 +69,18 @@ class ConsumeQueue:
 
     def truncate_dirty(self, phys_end: int) -> None:
         """Drop units that reference CommitLog data at or beyond `phys_end` (truncateDirtyLogicFiles)."""
-        self.hint = (-1, None, -1)
-        units = self.units
-        keep = len(units) // CQ_UNIT_BYTES
-        while keep and CQ_UNIT.unpack_from(units, (keep - 1) * CQ_UNIT_BYTES)[0] >= phys_end:
+        self.hint_phys, self.hint_file, self.hint_index = -1, None, -1
+        keep = self.max_offset - self.min_offset
+        while keep and CQ_UNIT.unpack_from(self.units, (keep - 1) * CQ_UNIT_BYTES)[0] >= phys_end:
             keep -= 1
-        del units[keep * CQ_UNIT_BYTES:]
+        del self.units[keep * CQ_UNIT_BYTES:]
         self.max_offset = self.min_offset + keep
 
     def last_end(self) -> int:
         """End of the CommitLog record the last unit references (-1 if empty)."""
-        if not self.units:
+        if self.max_offset == self.min_offset:
             return -1
-        phys, size, _code = CQ_UNIT.unpack_from(self.units, len(self.units) - CQ_UNIT_BYTES)
+        phys, size, _code = self.unit(self.max_offset - 1)
         return phys + size
 
 
@@ -140,7 +149,7 @@ class ReputMessageService:
         """Dispatch the file's records from index `i` while they end by `limit`; returns the
         index of the first record not dispatched."""
         log, queues, phys, data = self.log, self.queues, mapped.phys, mapped.data
-        codes, unpack, pack = log.tags_codes, RECORD.unpack_from, CQ_UNIT.pack
+        codes, unpack, pack_into = log.tags_codes, RECORD.unpack_from, CQ_UNIT.pack_into
         n = len(phys)
         while i < n:
             start = phys[i]
@@ -151,16 +160,18 @@ class ReputMessageService:
             cq = queues.get(key)
             if cq is None:
                 cq = queues[key] = ConsumeQueue(log.topics[topic], queue_id, key)
+            slot = (cq.max_offset - cq.min_offset) * CQ_UNIT_BYTES
+            if slot + CQ_UNIT_BYTES > len(cq.units):
+                slot = cq.room()
             if cq.topic == SCHEDULE_TOPIC:
                 level = mapped.props[i][PROPERTY_DELAY_TIME_LEVEL]
-                cq.units += pack(start, size, self.delivery_us(level, store_us))
-                cq.max_offset += 1
+                pack_into(cq.units, slot, start, size, self.delivery_us(level, store_us))
                 if self.schedule_listener is not None:
                     self.schedule_listener(level)
             else:
-                cq.units += pack(start, size, codes[tags])
-                cq.max_offset += 1
-            cq.hint = (start, mapped, i)
+                pack_into(cq.units, slot, start, size, codes[tags])
+            cq.max_offset += 1
+            cq.hint_phys, cq.hint_file, cq.hint_index = start, mapped, i
             touched[key] = cq
             self.reput_from = start + size
             i += 1

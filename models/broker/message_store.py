@@ -49,7 +49,7 @@ class MessageStore:
     def head_in_memory(self, topic: str, queue_id: int) -> bool:
         """5.1.0+ queryConsumerOffset rule: the unit at offset 0 exists and is page-cache hot."""
         cq = self.reput.queue(topic, queue_id)
-        if cq is None or cq.min_offset > 0 or not cq.units:
+        if cq is None or cq.min_offset > 0 or cq.max_offset == 0:
             return False
         return self.commit_log.wrote_position - cq.unit(0)[0] <= self.memory_window_bytes
 
@@ -84,7 +84,7 @@ class MessageStore:
         stop = min(max_offset, offset + max(MAX_SCAN_BYTES, max_msg_nums * CQ_UNIT_BYTES) // CQ_UNIT_BYTES)
         cfg, log, window = self.cfg, self.commit_log, self.memory_window_bytes
         end, topics, tags_table, overheads = log.wrote_position, log.topics, log.tags, self._overhead
-        units, base, hint = cq.units, cq.min_offset, cq.hint
+        units, base, hint_phys = cq.units, cq.min_offset, cq.hint_phys
         msgs: list[MessageExt] = []
         total = 0
         i = offset
@@ -103,8 +103,8 @@ class MessageStore:
             i += 1
             if tag_codes is not None and code not in tag_codes:
                 continue
-            if phys == hint[0]:
-                mapped, index = hint[1], hint[2]
+            if phys == hint_phys:
+                mapped, index = cq.hint_file, cq.hint_index
             else:
                 mapped, index = log.files.find(phys)
                 if mapped is None:
