@@ -75,7 +75,7 @@ def point_stats(spark: Any, params: list[str]) -> list[dict[str, Any]]:
     firsts = "".join(f", first(`{p}`) AS `{p}`" for p in params)
     sql = (f"SELECT point, first(point_key) AS point_key{firsts}, count(*) AS runs, "
            f"sum(CASE WHEN status = 'ok' THEN 0 ELSE 1 END) AS failed, "
-           f"sum(CASE WHEN verdict = 'pass' THEN 1 ELSE 0 END) AS passed, "
+           f"sum(CASE WHEN verdict = 'valid' THEN 1 ELSE 0 END) AS passed, "
            f"{_stat_columns(RATE_METRICS)} FROM runs GROUP BY point ORDER BY point")
     out = []
     for row in spark.sql(sql).collect():

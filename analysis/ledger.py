@@ -43,7 +43,7 @@ LOST_SAMPLE = 10
 _KIND = itemgetter(2)
 # (kind, handler, the record positions it reads); a kind's code is its index here
 _HANDLED = ((PRODUCER_SENT, "_sent", (3, 5, 8, 9, 10)), (BROKER_STORED, "_stored", (3, 4, 9)),
-            (CONSUMER_CONSUMED, "_consumed", (0, 1, 3, 4, 5, 9)), (PRODUCER_SEND_FAILED, "_send_failed", (3, 6, 8)))
+            (CONSUMER_CONSUMED, "_consumed", (0, 1, 3, 4, 9)), (PRODUCER_SEND_FAILED, "_send_failed", (3, 6, 8)))
 _KIND_CODES = {kind: code for code, (kind, _h, _c) in enumerate(_HANDLED)}
 _NO_CODES = itertools.repeat(-1)
 
@@ -65,7 +65,7 @@ class _Unit:
 
     name: str
     group: str
-    topic: str
+    topic: str | None  # None: a group the scenario does not subscribe (judged against no topic)
     orderly: bool
     first_ok_us: list[array] = field(default_factory=list)
     ok_count: list[array] = field(default_factory=list)
@@ -110,7 +110,7 @@ class Ledger:
             else:
                 self._add_unit(group, group, topic)
 
-    def _add_unit(self, name: str, group: str, topic: str) -> _Unit:
+    def _add_unit(self, name: str, group: str, topic: str | None) -> _Unit:
         n = len(self.producers)
         unit = _Unit(name, group, topic, group in self.orderly, [array("q") for _ in range(n)],
                      [array("H") for _ in range(n)], [bytearray() for _ in range(n)])
@@ -214,15 +214,17 @@ class Ledger:
         for group in dict.fromkeys(cols[3]):
             of_group = groups == group
             if group not in self.broadcasting:
-                self._consumed_by(self._unit(group, group, cols[5]), cols, of_group, True)
+                self._consumed_by(self._unit(group, group), cols, of_group, True)
                 continue
             for node in dict.fromkeys(nodes[of_group].tolist()):
-                unit = self._unit(f"{group}/{node}", group, cols[5])
+                unit = self._unit(f"{group}/{node}", group)
                 self._consumed_by(unit, cols, of_group & (nodes == node), False)
 
-    def _unit(self, name: str, group: str, topics: list) -> _Unit:
+    def _unit(self, name: str, group: str) -> _Unit:
+        """The unit `name`; a group that consumes without a subscription in the scenario is judged
+        against no topic (nothing can be lost to it; its duplicates still count)."""
         unit = self.units.get(name)
-        return unit if unit is not None else self._add_unit(name, group, self.subscriptions.get(group, topics[0]))
+        return unit if unit is not None else self._add_unit(name, group, self.subscriptions.get(group))
 
     def _consumed_by(self, unit: _Unit, cols: dict[int, list], sel: np.ndarray, clustering: bool) -> None:
         ids = np.array(cols[4], np.int64)[sel]

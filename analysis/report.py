@@ -145,7 +145,7 @@ def _ci(stat: dict[str, Any]) -> str:
 
 def _points_table(data: dict[str, Any]) -> str:
     params = data["params"]
-    head = ["point", *params, "runs", "failed", "pass", "duplicate rate [95% CI]", "loss rate [95% CI]",
+    head = ["point", *params, "runs", "failed", "valid", "duplicate rate [95% CI]", "loss rate [95% CI]",
             "order violations", "transaction violations", "p50 ms", "p99 ms", "p99.9 ms"]
     rows = []
     for s in data["stats"]:

@@ -109,7 +109,7 @@ class Node:
         self.host_up = not power_loss
         self.booting = False
         self.epoch += 1
-        self.paused_until = 0
+        self.paused_until = 0  # the pause dies with the incarnation (and the links into it: below)
         self._pending.clear()
         self._deadlines.clear()
         self.trace(trace.NODE_CRASHED, power_loss)
@@ -119,6 +119,7 @@ class Node:
             for hook in self._power_hooks:
                 hook()
         if self.env.network is not None:
+            self.env.network.paused(self)
             self.env.network.node_crashed(self, power_loss)
 
     def restart(self) -> None:

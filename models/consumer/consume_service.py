@@ -16,10 +16,7 @@ Simplified: the thread is released when the listener returns; the send-back RPC 
 from __future__ import annotations
 
 from collections import deque
-from heapq import heappush
 from typing import Any
-
-from simpy.core import NORMAL
 
 from models.consumer.config import DEFAULT_MAX_RECONSUME_TIMES, LOCAL_RETRY_DELAY_US, SEND_BACK_TIMEOUT_US
 from models.message import MessageExt
@@ -70,9 +67,7 @@ class ConsumeService:
         self.busy += 1
         ok = self.failure_probability == 0.0 or self.stream.random() >= self.failure_probability
         draws = self._times
-        node, env = self.node, self.env
-        heappush(env._queue, (env._now + (draws.pop() if draws else self._refill()), NORMAL, next(env._eid),
-                              node, node.epoch, self._done, (pq, mq, msg, ok)))  # = node.call_later
+        self.node.call_later(draws.pop() if draws else self._refill(), self._done, pq, mq, msg, ok)
 
     def _refill(self) -> int:
         self._times += self._time_block()
