@@ -97,6 +97,18 @@ def test_point_stats_confidence_interval(swept: Path, spark) -> None:
         assert s["transaction_violations"]["mean"] is None  # no transactional producers: n/a
 
 
+@pytest.mark.xfail(strict=True, reason="analysis/aggregate.py point_stats counts `verdict = 'pass'`, the "
+                                       "pre-issue-9 vocabulary: runs rows now say valid/invalid/unknown, so "
+                                       "every point reports 0 passing runs (the report's 'pass' column)")
+def test_point_stats_count_the_valid_runs(swept: Path, spark) -> None:
+    from analysis import aggregate
+
+    runs = ds.dataset(swept / "runs", format="parquet").to_table().to_pylist()
+    assert {r["verdict"] for r in runs} == {"valid"}  # a consumer crash: duplicates only, at-least-once holds
+    for s in aggregate.point_stats(spark, ["rate", "threads"]):
+        assert s["passed"] == sum(1 for r in runs if r["point"] == s["point"] and r["verdict"] == "valid") == 2
+
+
 def test_t_quantiles() -> None:
     from analysis.aggregate import t975
 
