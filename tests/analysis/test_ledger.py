@@ -20,6 +20,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -352,3 +353,19 @@ def test_delivery_counts_cap_and_many_duplicates():
     assert got == expected and got["groups"]["billing"]["duplicates"] == DELIVERY_COUNT_CAP + 2
     assert details["delivery_counts"] == expected_details["delivery_counts"]
     assert details["delivery_counts"][DELIVERY_COUNT_CAP] == 1  # billing; the other units lost it (bin 0)
+
+
+@pytest.mark.xfail(strict=True, reason="analysis/ledger.py Ledger._unit gives a consuming group that is missing "
+                                       "from `subscriptions` the topic of the first consumed record of the *chunk* "
+                                       "(cols[5][0], possibly another group's), so its lost count depends on how "
+                                       "the stream was chunked; the record-scan checker judged it against no topic")
+def test_unsubscribed_group_is_judged_the_same_whatever_the_chunking():
+    a1, c1 = msg_id_of(0, 1), msg_id_of(2, 1)  # an "orders" and an "audit" message
+    records = [_rec(0, "p-a", PRODUCER_SENT, a1, "orders", -1, "broker-a", 1, "SEND_OK", 1, 0),
+               _rec(0, "p-c", PRODUCER_SENT, c1, "audit", -1, "broker-a", 1, "SEND_OK", 1, 0),
+               _rec(5, "c-1", CONSUMER_CONSUMED, "billing", a1, "orders", "broker-a", 1, 0, True, 0),
+               _rec(6, "c-7", CONSUMER_CONSUMED, "stranger", c1, "audit", "broker-a", 1, 0, True, 0)]
+    whole, _ = ledger_results(records, [4])
+    split, _ = ledger_results(records, [3, 1])
+    assert whole["groups"]["stranger"] == split["groups"]["stranger"]
+    assert whole["groups"]["stranger"]["lost"] == 0
