@@ -1,4 +1,5 @@
-"""The bundled baseline: exactly-once delivery with no faults, and the CLI's outputs."""
+"""The bundled baseline: exactly-once delivery with no faults, its verdict, and the CLI's outputs
+(summary, Parquet trace per record kind)."""
 
 from __future__ import annotations
 
@@ -48,28 +49,78 @@ def test_every_queue_is_owned_by_exactly_one_consumer(baseline) -> None:
     assert counts == [2, 3, 3]  # AllocateMessageQueueAveragely: 8 queues over 3 consumers
 
 
-def test_cli_run_prints_seed_first_and_writes_summary(tmp_path) -> None:
-    out = subprocess.run([sys.executable, "-m", "sim.cli", "run", "scenarios/baseline.yaml", "--seed", "4",
-                          "--set", "duration_ms=8000", "--set", "settle_ms=4000", "--out", str(tmp_path),
-                          "--trace"], capture_output=True, text=True, cwd=str(ROOT))
-    assert out.returncode == 0, out.stderr
+CLI_ARGS = ["--seed", "4", "--set", "duration_ms=8000", "--set", "settle_ms=4000"]
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    """`rmqsim run baseline --trace` (short), once for the module: (process result, output dir)."""
+    out_dir = tmp_path_factory.mktemp("cli-run")
+    out = subprocess.run([sys.executable, "-m", "sim.cli", "run", "scenarios/baseline.yaml", *CLI_ARGS,
+                          "--out", str(out_dir), "--trace"], capture_output=True, text=True, cwd=str(ROOT))
+    return out, out_dir
+
+
+def test_baseline_verdict_is_valid_with_nothing_pending(baseline) -> None:
+    s = baseline.summary
+    assert s["verdict"] == "valid" and s["failures"] == [] and s["stopped_by"] is None
+    assert s["pending_retry"] == 0 and s["dlq"] == 0
+    assert s["order_violations"] is None  # billing consumes concurrently: order is not promised
+    assert s["groups"]["billing"]["order_violations"] is None
+    assert s["guarantees"] == [{"group": "billing", "guarantee": "at_least_once", "ok": True, "why": ""}]
+    assert s["expectations"] == []
+
+
+def test_cli_run_prints_seed_first_and_writes_summary(cli_run) -> None:
+    out, out_dir = cli_run
+    assert out.returncode == 0, out.stderr  # verdict valid
     lines = out.stdout.splitlines()
     assert lines[0] == "seed: 4" and "resolved sha256" in lines[1]
-    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert "verdict: valid" in lines
+    summary = json.loads((out_dir / "summary.json").read_text())
     assert SUMMARY_KEYS <= set(summary)
     assert set(summary["latency_ms"]) == {"p50", "p90", "p99", "p999", "max"}
-    assert "wall_s" not in summary and "wall_s" in json.loads((tmp_path / "run_meta.json").read_text())
-    trace_lines = (tmp_path / "trace.jsonl").read_text().splitlines()
-    assert len(trace_lines) == summary["records"]
-    assert not list(tmp_path.glob(".*tmp*"))  # atomic writes leave no temp files
+    assert "wall_s" not in summary and "wall_s" in json.loads((out_dir / "run_meta.json").read_text())
+    assert not list(out_dir.glob(".*tmp*")) and not list((out_dir / "trace").glob(".*"))  # atomic writes
 
 
-def test_digest_recomputes_from_jsonl(tmp_path) -> None:
-    from sim import trace
+def test_cli_trace_is_parquet_per_kind(cli_run) -> None:
+    import pyarrow.parquet as pq
 
-    result = sim.run(ROOT / "scenarios" / "baseline.yaml", overrides=["duration_ms=5000", "settle_ms=2000"])
-    path = tmp_path / "t.jsonl"
-    trace.write_jsonl(result.records, str(path))
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    tuples = [tuple(r.values()) for r in rows]
-    assert trace.digest(tuples) == result.summary["trace_sha256"]
+    from sim.trace import KINDS
+
+    _out, out_dir = cli_run
+    summary = json.loads((out_dir / "summary.json").read_text())
+    files = sorted((out_dir / "trace").glob("*.parquet"))
+    kinds = [f.name.removesuffix(".parquet") for f in files]
+    assert {"producer.sent", "broker.stored", "consumer.consumed", "run.ended"} <= set(kinds)
+    assert all(kind in KINDS for kind in kinds)
+    tables = {kind: pq.read_table(f) for kind, f in zip(kinds, files, strict=True)}
+    assert sum(t.num_rows for t in tables.values()) == summary["records"]
+    for kind, table in tables.items():
+        assert table.column_names == ["seq", "t_us", "node", *KINDS[kind]]
+    seqs = sorted(s for t in tables.values() for s in t.column("seq").to_pylist())
+    assert seqs == list(range(summary["records"]))  # every record once, by emission position
+    consumed = tables["consumer.consumed"]
+    assert consumed.num_rows == summary["consumed"]  # one record per consumption (all ok here)
+
+
+def test_digest_recomputes_from_the_parquet_trace(cli_run) -> None:
+    from analysis.trace_store import trace_digest
+
+    _out, out_dir = cli_run
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert trace_digest(out_dir / "trace") == summary["trace_sha256"]
+
+
+def test_trace_files_hold_exactly_the_records(cli_run) -> None:
+    """Read back in emission order, the Parquet trace is the in-memory record list, value for value
+    and type for type (same scenario and seed, run in-process keeping its records)."""
+    from analysis.trace_store import read_trace
+
+    _out, out_dir = cli_run
+    kept = sim.run(ROOT / "scenarios" / "baseline.yaml", seed=4, overrides=["duration_ms=8000", "settle_ms=4000"],
+                   keep_records=True)
+    stored = list(read_trace(out_dir / "trace"))
+    assert stored == kept.records
+    assert [tuple(map(type, r)) for r in stored] == [tuple(map(type, r)) for r in kept.records]

@@ -1,4 +1,5 @@
-"""Same scenario + seed ⇒ identical trace digest, in-process and across PYTHONHASHSEED values."""
+"""Same scenario + seed ⇒ identical trace digest, in-process and across PYTHONHASHSEED values;
+streaming (records not kept) changes nothing but memory."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import sim
+from sim import trace
 from tests.conftest import ROOT, short_baseline
 
 _CHILD = """
@@ -27,11 +31,26 @@ def _child(seed: int, hash_seed: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_same_seed_same_digest_in_process() -> None:
-    a = sim.run(short_baseline(), seed=7)
-    b = sim.run(short_baseline(), seed=7)
-    assert a.summary["trace_sha256"] == b.summary["trace_sha256"]
-    assert a.records == b.records
+@pytest.fixture(scope="module")
+def kept7():
+    return sim.run(short_baseline(), seed=7, keep_records=True)
+
+
+def test_same_seed_same_digest_in_process(kept7) -> None:
+    b = sim.run(short_baseline(), seed=7, keep_records=True)
+    assert kept7.summary["trace_sha256"] == b.summary["trace_sha256"]
+    assert kept7.records == b.records
+    assert len(kept7.records) == kept7.summary["records"] > 0
+    assert trace.digest(kept7.records) == kept7.summary["trace_sha256"]
+
+
+def test_streaming_run_keeps_no_records_and_judges_the_same(kept7) -> None:
+    """Without `keep_records` (the default) the checkers and the digest see every record as it
+    streams by, and nothing is kept: same summary, same digest, no records in memory."""
+    streamed = sim.run(short_baseline(), seed=7)
+    assert streamed.records == [] and streamed.world.env.tracer.records == []
+    assert streamed.summary == kept7.summary
+    assert streamed.summary["sent_ok"] > 5_000 and streamed.summary["verdict"] == "valid"
 
 
 def test_different_seeds_differ() -> None:
@@ -51,12 +70,16 @@ def test_digest_is_independent_of_pythonhashseed_and_process() -> None:
 
 def test_records_hold_only_stable_scalar_types() -> None:
     """Exact types, not subclasses: an enum or a NumPy scalar would enter the digest's pickle
-    by class reference (version-dependent) and would not come back the same from JSONL."""
-    result = sim.run(short_baseline(duration_ms=5_000, settle_ms=2_000), seed=1)
+    by class reference (version-dependent) and would not come back the same from the Parquet trace."""
+    result = sim.run(short_baseline(duration_ms=5_000, settle_ms=2_000), seed=1, keep_records=True)
+    assert result.records
     allowed = {str, int, float, bool, type(None)}
     for record in result.records:
-        assert type(record[0]) is int
+        assert type(record[0]) is int and type(record[1]) is str
         assert all(type(v) in allowed for v in record), record
+        declared = trace.TYPES[record[2]]  # and each field has the type its kind declares
+        assert len(record) == 3 + len(declared), record
+        assert all(v is None or type(v) is tp for v, tp in zip(record[3:], declared, strict=True)), record
 
 
 def test_adding_a_consumer_leaves_other_streams_untouched() -> None:

@@ -46,7 +46,7 @@ def path(name: str) -> Path:
 
 @functools.cache
 def result(name: str):
-    return sim.run(str(path(name)), seed=SEED)
+    return sim.run(str(path(name)), seed=SEED, keep_records=True)
 
 
 @functools.cache
@@ -74,16 +74,17 @@ def fault_time_us(name: str, kind: str) -> int:
     return next(int(f.at_ms * 1000) for f in sc.faults if f.kind == kind)
 
 
-def acked(name: str) -> dict[str, tuple]:
-    """uniq key → producer.sent record, for SEND_OK sends."""
+def acked(name: str) -> dict[int, tuple]:
+    """message id → producer.sent record, for SEND_OK sends."""
     st = fi("producer.sent", "status")
-    return {r[3]: r for r in recs(name, "producer.sent") if r[st] == "SEND_OK"}
+    mid = fi("producer.sent", "msg_id")
+    return {r[mid]: r for r in recs(name, "producer.sent") if r[st] == "SEND_OK"}
 
 
-def first_consumed_us(name: str) -> dict[str, int]:
+def first_consumed_us(name: str) -> dict[int, int]:
     ok = fi("consumer.consumed", "ok")
-    key = fi("consumer.consumed", "key")
-    first: dict[str, int] = {}
+    key = fi("consumer.consumed", "msg_id")
+    first: dict[int, int] = {}
     for r in recs(name, "consumer.consumed"):
         if r[ok] and r[key] not in first:
             first[r[key]] = r[0]
@@ -133,6 +134,24 @@ def test_fault_records_hold_only_exact_scalar_types(name: str) -> None:
     assert all(type(v) in allowed for r in result(name).records for v in r)
 
 
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_verdict_follows_the_guarantees(name: str) -> None:
+    """At-least-once: loss of an acknowledged message, and only that, makes a run invalid here
+    (no scenario has `expect:`); duplicates are reported, never failed; no group consumes
+    orderly, so order is not judged (null, not 0)."""
+    s = summary(name)
+    assert s["stopped_by"] is None and s["expectations"] == []
+    assert s["order_violations"] is None
+    assert all(g["order_violations"] is None for g in s["groups"].values())
+    assert s["pending_retry"] == 0 and s["dlq"] == 0  # no listener fails in these scenarios
+    if s["lost"]:
+        assert s["verdict"] == "invalid"
+        assert s["failures"] == [f"at_least_once(billing): {s['lost']} acknowledged message(s) never consumed"]
+    else:
+        assert s["verdict"] == "valid" and s["failures"] == []
+    assert (s["verdict"] == "invalid") == (name == "power_loss_async_flush")
+
+
 # --- broker process crash (page cache survives) ---------------------------------------------
 
 
@@ -176,7 +195,8 @@ def test_power_loss_async_flush_loses_only_the_unflushed_tail() -> None:
     assert s["lost"] <= records_lost
     # every lost message was acknowledged by broker-a and stored within the last flush window(s)
     window_us = 2 * load(path(name)).cluster.brokers[0].store.flush_interval_commit_log_ms * 1000
-    stored_at = {r[3]: r[0] for r in recs(name, "broker.stored") if r[1] == "broker-a"}
+    mid = fi("broker.stored", "msg_id")
+    stored_at = {r[mid]: r[0] for r in recs(name, "broker.stored") if r[1] == "broker-a"}
     lost_keys = set(acked(name)) - set(first_consumed_us(name))
     assert len(lost_keys) == s["lost"]
     broker_i = fi("producer.sent", "broker")
@@ -247,8 +267,9 @@ def test_timed_out_send_is_not_retried(name: str) -> None:
     failed = recs(name, "producer.send_failed")
     assert failed
     assert all(r[reason_i] == "call_timeout" and r[attempts_i] == 1 for r in failed)
-    failed_at = {r[3]: r[0] for r in failed}
-    assert not [r for r in recs(name, "broker.stored") if r[3] in failed_at and r[0] > failed_at[r[3]]
+    failed_at = {r[fi("producer.send_failed", "msg_id")]: r[0] for r in failed}
+    mid = fi("broker.stored", "msg_id")
+    assert not [r for r in recs(name, "broker.stored") if r[mid] in failed_at and r[0] > failed_at[r[mid]]
                 and name != "packet_loss"]
     assert s["duplicate_causes"]["producer_retry"] == 0
 
@@ -315,7 +336,7 @@ def test_fsync_stall_sync_flush_returns_flush_disk_timeout() -> None:
     assert all(t0 - timeout_us <= r[born_i] <= t1 for r in not_ok)
     # FLUSH_DISK_TIMEOUT means "stored, durability unknown": the messages are still delivered
     first = first_consumed_us(name)
-    assert all(r[3] in first for r in not_ok)
+    assert all(r[fi("producer.sent", "msg_id")] in first for r in not_ok)
 
 
 # --- consumer GC pause ------------------------------------------------------------------------

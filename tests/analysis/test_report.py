@@ -97,6 +97,15 @@ def test_point_stats_confidence_interval(swept: Path, spark) -> None:
         assert s["transaction_violations"]["mean"] is None  # no transactional producers: n/a
 
 
+def test_point_stats_count_the_valid_runs(swept: Path, spark) -> None:
+    from analysis import aggregate
+
+    runs = ds.dataset(swept / "runs", format="parquet").to_table().to_pylist()
+    assert {r["verdict"] for r in runs} == {"valid"}  # a consumer crash: duplicates only, at-least-once holds
+    for s in aggregate.point_stats(spark, ["rate", "threads"]):
+        assert s["passed"] == sum(1 for r in runs if r["point"] == s["point"] and r["verdict"] == "valid") == 2
+
+
 def test_t_quantiles() -> None:
     from analysis.aggregate import t975
 

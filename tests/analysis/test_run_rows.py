@@ -1,4 +1,5 @@
-"""Sweep building blocks without Spark: point expansion, latency histograms, fault windows."""
+"""Sweep building blocks without Spark: point expansion, latency histograms, fault windows, and
+the `runs` row of a run (verdict, retry-path columns)."""
 
 from __future__ import annotations
 
@@ -85,3 +86,71 @@ def test_fault_windows_pair_injections_with_heals_and_restarts() -> None:
     assert [(w["kind"], w["start_ms"], w["end_ms"]) for w in windows] == [
         ("process_crash", 1000, 3000), ("pause", 1500, 1800), ("partition", 2000, 3500),
         ("disk_slow", 4000, 6000), ("power_loss", 6500, 9000)]
+
+
+def _baseline(*overrides: str):
+    from sim import scenario
+
+    return scenario.load(ROOT / "scenarios" / "baseline.yaml", list(overrides))
+
+
+@pytest.fixture(scope="module")
+def listener_fails():
+    """Short baseline whose listener fails 5 % of consumptions: at the end the failed ones are
+    still in back-off (the retry queue is not yet allocated), i.e. pending_retry, not lost."""
+    import sim
+
+    return sim.run(_baseline("duration_ms=10s", "settle_ms=5s", "producers[0].rate_per_s=300",
+                             "consumers[0].failure_probability=0.05"), details=True)
+
+
+def _row(result) -> dict:
+    from analysis.run_rows import runs_row
+
+    return runs_row(result.summary, result.details, result.fault_records, result.meta)
+
+
+def _fits_runs_schema(row: dict) -> None:
+    """The row's metric columns convert to the runs table's types and read back unchanged."""
+    import pyarrow as pa
+
+    from analysis.results_store import runs_schema
+
+    schema = runs_schema({})
+    columns = [name for name in schema.names if name in row]
+    table = pa.Table.from_pylist([{name: row[name] for name in columns}],
+                                 schema=pa.schema([schema.field(name) for name in columns]))
+    assert table.to_pylist()[0] == {name: row[name] for name in columns}
+
+
+def test_runs_row_verdict_and_retry_columns(listener_fails) -> None:
+    s, row = listener_fails.summary, _row(listener_fails)
+    assert s["pending_retry"] > 0 and s["lost"] == 0 and s["dlq"] == 0
+    assert (row["verdict"], row["verdict_failures"], row["stopped_by"]) == ("valid", "", None)
+    assert (row["pending_retry"], row["dlq"], row["lost"]) == (s["pending_retry"], s["dlq"], s["lost"])
+    assert row["order_violations"] is None  # not judged: no orderly group
+    assert row["loss_rate"] == 0.0  # in back-off is not lost
+    assert sum(row["delivery_hist"]) == s["sent_ok"] and row["delivery_hist"][0] == s["pending_retry"]
+    assert sum(row["lat_hist_count"]) == s["sent_ok"] - s["pending_retry"]
+    _fits_runs_schema(row)
+
+
+def test_runs_row_of_a_bounded_run_is_unknown() -> None:
+    import sim
+
+    result = sim.run(_baseline("duration_ms=5s", "settle_ms=1s"), max_events=2_000, details=True)
+    row = _row(result)
+    assert (row["verdict"], row["stopped_by"]) == ("unknown", "max_events")
+    assert row["verdict_failures"] == "run stopped at its max_events bound: nothing can be judged"
+    _fits_runs_schema(row)
+
+
+def test_runs_row_names_every_failure() -> None:
+    import sim
+
+    result = sim.run(_baseline("duration_ms=5s", "settle_ms=2s", "producers[0].rate_per_s=200",
+                               "expect={lost: {min: 1}, latency_ms.p99: {max: 0.001}}"), details=True)
+    row = _row(result)
+    assert row["verdict"] == "invalid" and row["lost"] == 0
+    assert [f.split(":")[0] for f in result.summary["failures"]] == ["expect lost", "expect latency_ms.p99"]
+    assert row["verdict_failures"] == "; ".join(result.summary["failures"])

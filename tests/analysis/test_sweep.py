@@ -265,12 +265,19 @@ def test_sweep_rows_equal_direct_runs(quick):
         assert json.loads(row["params_json"]) == point.params
         want = direct_summary(sweep, row["point"], row["seed"])
         assert_same_metrics(row, want, rid)
+        # the run's verdict (analysis/verdict.py), as the summary states it
+        assert row["verdict"] == want["verdict"] and row["stopped_by"] == want["stopped_by"] is None
+        assert row["verdict_failures"] == "; ".join(want["failures"])
         groups = len(want["groups"])
-        assert sum(row["delivery_hist"]) == row["sent_ok"] * groups and row["delivery_hist"][0] == row["lost"]
-        assert sum(row["lat_hist_count"]) == row["sent_ok"] * groups - row["lost"]
+        not_consumed = row["lost"] + row["pending_retry"] + row["dlq"]
+        assert sum(row["delivery_hist"]) == row["sent_ok"] * groups and row["delivery_hist"][0] == not_consumed
+        assert sum(row["lat_hist_count"]) == row["sent_ok"] * groups - not_consumed
     # the parameter reached the scenario, and the faults made the comparison non-trivial
     assert {direct_scenario_rate(sweep, p) for p in range(2)} == {100, 250}
     assert any(r["duplicates"] > 0 for r in rows.values())
+    # at-least-once: redeliveries are reported, not failed; nothing was lost
+    assert {(r["verdict"], r["verdict_failures"], r["lost"]) for r in rows.values()} == {("valid", "", 0)}
+    assert {r["order_violations"] for r in rows.values()} == {None}  # no orderly group: not judged
     assert len({r["trace_sha256"] for r in rows.values()}) == 4
 
 
@@ -293,7 +300,7 @@ def test_per_message_tables_agree_with_summaries(quick):
         # every successful consumption is a deliveries row
         assert pc.sum(pc.cast(d["ok"], "int64")).as_py() == row["consumed"], rid
         # one latency per acked message consumed at least once (one consumer group here)
-        assert lat.num_rows == row["sent_ok"] - row["lost"], rid
+        assert lat.num_rows == row["sent_ok"] - row["lost"] - row["pending_retry"] - row["dlq"], rid
         lat_keys = list(zip(lat["unit"].to_pylist(), lat["key"].to_pylist(), strict=True))
         assert len(set(lat_keys)) == len(lat_keys)
         ok_keys = {(u, k) for u, k, ok in zip(d["unit"].to_pylist(), d["key"].to_pylist(),

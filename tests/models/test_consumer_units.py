@@ -21,7 +21,7 @@ from models.consumer.allocate import (
     md5_hash,
 )
 from models.consumer.process_queue import ProcessQueue
-from models.message import Message, MessageQueue
+from models.message import MessageExt, MessageQueue, msg_id_of
 from models.producer.publish_info import ThreadLocalIndex, TopicPublishInfo, publish_queues
 from models.protocol import BrokerData, QueueData, TopicRouteData
 
@@ -227,9 +227,11 @@ def test_avg_sizes_differ_by_at_most_one(n, c):
 
 # --- ProcessQueue --------------------------------------------------------------------------------
 
-def rec(offset: int, body: int = 10) -> tuple:
-    m = Message(f"p-{offset}", TOPIC, None, None, body, 0, "p")
-    return (offset * 100, 100, m, 0, offset, 0)
+def rec(offset: int, body: int = 10) -> MessageExt:
+    """A stored message at queue offset `offset` (record size 100, body `body`)."""
+    return MessageExt(msg_id=msg_id_of(0, offset + 1), topic=TOPIC, queue_id=0, queue_offset=offset,
+                      phys_offset=offset * 100, size_bytes=100, store_us=0, tags=None, reconsume_times=0,
+                      body_bytes=body, props=None)
 
 
 def test_process_queue_sliding_window():
@@ -244,6 +246,20 @@ def test_process_queue_sliding_window():
     assert pq.remove(13) == 15  # empty now: one past the highest fetched
     assert pq.msg_count == 0 and pq.msg_size_bytes == 0 and pq.max_span() == 0
     assert pq.remove(13) == -1  # already empty: no offset update
+
+
+def test_process_queue_max_span_is_last_minus_first_cached_key():
+    """getMaxSpan = msgTreeMap.lastKey() − firstKey(): consuming the highest cached message
+    shrinks the span, although queueOffsetMax (the highest fetched) stays."""
+    pq = ProcessQueue(10, 0)
+    pq.put([rec(o) for o in range(10, 15)])
+    assert pq.max_span() == 4
+    assert pq.remove(14) == 10
+    assert pq.queue_offset_max == 14 and pq.max_span() == 3
+    assert pq.remove(10) == 11
+    assert pq.max_span() == 2
+    pq.put([rec(15)])
+    assert pq.max_span() == 4  # 11..15
 
 
 def test_process_queue_duplicate_put_not_counted_twice():

@@ -358,6 +358,77 @@ def test_crash_of_requester_drops_pending_rpc():
     assert log == []
 
 
+def test_node_call_later_is_fire_and_forget_timer_is_cancellable():
+    env, net = make_env()
+    (a,) = add_nodes(env, net, "a")
+    log = []
+    assert a.call_later(1_000, log.append, "call") is None  # not cancellable: no handle
+    keep = a.timer(2_000, lambda: log.append((env.now, "kept")))
+    dropped = a.timer(3_000, lambda: log.append((env.now, "cancelled")))
+    far = a.timer(200_000, lambda: log.append((env.now, "far cancelled")))  # staged far ahead
+    env.call_later(1_500, dropped.cancel)
+    env.call_later(1_500, far.cancel)
+    env.run(until=1_000_000)
+    assert log == ["call", (2_000, "kept")]
+    assert keep is not dropped
+
+
+def test_timer_dies_with_its_incarnation_and_waits_out_a_pause():
+    env, net = make_env()
+    (a,) = add_nodes(env, net, "a")
+    log = []
+    a.timer(10_000, lambda: log.append((env.now, "old incarnation")))
+    env.call_later(5_000, a.crash)
+    env.call_later(6_000, a.restart)
+    env.call_later(7_000, lambda: a.timer(10_000, lambda: log.append((env.now, "paused"))))
+    env.call_later(15_000, a.pause, 20_000)  # paused until 35 ms
+    env.run(until=100_000)
+    assert log == [(35_000, "paused")]
+
+
+def test_far_future_entries_keep_scheduling_order_with_near_ones():
+    """Staged far-future entries (sim/env.py FAR_US) run in the same (time, scheduling) order
+    as entries pushed straight into the main heap."""
+    env, net = make_env()
+    (a,) = add_nodes(env, net, "a")
+    log = []
+    a.timer(100_000, log.append, "staged first")  # more than FAR_US ahead: staged
+    env.call_later(100_000, log.append, "heap second")  # a Call goes straight to the heap
+    a.timer(100_000, log.append, "staged third")
+    env.call_later(60_000, lambda: a.call_later(40_000, log.append, "near fourth"))
+    env.call_later(60_000, lambda: a.timer(39_999, log.append, "earlier"))
+    env.run(until=1_000_000)
+    assert log == ["earlier", "staged first", "heap second", "staged third", "near fourth"]
+
+
+def test_run_max_events_stops_exactly_and_processed_counts():
+    env, net = make_env()
+    log = []
+    for t in (1, 2, 3, 4, 5):
+        env.call_later(t, log.append, t)
+    before = env.processed()
+    assert env.run(until=100, max_events=3) is True  # stopped by the bound, events left
+    assert log == [1, 2, 3] and env.now == 3
+    assert env.processed() == before + 3
+    assert env.run(until=100) is False  # the first run's stop entry must not end this one early
+    assert log == [1, 2, 3, 4, 5] and env.now == 100
+    assert env.run(max_events=10) is False  # ran dry
+
+
+def test_run_until_contract():
+    env, _net = make_env()
+    log = []
+    env.call_later(10, log.append, 10)
+    env.run(until=10)  # an event at `until` itself is not processed
+    assert log == [] and env.now == 10
+    with pytest.raises(ValueError):
+        env.run(until=10)
+    with pytest.raises(TypeError):
+        env.run(until=env.timeout(5))
+    with pytest.raises(ValueError):
+        env.call_later(-1, log.append, 0)
+
+
 # --- Network -------------------------------------------------------------------------------------
 
 def test_link_is_fifo_with_random_latency():
@@ -462,6 +533,39 @@ def test_watch_sees_process_crash_not_power_loss():
     assert log == [(2_000, "b")]
 
 
+def test_connection_reset_bumps_link_epoch():
+    env, net = make_env()
+    a, b = add_nodes(env, net, "a", "b")
+    b.handle(Ping, lambda src, req_id, p: None)
+    a.send("b", Ping(0))
+    link = net.link("a", "b")
+    assert link.epoch == link.generation == 0
+    net.partition([["a"], ["b"]])
+    assert link.epoch == link.generation == 1 and link.cut
+    net.heal()  # healing reconnects: in-flight data of the old connection stays lost
+    assert link.epoch == 1 and not link.cut
+    back = net.link("b", "a")
+    assert back.epoch == 1  # the partition cut both directions
+    b.crash()
+    assert link.epoch == link.generation == 2
+    assert back.epoch == 1  # a crash resets only the connections *into* the crashed node
+
+
+def test_delivery_after_crash_during_pause_is_not_deferred():
+    env, net = make_env()
+    a, b = add_nodes(env, net, "a", "b")
+    log = []
+    a.handle(Ping, lambda src, req_id, p: log.append((env.now, p.n)))
+    b.send("a", Ping(0))  # the b→a connection exists before the pause
+    env.call_later(5_000, a.pause, 30_000)  # paused until 35 ms
+    env.call_later(10_000, a.crash)  # the crash ends the pause with the incarnation
+    env.call_later(11_000, a.restart)  # startup_us 0: serving again at 11 ms
+    env.call_later(12_000, b.send, "a", Ping(1))
+    env.call_later(12_000, lambda: a.call_later(1_000, lambda: log.append((env.now, "timer"))))
+    env.run(until=100_000)
+    assert log == [(1_000, 0), (13_000, 1), (13_000, "timer")]
+
+
 # --- Disk ----------------------------------------------------------------------------------------
 
 def make_disk(**kw) -> tuple[SimEnv, Disk]:
@@ -505,8 +609,9 @@ def test_fsync_stall():
 # --- FaultInjector -------------------------------------------------------------------------------
 
 def fault_timeline(env: SimEnv) -> list[tuple]:
+    """The fault records so far (the kept records plus the tracer's current, unflushed chunk)."""
     kinds = {trace.FAULT_INJECTED, trace.FAULT_HEALED, trace.NODE_CRASHED, trace.NODE_RESTARTED}
-    return [r for r in env.tracer.records if r[2] in kinds]
+    return [r for r in (*env.tracer.records, *env.tracer.chunk) if r[2] in kinds]
 
 
 def test_scripted_faults_timeline():
@@ -632,3 +737,55 @@ def test_digest_is_pinned_for_a_fixed_record_list():
                (5, "c-1", "consumer.consumed", "g", "p-1-1", True, None, -7, 2.5, 1 << 40)]
     assert trace.digest(records) == hashlib.sha256(trace.canonical_bytes(records)).hexdigest()
     assert trace.digest(records) == "8bcecdea9edbceb57890401f0cfcd596e294cb846efb02b49297eebfd70409cf"
+
+
+# --- the kernel's SimPy internals stay in sim/ ------------------------------------------------
+def test_simpy_internals_stay_inside_sim():
+    import ast
+    from pathlib import Path
+
+    offenders = []
+    for folder in ("models", "analysis"):
+        for path in sorted((Path(REPO) / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Attribute) and node.attr in ("_queue", "_eid"):
+                    offenders.append(f"{path.relative_to(REPO)}:{node.lineno} .{node.attr}")
+                if isinstance(node, ast.ImportFrom | ast.Import):
+                    names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                    offenders += [f"{path.relative_to(REPO)}:{node.lineno} imports {n}" for n in names
+                                  if n.split(".")[0] == "simpy"]
+    assert offenders == []
+
+
+# --- streaming Tracer -------------------------------------------------------------------------
+def emit_run(keep: bool, n: int, flush_every: int | None = None) -> tuple[Tracer, list[list[tuple]], str]:
+    env = SimEnv()
+    tracer = Tracer(env, keep=keep)
+    chunks: list[list[tuple]] = []
+    tracer.observers.append(lambda chunk: chunks.append(list(chunk)))
+    for i in range(n):
+        tracer.emit(f"node-{i % 3}", trace.RUN_ENDED, f"phase-{i}")
+        if flush_every and i % flush_every == 0:
+            tracer.flush()  # a caller's flush between records: digest chunks stay exact
+    return tracer, chunks, tracer.close()
+
+
+def test_tracer_streams_full_chunks_to_observers_and_keeps_only_when_asked():
+    n = 2 * trace.DIGEST_CHUNK + 5
+    kept, chunks, digest = emit_run(True, n)
+    assert [len(c) for c in chunks] == [trace.DIGEST_CHUNK, trace.DIGEST_CHUNK, 5]
+    assert kept.records == [r for c in chunks for r in c] and kept.count == n
+    assert kept.records[0] == (0, "node-0", trace.RUN_ENDED, "phase-0")
+    assert digest == trace.digest(kept.records)
+    streamed, chunks2, digest2 = emit_run(False, n)
+    assert streamed.records == [] and streamed.chunk == [] and streamed.count == n
+    assert chunks2 == chunks and digest2 == digest
+
+
+def test_tracer_digest_does_not_depend_on_flush_timing():
+    n = trace.DIGEST_CHUNK + 100
+    _t, chunks, digest = emit_run(True, n, flush_every=1_000)
+    assert digest == emit_run(False, n)[2]
+    assert sum(len(c) for c in chunks) == n
+    assert all(len(c) % trace.DIGEST_CHUNK == 0 for c in chunks[:-1])  # only the final flush is partial
+    assert trace.digest(r for c in chunks for r in c) == digest  # any iterable, rechunked

@@ -1,0 +1,366 @@
+"""The streaming Ledger equals the record-scan checker it replaced, on fuzzed record streams.
+
+`oracle()` below is the pre-issue-9 checker algorithm (analysis/checks.py before the Ledger): one
+pass over the records keeping per-message dicts, then per-unit verdicts, with the issue-9
+vocabulary added (`pending_retry`, `dlq` apart from `lost`; `order_violations` null for groups
+that do not consume orderly; ties in first-consumption time taken in message-id order). It is
+written for clarity, not speed: it is the definition the Ledger's NumPy arrays must reproduce.
+
+Hypothesis generates record streams shaped like a run's: several producers and topics; SEND_OK,
+other store statuses, ONEWAY, send failures and sends still in flight at the end; stores of one
+message once, twice (a producer retry) or not at all; %RETRY%, SCHEDULE_TOPIC_XXXX and %DLQ%
+copies after failed consumptions; failed and repeated consumptions by several groups, one of
+them BROADCASTING (judged per member) and one orderly; records in time order with ties. The
+stream is fed to the Ledger in chunks of random sizes, as the Tracer feeds it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from analysis.checks import check, latency_samples
+from analysis.ledger import DELIVERY_COUNT_CAP, Ledger, ProducerInfo, display_key
+from models.message import SEQ_BITS, SEQ_MASK, msg_id_of
+from models.records import (
+    BROKER_STORED,
+    COMMIT_LOG_FLUSHED,
+    CONSUMER_CONSUMED,
+    CONSUMER_SENT_BACK,
+    PRODUCER_SEND_FAILED,
+    PRODUCER_SENT,
+)
+from sim.trace import KINDS
+
+PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
+INTERNAL = ("%", "SCHEDULE_", "RMQ_SYS")
+LOST_SAMPLE = 10
+
+
+# --- the oracle: the old record-scan algorithm ----------------------------------------------------
+
+def _field(record: tuple, name: str) -> Any:
+    return record[3 + KINDS[record[2]].index(name)]
+
+
+def _percentiles_ms(values_us: list[int]) -> dict[str, float | None]:
+    if not values_us:
+        return {name: None for name, _ in PERCENTILES} | {"max": None}
+    ordered = sorted(values_us)
+    n = len(ordered)
+    out: dict[str, float | None] = {name: ordered[max(0, math.ceil(q * n) - 1)] / 1000 for name, q in PERCENTILES}
+    out["max"] = ordered[-1] / 1000
+    return out
+
+
+def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[ProducerInfo],
+           broadcasting: tuple[str, ...] = (), orderly: tuple[str, ...] = (),
+           members: dict[str, list[str]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metrics, details) of a record stream, by a straightforward scan; details are the
+    delivery-count histogram and the sorted latency samples (unit, msg_id, born_us, latency_us)."""
+    counts = {"sent_attempts": 0, "sent_ok": 0, "sent_not_ok": 0, "send_failed": 0}
+    acked: dict[str, dict[int, tuple[int, int]]] = defaultdict(dict)  # topic -> id -> (born, shard)
+    copies: dict[int, int] = defaultdict(int)  # stores under a user topic with reconsume_times 0
+    dlq: set[tuple[str, int]] = set()  # (group, id) stored in %DLQ%group
+    # unit -> id -> [ok count, first ok time, attempts, failed]
+    units: dict[str, dict[int, list]] = {}
+    for group in subscriptions:
+        for unit in ([f"{group}/{m}" for m in (members or {}).get(group, [])] if group in broadcasting else [group]):
+            units[unit] = {}
+    for r in records:
+        kind = r[2]
+        if kind == PRODUCER_SENT:
+            counts["sent_attempts"] += _field(r, "attempts")
+            if _field(r, "status") == "SEND_OK":
+                counts["sent_ok"] += 1
+                acked[_field(r, "topic")][_field(r, "msg_id")] = (_field(r, "born_us"), _field(r, "shard"))
+            else:
+                counts["sent_not_ok"] += 1
+        elif kind == PRODUCER_SEND_FAILED:
+            counts["sent_attempts"] += _field(r, "attempts")
+            counts["send_failed"] += 1
+        elif kind == BROKER_STORED:
+            topic = _field(r, "topic")
+            if topic.startswith("%DLQ%"):
+                dlq.add((topic[len("%DLQ%"):], _field(r, "msg_id")))
+            elif not topic.startswith(INTERNAL) and _field(r, "reconsume_times") == 0:
+                copies[_field(r, "msg_id")] += 1
+        elif kind == CONSUMER_CONSUMED:
+            group = _field(r, "group")
+            unit = f"{group}/{r[1]}" if group in broadcasting else group
+            entry = units.setdefault(unit, {}).setdefault(_field(r, "msg_id"), [0, None, 0, False])
+            entry[2] += 1
+            if _field(r, "ok"):
+                entry[0] += 1
+                if entry[1] is None:
+                    entry[1] = r[0]
+            elif group not in broadcasting:
+                entry[3] = True  # went down the retry path (send-back or local re-consumption)
+    groups: dict[str, dict[str, Any]] = {}
+    all_latencies: list[int] = []
+    histogram = [0] * (DELIVERY_COUNT_CAP + 1)
+    samples: list[tuple] = []
+    names = [p.name for p in producers]
+    for unit in sorted(units):
+        group = unit.split("/", 1)[0]
+        result, latencies = _oracle_unit(unit, units[unit], acked[subscriptions[group]], copies,
+                                         dlq if group not in broadcasting else set(), group in orderly, names)
+        groups[unit] = result
+        all_latencies += latencies
+        for msg_id, (born, _shard) in acked[subscriptions[group]].items():
+            entry = units[unit].get(msg_id)
+            ok = entry[0] if entry else 0
+            histogram[min(ok, DELIVERY_COUNT_CAP)] += 1
+            if ok:
+                samples.append((unit, msg_id, born, entry[1] - born))
+    metrics = {
+        **counts,
+        "stored": sum(copies.values()),
+        "stored_duplicates": sum(n - 1 for n in copies.values() if n > 1),
+        "consumed": sum(g["consumed_ok_distinct"] + g["duplicates"] for g in groups.values()),
+        **{key: sum(g[key] for g in groups.values())
+           for key in ("lost", "pending_retry", "dlq", "duplicates", "duplicated_messages")},
+        "duplicate_causes": {cause: sum(g["duplicate_causes"][cause] for g in groups.values())
+                             for cause in ("producer_retry", "redelivery")},
+        "order_violations": (sum(g["order_violations"] for g in groups.values() if g["order_violations"] is not None)
+                             if any(g["order_violations"] is not None for g in groups.values()) else None),
+        "latency_ms": _percentiles_ms(all_latencies),
+        "groups": groups,
+    }
+    return metrics, {"delivery_counts": histogram, "samples": sorted(samples)}
+
+
+def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[int, int]], copies: dict[int, int],
+                 dlq: set[tuple[str, int]], orderly: bool, names: list[str]) -> tuple[dict[str, Any], list[int]]:
+    duplicates = duplicated = distinct = attempts = 0
+    causes = {"producer_retry": 0, "redelivery": 0}
+    for msg_id, (ok, _first, tries, _failed) in consumed.items():
+        attempts += tries
+        if ok:
+            distinct += 1
+        if ok > 1:
+            duplicates += ok - 1
+            duplicated += 1
+            causes["producer_retry" if copies.get(msg_id, 0) > 1 else "redelivery"] += ok - 1
+    lost, pending, dead = [], 0, 0
+    latencies = []
+    for msg_id, (born, _shard) in acked.items():
+        entry = consumed.get(msg_id)
+        if entry is not None and entry[0]:
+            latencies.append(entry[1] - born)
+        elif (unit, msg_id) in dlq:
+            dead += 1
+        elif entry is not None and entry[3]:
+            pending += 1
+        else:
+            lost.append(msg_id)
+    lost.sort(key=lambda m: (m & SEQ_MASK, m >> SEQ_BITS))
+    return {
+        "lost": len(lost),
+        "lost_sample": [display_key(m, names) for m in lost[:LOST_SAMPLE]],
+        "pending_retry": pending,
+        "dlq": dead,
+        "duplicates": duplicates,
+        "duplicated_messages": duplicated,
+        "duplicate_causes": causes,
+        "consumed_ok_distinct": distinct,
+        "consume_attempts": attempts,
+        "order_violations": _oracle_order(consumed, acked) if orderly else None,
+        "latency_ms": _percentiles_ms(latencies),
+    }, latencies
+
+
+def _oracle_order(consumed: dict[int, list], acked: dict[int, tuple[int, int]]) -> int:
+    firsts = sorted((e[1], msg_id) for msg_id, e in consumed.items() if e[1] is not None and msg_id in acked)
+    highest: dict[tuple[int, int], int] = {}
+    violations = 0
+    for _t, msg_id in firsts:
+        stream, seq = (msg_id >> SEQ_BITS, acked[msg_id][1]), msg_id & SEQ_MASK
+        if seq < highest.get(stream, -1):
+            violations += 1
+        else:
+            highest[stream] = seq
+    return violations
+
+
+# --- fuzzed record streams ------------------------------------------------------------------------
+
+PRODUCERS = [ProducerInfo("p-a", "orders"), ProducerInfo("p-b", "orders"), ProducerInfo("p-c", "audit")]
+SUBSCRIPTIONS = {"billing": "orders", "audit": "audit", "cache": "orders", "ledger": "orders"}
+BROADCASTING = ("cache",)
+ORDERLY = ("ledger",)
+MEMBERS = {"billing": ["c-1", "c-2"], "audit": ["c-3"], "cache": ["c-4", "c-5"], "ledger": ["c-6"]}
+OUTCOMES = ["SEND_OK", "SEND_OK", "SEND_OK", "FLUSH_DISK_TIMEOUT", "ONEWAY", "failed", "in_flight"]
+
+
+def _rec(t: int, node: str, kind: str, *fields: Any) -> tuple:
+    assert len(fields) == len(KINDS[kind])
+    return (t, node, kind, *fields)
+
+
+class Genome:
+    """Decisions read from one drawn byte string (a zero byte is the simplest choice, and an
+    exhausted genome reads zeros), so Hypothesis draws once per stream and still shrinks it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def int(self, low: int, high: int) -> int:
+        byte = self.data[self.pos] if self.pos < len(self.data) else 0
+        self.pos += 1
+        return low + byte % (high - low + 1)
+
+    def pick(self, options: list[Any]) -> Any:
+        return options[self.int(0, len(options) - 1)]
+
+
+def message_records(g: Genome, p: int, seq: int) -> list[tuple]:
+    """Every record one message causes: its send outcome, stores, consumptions, retry path."""
+    info, msg_id = PRODUCERS[p], msg_id_of(p, seq)
+    born = g.int(0, 30)
+    t = born + g.int(0, 5)
+    outcome = g.pick(OUTCOMES)
+    shard = g.int(-1, 2)
+    attempts = g.int(1, 3)
+    out = []
+    if outcome == "failed":
+        out.append(_rec(t, info.name, PRODUCER_SEND_FAILED, msg_id, info.topic, shard, attempts, "timeout", born))
+    elif outcome != "in_flight":
+        out.append(_rec(t, info.name, PRODUCER_SENT, msg_id, info.topic, shard, "broker-a", 1, outcome, attempts,
+                        born))
+    for i in range(g.pick([1, 1, 1, 2, 0, 3])):  # 2+ copies: a send retried after a lost response
+        reconsume = g.pick([0, 0, 0, 1])
+        out.append(_rec(born + i, "broker-a", BROKER_STORED, msg_id, info.topic, 1, seq, 100 * seq, 150, reconsume))
+    for group, topic in SUBSCRIPTIONS.items():
+        if topic != info.topic and g.int(0, 9) != 9:  # rarely, a consumption of another topic
+            continue
+        nodes = MEMBERS[group] + (["c-9"] if group in BROADCASTING else [])  # c-9: not a known member
+        failed = False
+        for _ in range(g.pick([1, 1, 2, 0, 3])):
+            ok = g.pick([True, True, False])
+            when = born + g.int(1, 40)
+            node = g.pick(nodes)
+            out.append(_rec(when, node, CONSUMER_CONSUMED, group, msg_id, topic, "broker-a", 1, seq, ok, 0))
+            failed = failed or not ok
+        if failed and group not in BROADCASTING:
+            when = born + g.int(1, 40)
+            out.append(_rec(when, MEMBERS[group][0], CONSUMER_SENT_BACK, group, msg_id, 0, True))
+            path = g.pick(["retry", "schedule", "dlq", "none"])
+            if path in ("retry", "dlq"):
+                out.append(_rec(when, "broker-a", BROKER_STORED, msg_id, f"%RETRY%{group}", 0, 0, 0, 150, 1))
+            if path == "schedule":
+                out.append(_rec(when, "broker-a", BROKER_STORED, msg_id, "SCHEDULE_TOPIC_XXXX", 2, 0, 0, 150, 1))
+            if path == "dlq":
+                out.append(_rec(when + 1, "broker-a", BROKER_STORED, msg_id, f"%DLQ%{group}", 0, 0, 0, 150, 17))
+    return out
+
+
+def build_stream(g: Genome) -> tuple[list[tuple], list[int]]:
+    """(records in time order, chunk sizes summing to their number)."""
+    records: list[tuple] = []
+    for p in range(len(PRODUCERS)):
+        for seq in range(1, g.int(0, 12) + 1):
+            records += message_records(g, p, seq)
+    records += [_rec(g.int(0, 80), "broker-a", COMMIT_LOG_FLUSHED, 4096) for _ in range(g.int(0, 2))]
+    records.sort(key=lambda r: r[0])  # stable: ties keep their generation order
+    sizes, left = [], len(records)
+    while left:
+        size = min(left, g.pick([left, 1, 2, 3, 7, 16, 64]))  # an exhausted genome: one chunk
+        sizes.append(size)
+        left -= size
+    return records, sizes
+
+
+def record_streams() -> st.SearchStrategy[tuple[list[tuple], list[int]]]:
+    return st.binary(min_size=400, max_size=3_000).map(lambda data: build_stream(Genome(data)))
+
+
+def ledger_results(records: list[tuple], chunk_sizes: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    ledger = Ledger(PRODUCERS, SUBSCRIPTIONS, BROADCASTING, ORDERLY, MEMBERS)
+    start = 0
+    for size in chunk_sizes:
+        ledger.feed(records[start:start + size])
+        start += size
+    details: dict[str, Any] = {}
+    return ledger.results(details), details
+
+
+def _samples(details: dict[str, Any]) -> list[tuple]:
+    cols = latency_samples(details)
+    return sorted(zip(cols["unit"].tolist(), cols["msg_id"].tolist(), cols["born_us"].tolist(),
+                      cols["latency_us"].tolist(), strict=True))
+
+
+def _coverage(metrics: dict[str, Any], chunk_sizes: list[int]) -> list[str]:
+    """The cases a stream exercises (the fuzzer must reach each of them often)."""
+    cases = [key for key in ("lost", "pending_retry", "dlq", "duplicates", "order_violations", "send_failed",
+                             "sent_not_ok") if metrics[key]]
+    cases += ["producer_retry"] if metrics["duplicate_causes"]["producer_retry"] else []
+    cases += ["unknown_member"] if any(unit.endswith("/c-9") for unit in metrics["groups"]) else []
+    cases += ["chunks"] if len(chunk_sizes) > 1 else []
+    return cases
+
+
+def test_ledger_equals_the_record_scan_oracle():
+    seen: dict[str, int] = defaultdict(int)
+
+    @settings(max_examples=200, derandomize=True, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(record_streams())
+    def compare(stream: tuple[list[tuple], list[int]]) -> None:
+        records, chunk_sizes = stream
+        expected, expected_details = oracle(records, SUBSCRIPTIONS, PRODUCERS, BROADCASTING, ORDERLY, MEMBERS)
+        got, details = ledger_results(records, chunk_sizes)
+        assert got == expected
+        assert details.get("delivery_counts", [0] * (DELIVERY_COUNT_CAP + 1)) == expected_details["delivery_counts"]
+        assert _samples(details) == expected_details["samples"]
+        # check(): the same Ledger fed the whole stream at once
+        assert check(records, SUBSCRIPTIONS, producers=PRODUCERS, broadcasting=BROADCASTING, orderly=ORDERLY,
+                     members=MEMBERS) == expected
+        for case in _coverage(expected, chunk_sizes):
+            seen[case] += 1
+
+    compare()
+    # the generator reaches every case that matters (else the equality above proves little)
+    assert all(seen[case] >= 10 for case in ("lost", "pending_retry", "dlq", "duplicates", "order_violations",
+                                             "send_failed", "sent_not_ok", "producer_retry", "unknown_member",
+                                             "chunks")), dict(seen)
+
+
+def test_empty_stream():
+    expected, _ = oracle([], SUBSCRIPTIONS, PRODUCERS, BROADCASTING, ORDERLY, MEMBERS)
+    got, details = ledger_results([], [])
+    assert got == expected
+    assert got["order_violations"] == 0  # an orderly group with nothing to order is checked: 0
+    assert got["groups"]["billing"]["order_violations"] is None
+
+
+def test_delivery_counts_cap_and_many_duplicates():
+    """A message consumed more than DELIVERY_COUNT_CAP times lands in the last histogram bin,
+    and every consumption beyond the first still counts as a duplicate."""
+    msg_id = msg_id_of(0, 1)
+    records = [_rec(0, "p-a", PRODUCER_SENT, msg_id, "orders", -1, "broker-a", 1, "SEND_OK", 1, 0),
+               _rec(1, "broker-a", BROKER_STORED, msg_id, "orders", 1, 0, 0, 150, 0)]
+    records += [_rec(10 + i, "c-1", CONSUMER_CONSUMED, "billing", msg_id, "orders", "broker-a", 1, 0, True, 0)
+                for i in range(DELIVERY_COUNT_CAP + 3)]
+    got, details = ledger_results(records, [5, len(records) - 5])
+    expected, expected_details = oracle(records, SUBSCRIPTIONS, PRODUCERS, BROADCASTING, ORDERLY, MEMBERS)
+    assert got == expected and got["groups"]["billing"]["duplicates"] == DELIVERY_COUNT_CAP + 2
+    assert details["delivery_counts"] == expected_details["delivery_counts"]
+    assert details["delivery_counts"][DELIVERY_COUNT_CAP] == 1  # billing; the other units lost it (bin 0)
+
+
+def test_unsubscribed_group_is_judged_the_same_whatever_the_chunking():
+    a1, c1 = msg_id_of(0, 1), msg_id_of(2, 1)  # an "orders" and an "audit" message
+    records = [_rec(0, "p-a", PRODUCER_SENT, a1, "orders", -1, "broker-a", 1, "SEND_OK", 1, 0),
+               _rec(0, "p-c", PRODUCER_SENT, c1, "audit", -1, "broker-a", 1, "SEND_OK", 1, 0),
+               _rec(5, "c-1", CONSUMER_CONSUMED, "billing", a1, "orders", "broker-a", 1, 0, True, 0),
+               _rec(6, "c-7", CONSUMER_CONSUMED, "stranger", c1, "audit", "broker-a", 1, 0, True, 0)]
+    whole, _ = ledger_results(records, [4])
+    split, _ = ledger_results(records, [3, 1])
+    assert whole["groups"]["stranger"] == split["groups"]["stranger"]
+    assert whole["groups"]["stranger"]["lost"] == 0
