@@ -12,7 +12,7 @@ Modules
 - limits.py   every bound on inputs, runs and sweeps, with its reason (hard bounds; sane maxima)
 - inputs.py   reading users' files: regular, bounded, UTF-8; YAML with depth/alias/tag limits
 - keypath.py  the key-path grammar and `--set KEY.PATH=VALUE` overrides
-- trace.py    flat record kinds, the in-memory sink, JSONL output, the run digest
+- trace.py    typed record kinds, the streaming Tracer (chunks to the digest and observers), the digest
 - files.py    atomic file output (hidden temporary file, then rename); output directories checked
 
 Layering: the modules above import only the standard library, SimPy, networkx, pydantic, PyYAML
