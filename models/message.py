@@ -39,6 +39,12 @@ PROPERTY_DELAY_TIME_LEVEL = "DELAY"
 PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 
 SEQ_BITS = 32  # msg_id = producer_index << SEQ_BITS | seq (analysis/ledger.py reads it the same way)
+SEQ_MASK = (1 << SEQ_BITS) - 1
+
+
+def msg_id_of(producer_index: int, seq: int) -> int:
+    """The id of producer `producer_index`'s message number `seq` (1-based)."""
+    return producer_index << SEQ_BITS | seq
 
 
 class MessageQueue(NamedTuple):

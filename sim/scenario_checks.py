@@ -16,6 +16,7 @@ targets are then checked only where no invalid entry could explain them.
 from __future__ import annotations
 
 import difflib
+import re
 import typing
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -135,6 +136,9 @@ def cross_check(data: dict, root: type[BaseModel]) -> list[str]:
     return problems + _check_limits(data, ctx, limits)
 
 
+_METRIC_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # e.g. latency_ms.p99
+
+
 def _check_expect(data: dict, ctx: Context) -> list[str]:
     """Every `expect:` key must be a metric the summary has (analysis/verdict.py)."""
     from analysis.verdict import EXPECTABLE_METRICS
@@ -144,7 +148,9 @@ def _check_expect(data: dict, ctx: Context) -> list[str]:
     for key in expect if isinstance(expect, dict) else ():
         if key not in EXPECTABLE_METRICS:
             hint = difflib.get_close_matches(str(key), EXPECTABLE_METRICS, n=1, cutoff=0.6)
-            problems.append(f"{render_path(('expect', key))}: not a metric an expectation can bound" +
+            where = f"expect.{key}" if isinstance(key, str) and _METRIC_PATH.fullmatch(key) else \
+                render_path(("expect", key))
+            problems.append(f"{where}: not a metric an expectation can bound" +
                             (f" (did you mean {hint[0]!r}?)" if hint else
                              f" (metrics: {', '.join(EXPECTABLE_METRICS)})"))
     return problems

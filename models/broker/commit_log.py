@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from models.broker.config import GROUP_COMMIT_WAIT_US, OS_PAGE_SIZE_BYTES, FlushDiskType, MessageStoreConfig
-from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, MappedFileQueue
+from models.broker.mapped_file import RECORD, MappedFile, MappedFileQueue
 from models.message import java_string_hash
 from models.records import COMMIT_LOG_FLUSHED, COMMIT_LOG_TRUNCATED
 from sim.env import ms
@@ -95,15 +95,11 @@ class CommitLog:
         key = topic_index << QUEUE_ID_BITS | queue_id
         queue_offset = self.queue_offsets.get(key, 0)
         self.queue_offsets[key] = queue_offset + 1
-        index = len(mapped.phys)
         if props:
-            mapped.props[index] = props
-        offset = index * RECORD_BYTES
-        if offset + RECORD_BYTES > len(mapped.data):
-            offset = mapped.slot()
-        RECORD.pack_into(mapped.data, offset, size, self.node.env._now, queue_id, queue_offset, msg_id, topic_index,
-                         tags_index, reconsume_times, sysflag)
+            mapped.props[len(mapped.phys)] = props
         mapped.phys.append(pos)
+        mapped.data += RECORD.pack(size, self.node.env._now, queue_id, queue_offset, msg_id, topic_index,
+                                   tags_index, reconsume_times, sysflag)
         self.wrote_position = pos + size
         return pos, queue_offset
 

@@ -35,8 +35,7 @@ CQ_UNIT_BYTES = CQ_UNIT.size
 
 
 class ConsumeQueue:
-    """One (topic, queue id)'s units: the first `max_offset - min_offset` 20-byte slots of `units`,
-    which is allocated ahead (`room`) so a unit is packed straight into it."""
+    """One (topic, queue id)'s units."""
 
     __slots__ = ("topic", "queue_id", "key", "ident", "units", "min_offset", "max_offset", "hint_phys",
                  "hint_file", "hint_index")
@@ -51,16 +50,8 @@ class ConsumeQueue:
         # which then needs no search by offset (a lookup cache only)
         self.hint_phys, self.hint_file, self.hint_index = -1, None, -1
 
-    def room(self) -> int:
-        """The byte offset of the next unit's slot, growing `units` ahead when it is full (by its
-        own size, 1,280 bytes at least and 64 KiB at most, so small queues stay small)."""
-        offset = (self.max_offset - self.min_offset) * CQ_UNIT_BYTES
-        if offset + CQ_UNIT_BYTES > len(self.units):
-            self.units += bytes(min(max(len(self.units), 64 * CQ_UNIT_BYTES), 64 * 1024))
-        return offset
-
     def append(self, phys_offset: int, size: int, tags_code: int) -> None:
-        CQ_UNIT.pack_into(self.units, self.room(), phys_offset, size, tags_code)
+        self.units += CQ_UNIT.pack(phys_offset, size, tags_code)
         self.max_offset += 1
 
     def unit(self, offset: int) -> tuple[int, int, int]:
@@ -149,7 +140,7 @@ class ReputMessageService:
         """Dispatch the file's records from index `i` while they end by `limit`; returns the
         index of the first record not dispatched."""
         log, queues, phys, data = self.log, self.queues, mapped.phys, mapped.data
-        codes, unpack, pack_into = log.tags_codes, RECORD.unpack_from, CQ_UNIT.pack_into
+        codes, unpack, pack = log.tags_codes, RECORD.unpack_from, CQ_UNIT.pack
         n = len(phys)
         while i < n:
             start = phys[i]
@@ -160,16 +151,13 @@ class ReputMessageService:
             cq = queues.get(key)
             if cq is None:
                 cq = queues[key] = ConsumeQueue(log.topics[topic], queue_id, key)
-            slot = (cq.max_offset - cq.min_offset) * CQ_UNIT_BYTES
-            if slot + CQ_UNIT_BYTES > len(cq.units):
-                slot = cq.room()
             if cq.topic == SCHEDULE_TOPIC:
                 level = mapped.props[i][PROPERTY_DELAY_TIME_LEVEL]
-                pack_into(cq.units, slot, start, size, self.delivery_us(level, store_us))
+                cq.units += pack(start, size, self.delivery_us(level, store_us))
                 if self.schedule_listener is not None:
                     self.schedule_listener(level)
             else:
-                pack_into(cq.units, slot, start, size, codes[tags])
+                cq.units += pack(start, size, codes[tags])
             cq.max_offset += 1
             cq.hint_phys, cq.hint_file, cq.hint_index = start, mapped, i
             touched[key] = cq

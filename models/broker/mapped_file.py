@@ -25,14 +25,13 @@ from typing import Any
 # reconsume times, sysflag
 RECORD = struct.Struct("<iqHIqHHHB")
 RECORD_BYTES = RECORD.size  # 33 (+ 8 for the physical offset = 41 bytes a message)
-F_SIZE = 0  # the size field's position in an unpacked RECORD
-GROW_BYTES = 64 * 1024  # `data` grows by this much at a time; records are packed into it in place
+# positions of the fields in an unpacked RECORD
+(F_SIZE, F_STORE_US, F_QUEUE_ID, F_QUEUE_OFFSET, F_MSG_ID, F_TOPIC, F_TAGS, F_RECONSUME,
+ F_SYSFLAG) = range(9)
 
 
 class MappedFile:
-    """One CommitLog file's records (see module docstring). `data` is allocated ahead in
-    `GROW_BYTES` steps so a record is packed straight into it (`RECORD.pack_into`); its records
-    are the first `len(phys)` slots, whatever lies beyond is unused."""
+    """One CommitLog file's records (see module docstring)."""
 
     __slots__ = ("file_from_offset", "phys", "data", "props")
 
@@ -60,13 +59,6 @@ class MappedFile:
         if not self.phys:
             return self.file_from_offset
         return self.phys[-1] + RECORD.unpack_from(self.data, (len(self.phys) - 1) * RECORD_BYTES)[F_SIZE]
-
-    def slot(self) -> int:
-        """The byte offset in `data` for the next record (allocating ahead when needed)."""
-        offset = len(self.phys) * RECORD_BYTES
-        if offset + RECORD_BYTES > len(self.data):
-            self.data += bytes(GROW_BYTES)
-        return offset
 
     def truncate(self, keep: int) -> int:
         """Keep the first `keep` records; returns how many were dropped."""

@@ -24,6 +24,7 @@ from models.broker.mapped_file import (
     F_STORE_US,
     F_TAGS,
     F_TOPIC,
+    RECORD,
     RECORD_BYTES,
     MappedFile,
     MappedFileQueue,
@@ -125,7 +126,7 @@ def test_truncation_drops_the_properties_of_lost_records():
     mapped = queue.last(0)
     for i in range(4):
         mapped.phys.append(i * 1_000)
-        mapped.data += struct.pack("<iqHqqHHHB", 1_000, 0, 0, i, i, 0, 0, 1, 0)
+        mapped.data += RECORD.pack(1_000, 0, 0, i, i, 0, 0, 1, 0)
         mapped.props[i] = {PROPERTY_RETRY_TOPIC: "T"}
     assert queue.truncate_to(2_500) == 2  # records end at 1000, 2000 | 3000, 4000
     assert list(mapped.phys) == [0, 1_000] and sorted(mapped.props) == [0, 1]
