@@ -70,8 +70,9 @@ def fi(kind: str, field: str) -> int:
 
 
 def fault_time_us(name: str, kind: str) -> int:
-    sc = load(path(name))
-    return next(int(f.at_ms * 1000) for f in sc.faults if f.kind == kind)
+    """When the fault happened (a scripted fault with `jitter_ms` happens after its `at_ms`)."""
+    kind_i = fi("fault.injected", "fault")
+    return next(r[0] for r in recs(name, "fault.injected") if r[kind_i] == kind)
 
 
 def acked(name: str) -> dict[int, tuple]:
