@@ -175,7 +175,7 @@ class ReputMessageService:
     def _dispatch_replica(self, mapped: MappedFile, i: int, limit: int, touched: dict[int, ConsumeQueue]) -> int:
         """`_dispatch_file` on a slave: a record whose queue offset is below its queue's end
         gets no unit (putMessagePositionInfo: "build consume queue repeatedly")."""
-        log, queues, phys, data = self.log, self.queues, mapped.phys, mapped.data
+        queues, phys, data = self.queues, mapped.phys, mapped.data
         n = len(phys)
         while i < n:
             size, _t, queue_id, queue_offset, _m, topic, _tags, _rec, _flag = RECORD.unpack_from(data, i * RECORD_BYTES)
