@@ -2,6 +2,7 @@
 
 - SYNC_FLUSH + SYNC_MASTER (inSyncReplicas 2) loses nothing on a master power loss;
 - an ASYNC_MASTER loses at most the replication lag when its slave serves reads (4.x);
+- consumers read the slave once its master's process is gone for good (4.x), losing nothing;
 - ASYNC_FLUSH loses at most what was acknowledged since the last flush, and 4.x's flush woken by
   puts (flushCommitLogTimed=false) loses far less under load than the timed flush;
 - a process crash with the transient store pool loses the uncommitted buffer (and without the
@@ -112,6 +113,33 @@ def test_async_master_without_slave_reads_loses_the_unflushed_tail() -> None:
     assert s["lost_by_cause"]["unflushed_at_power_loss"] > 0
     assert s["lost"] > run("power_loss_async_master", 1).summary["lost"]
     assert any(x[-1] == "code_2" for x in recs(r, "consumer.pull_failed"))  # SYSTEM_BUSY [REJECTREQUEST]
+
+
+SLAVE_READ_STORY = ("faults[0].kind=process_crash", "consumers[0].start_ms=1s", "duration_ms=90s",
+                    "consumers[0].consume_time_ms=100")
+QUEUES_PER_BROKER = 4
+PULL_THRESHOLD_FOR_QUEUE = 1_000  # messages a ProcessQueue holds before pulling stops
+POLL_NAME_SERVER_INTERVAL_US = 30_000_000  # the consumer's route refresh
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_consumers_read_the_slave_once_the_master_is_gone(seed: int) -> None:
+    """4.x: the master's process dies for good while consumers are behind; the NameServer drops
+    it at once (channel closed), the next route refresh leaves the slave as the group's only
+    address, and the backlog is consumed from it: nothing lost."""
+    r = run("power_loss_async_master", seed, *SLAVE_READ_STORY)
+    s = r.summary
+    t_crash = fault_time_us(r, "process_crash", "broker-a")
+    assert s["lost"] == 0 and s["sent_ok"] > 0
+    broker = fi("consumer.pull_failed", "broker")
+    failed = [x[0] for x in recs(r, "consumer.pull_failed") if x[broker] == "broker-a"]
+    # pulls to the dead master fail fast (connection closed) until the route no longer lists it
+    assert failed and t_crash <= min(failed) and max(failed) <= t_crash + POLL_NAME_SERVER_INTERVAL_US + 1_000_000
+    node = fi("consumer.consumed", "broker")
+    after = [x[0] for x in recs(r, "consumer.consumed") if x[node] == "broker-a" and x[0] > t_crash]
+    # more than the process queues could hold at the crash: the rest came from the slave
+    assert len(after) > QUEUES_PER_BROKER * PULL_THRESHOLD_FOR_QUEUE
+    assert max(after) > max(failed)
 
 
 # --- ASYNC_FLUSH: since the last flush; 4.x wake-on-put vs timed ----------------------------------------
