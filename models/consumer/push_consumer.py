@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from models.consumer.allocate import make_strategy
+from models.consumer.allocate_setup import allocate_strategy
 from models.consumer.config import (
     BROKER_SUSPEND_MAX_TIME_US,
     CONSUME_TIMESTAMP_BEFORE_START_US,
@@ -61,7 +61,7 @@ MIB = 1024 * 1024
 class PushConsumer:
     def __init__(self, env: Any, name: str, zone: str, group: str, topic: str, tags: list[str] | None,
                  cfg: PushConsumerConfig, namesrvs: list[str], consume_time: Any,
-                 failure_probability: float) -> None:
+                 failure_probability: float, zones: dict[str, str] | None = None) -> None:
         self.node = node = Node(env, name, zone)
         self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one
         self.group = group
@@ -80,8 +80,8 @@ class PushConsumer:
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.offset_store = OffsetStore(node, group, self.broadcasting)
         self.consume = ConsumeService(self, consume_time, failure_probability)
-        self.rebalancer = Rebalancer(self, make_strategy(cfg.allocate_message_queue_strategy.value,
-                                                         cfg.virtual_node_cnt, (), cfg.consumeridcs))
+        # zones: node name → zone, for MACHINE_ROOM_NEARBY by ZONE
+        self.rebalancer = Rebalancer(self, allocate_strategy(cfg, topic, zones or {}))
         self.stream = env.rng.stream(f"{name}.client")
         self.pull_api = PullAPIWrapper(self.broker_addr_table)
         self.consume_timestamp_us = ms(cfg.consume_timestamp_ms) if cfg.consume_timestamp_ms is not None else \
