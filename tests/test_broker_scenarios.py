@@ -139,3 +139,23 @@ def test_4x_reset_by_time_is_pushed_to_clients_which_pause_then_rebalance() -> N
     # nearest: a message stored just before 10 s may be the one it lands on, never one long before
     assert all(stored[m] >= TO_TIME_US - SEC for m in again)
     assert not _consumed_since_but_not_again(stored, again, r)
+
+
+# --- CONSUME_FROM_TIMESTAMP -----------------------------------------------------------------------
+
+def test_new_group_consuming_from_timestamp_starts_at_the_first_message_stored_since() -> None:
+    """A group that starts at 20 s with CONSUME_FROM_TIMESTAMP at 10 s: the brokers know no offset
+    for it, and their queue heads are out of memory (a small host, so the 5.1.0+ rule "hot head →
+    start at 0" does not apply), so each queue starts at searchOffset(10 s)."""
+    small_host = [f"cluster.brokers[{i}].store.physical_memory_bytes=5000000" for i in (0, 1)]
+    r = run("reset_offset_by_time", 1, "actions=[]", "duration_ms=30s", "consumers[0].start_ms=20s",
+            "consumers[0].client.consume_from_where=CONSUME_FROM_TIMESTAMP",
+            "consumers[0].client.consume_timestamp_ms=10s", *small_host)
+    smid = fi("broker.stored", "msg_id")
+    stored = {x[smid]: x[0] for x in recs(r, "broker.stored")}
+    ok, mid = fi("consumer.consumed", "ok"), fi("consumer.consumed", "msg_id")
+    consumed = {x[mid] for x in recs(r, "consumer.consumed") if x[ok]}
+    assert consumed and min(stored[m] for m in consumed) >= TO_TIME_US
+    assert not {m for m, t in stored.items() if t >= TO_TIME_US} - consumed
+    # what was stored before the timestamp is never consumed by this group: reported as lost
+    assert r.summary["lost"] == sum(1 for t in stored.values() if t < TO_TIME_US) > 0
