@@ -8,33 +8,16 @@ the reset).
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 
-import sim
 from sim.scenario import load
-from sim.trace import field_index
 from tests.conftest import ROOT
+from tests.test_broker_fault_stories import fi, recs, run  # one cache of runs for both files
 
 BROKER_SCENARIOS = ("process_crash_async_flush", "power_loss_sync_master", "power_loss_async_master",
                     "transient_store_pool_crash", "broker_busy", "reset_offset_by_time")
 SEEDS = (1, 2)
 SEC = 1_000_000  # µs
-
-
-def fi(kind: str, field: str) -> int:
-    return field_index(kind, field)
-
-
-@functools.cache
-def run(name: str, seed: int, *overrides: str):
-    return sim.run(str(ROOT / "scenarios" / f"{name}.yaml"), seed=seed, overrides=list(overrides),
-                   keep_records=True)
-
-
-def recs(result, kind: str) -> list[tuple]:
-    return [r for r in result.records if r[2] == kind]
 
 
 @pytest.mark.parametrize("name", BROKER_SCENARIOS)
