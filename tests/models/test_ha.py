@@ -1,6 +1,6 @@
 """HA components with timelines: slave catch-up, SYNC_MASTER acknowledgement and its timeout,
 4.x SLAVE_NOT_AVAILABLE, reads from a slave (5.x refuses by default, 4.x serves), divergence
-after a master power loss.
+after a master power loss, consumer offsets committed to a slave.
 
 Reference: rocketmq-semantics.md 6.3; store/ha (DefaultHAService, DefaultHAConnection,
 DefaultHAClient, GroupTransferService) in 5.3.3, HAService in 4.9.8.
@@ -21,8 +21,10 @@ from models.protocol import (
     SYSTEM_BUSY,
     PullMessage,
     PullResponse,
+    QueryConsumerOffset,
     SendMessage,
     SendResponse,
+    UpdateConsumerOffset,
 )
 from models.records import HA_CONNECTED
 from sim.disk import DiskConfig
@@ -205,3 +207,36 @@ def test_slave_keeps_its_own_queue_offsets_when_the_pull_offset_is_out_of_range(
     env.call_later(1_000_000, g["client"].rpc, "broker-a-s1", pull, 30_000_000, got.append)
     env.run(until=2_000_000)
     assert got[0].code not in (SUCCESS,) and got[0].next_begin_offset == 7 and got[0].code != PULL_NOT_FOUND
+
+
+# --- consumer offsets on a slave ------------------------------------------------------------------
+
+def test_4x_offsets_committed_to_a_slave_are_overwritten_by_the_returning_masters():
+    """SlaveSynchronize (4.9.8: first after 3 s, then every 10 s) copies the master's offsets over
+    the slave's; an offset a consumer commits to the slave while the master is down is kept
+    until the master is back, then replaced (putAll of the group's table), and never copied back
+    to the master."""
+    env, g = make_group(version="4.x", broker={"startup_ms": 0})
+    master, slave, client = g["master"], g["slave"], g["client"]
+    got: list = []
+
+    def update(dst: str, offset: int) -> None:
+        client.rpc(dst, UpdateConsumerOffset("g", TOPIC, 0, offset), 3_000_000, lambda r: None)
+
+    def query(dst: str) -> None:
+        client.rpc(dst, QueryConsumerOffset("g", TOPIC, 0), 3_000_000,
+                   lambda r: got.append((env.now // 1_000_000, dst, r.offset)))
+
+    env.call_later(500_000, update, "broker-a", 5)
+    env.call_later(3_500_000, query, "broker-a-s1")  # the first sync (3 s) brought the master's 5
+    env.call_later(12_000_000, master.node.crash)  # after the master's first persist (10 s)
+    env.call_later(12_500_000, update, "broker-a-s1", 9)  # the slave accepts a commit
+    env.call_later(14_000_000, query, "broker-a-s1")  # the 13 s sync found no master: still 9
+    env.call_later(15_000_000, master.node.restart)
+    env.call_later(24_000_000, query, "broker-a-s1")  # the 23 s sync: the master's 5 again
+    env.call_later(24_000_000, query, "broker-a")  # the slave's 9 never reached the master
+    env.run(until=25_000_000)
+    assert [x for x in got if x[1] == "broker-a-s1"] == [(3, "broker-a-s1", 5), (14, "broker-a-s1", 9),
+                                                         (24, "broker-a-s1", 5)]
+    assert (24, "broker-a", 5) in got
+    assert slave.offsets.table[("g", TOPIC, 0)] == 5
