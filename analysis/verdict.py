@@ -33,6 +33,9 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "lost", "pending_retry", "dlq", "duplicates", "duplicated_messages",
     "duplicate_causes.producer_retry", "duplicate_causes.redelivery", "order_violations",
     "latency_ms.p50", "latency_ms.p90", "latency_ms.p99", "latency_ms.p999", "latency_ms.max",
+    "lost_by_cause.unflushed_at_power_loss", "lost_by_cause.replica_not_synced",
+    "lost_by_cause.truncated_on_recovery", "lost_by_cause.offset_skipped_after_recovery",
+    "lost_by_cause.expired_file_deleted", "lost_by_cause.other",
 )
 
 
