@@ -21,7 +21,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.run_rows import CAUSES, LATENCY_KEYS, SEND_COUNTS, SEND_LATENCIES, SEND_SHARES, SEND_TALLIES, SUMMARY_COUNTS
+from analysis.run_rows import (
+    CAUSES,
+    LATENCY_KEYS,
+    SEND_COUNTS,
+    SEND_LATENCIES,
+    SEND_SHARES,
+    SEND_TALLIES,
+    SUMMARY_COUNTS,
+)
 from analysis.sweep_dir import TABLES
 from sim.files import atomic_path
 
