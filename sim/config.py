@@ -13,7 +13,8 @@ Value types for model fields (use them instead of bare `int`/`float`/`str`):
 - `DurationMs`, `PositiveDurationMs`: 500, 1.5, '500ms', '10s', '2min', '1h', '1d', '250us', in
   ms, at most `MAX_TIME_MS`; a positive duration is at least 1 µs, the clock's resolution;
 - `Name` (scenario and sweep names: they become directory names) and `NodeName` (node names:
-  they become parts of random-stream names, `<node>.disk`, `net.<src>-><dst>`).
+  they become parts of random-stream names, `<node>.disk`, `net.<src>-><dst>`; an '@' is
+  allowed after the first character, for RocketMQ's `<room>@<broker>` naming convention).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ NonNegativeIntMs = Annotated[int, BeforeValidator(_no_bool), Field(ge=0, le=MAX_
 DurationMs = Annotated[float, BeforeValidator(parse_duration_ms), Field(ge=0, le=MAX_TIME_MS)]
 PositiveDurationMs = Annotated[float, BeforeValidator(parse_duration_ms), Field(ge=0.001, le=MAX_TIME_MS)]
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_NODE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+_NODE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_@-]*")
 
 
 def _name(value: str) -> str:
@@ -93,7 +94,7 @@ def _name(value: str) -> str:
 
 def _node_name(value: str) -> str:
     if not (len(value) <= MAX_NAME_CHARS and _NODE_NAME_RE.fullmatch(value)):
-        raise ValueError(f"a node name is 1 to {MAX_NAME_CHARS} letters, digits, '_' or '-', "
+        raise ValueError(f"a node name is 1 to {MAX_NAME_CHARS} letters, digits, '_', '-' or '@', "
                          "starting with a letter or digit")
     return value
 

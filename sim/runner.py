@@ -96,10 +96,12 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
             Workload(producer, len(world.producers), p, ms(p.start_ms), min(stop, duration_us))
             world.producers.append(ProducerInfo(name, p.topic))
             _add(world, producer)
+    zones = {b.name: b.zone for b in sc.cluster.brokers}  # MACHINE_ROOM_NEARBY by ZONE
+    zones |= {name: c.zone for c in sc.consumers for name in instance_names(c.name, c.count)}
     for c in sc.consumers:
         for name in instance_names(c.name, c.count):
             _add(world, PushConsumer(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
-                                     c.consume_time_ms, c.failure_probability))
+                                     c.consume_time_ms, c.failure_probability, zones))
     _wire_network(network, sc)
     world.injector = FaultInjector(env, world.nodes, list(sc.faults), list(sc.random_faults), duration_us)
     return world

@@ -23,6 +23,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from models.consumer.allocate import java_split
+from models.consumer.allocate_setup import naming_room
+from models.message import retry_topic
 from sim.config import render_path
 from sim.faults import DISK_KINDS
 from sim.limits import HARD_MAX_NODES
@@ -131,7 +134,8 @@ def cross_check(data: dict, root: type[BaseModel]) -> list[str]:
     problems = _collect_nodes(data, ctx, limits)
     ctx.topics = _topic_names(data, ctx)
     for check in (_check_client_topics, _check_topic_brokers, _check_groups, _check_roles,
-                  _check_fault_targets, _check_links, _check_expect, _check_client_version):
+                  _check_fault_targets, _check_links, _check_expect, _check_allocation,
+                  _check_client_version):
         problems += check(data, ctx)
     return problems + _check_limits(data, ctx, limits)
 
@@ -412,3 +416,99 @@ def _check_limits(data: dict, ctx: Context, limits: Any) -> list[str]:
             problems.append(_over_limit(f"producers[{i}].rate_per_s", rate, "max_rate_per_s",
                                         limits.max_rate_per_s, "messages per second"))
     return problems
+
+
+# --- allocation strategies (models/consumer/allocate_setup.py) -------------------------------------
+
+def _topic_hosts(data: dict, ctx: Context) -> dict[str, tuple[int, list[str]]] | None:
+    """Declared topic → (queues per broker, the brokers hosting it); None if not known."""
+    brokers, cluster = _broker_names(ctx), ctx.read.section(data, "cluster")
+    entries = ctx.read.entries(ctx.model("cluster"), cluster, "topics") if cluster is not INVALID else INVALID
+    if brokers is None or entries is INVALID:
+        return None
+    model, out = ctx.model("cluster", "topics"), {}
+    for entry in entries:
+        name, queues, hosts = (ctx.read.get(model, entry, key) for key in ("name", "queues", "brokers"))
+        if INVALID in (name, queues, hosts):
+            return None
+        out[name] = (queues, brokers if hosts is None else [b for b in brokers if b in hosts])
+    return out
+
+
+def _check_allocation(data: dict, ctx: Context) -> list[str]:
+    """A consumer's allocation options must name what exists: CONFIG's queues, MACHINE_ROOM's
+    rooms, and for MACHINE_ROOM_NEARBY by NAMING a room in every broker's and member's name."""
+    hosts = _topic_hosts(data, ctx)
+    if hosts is None:
+        return []
+    model, problems = ctx.model("consumers"), []
+    for i, entry in _client_entries(data, ctx, "consumers"):
+        name, group, topic, client = (ctx.read.get(model, entry, k) for k in ("name", "group", "topic", "client"))
+        if INVALID in (name, group, topic, client) or topic not in hosts:
+            continue
+        where = f"consumers[{i}].client"
+        problems += _check_queue_list(where, client, group, topic, hosts, _broker_names(ctx) or [])
+        if client.message_model == "CLUSTERING":
+            problems += _check_rooms(where, client, hosts[topic][1])
+            problems += _check_naming(f"consumers[{i}]", name, client, hosts[topic][1], ctx)
+    return problems
+
+
+def _uses(client: Any, strategy: str) -> bool:
+    """Whether `client` allocates with `strategy`, itself or as MACHINE_ROOM_NEARBY's inner one."""
+    return client.allocate_message_queue_strategy == strategy or (
+        client.allocate_message_queue_strategy == "MACHINE_ROOM_NEARBY" and client.machine_room_nearby_inner == strategy)
+
+
+def _check_queue_list(where: str, client: Any, group: str, topic: str,
+                      hosts: dict[str, tuple[int, list[str]]], brokers: list[str]) -> list[str]:
+    problems = []
+    if _uses(client, "CONFIG") and client.message_model == "CLUSTERING" and not client.message_queue_list:
+        problems.append(f"{where}.message_queue_list: CONFIG allocates exactly the queues listed here, and none "
+                        "are: the group would consume nothing (list {broker, queue_id} entries)")
+    retry = retry_topic(group)
+    for j, q in enumerate(client.message_queue_list):
+        path, name = f"{where}.message_queue_list[{j}]", q.topic or topic
+        if name not in (topic, retry):
+            problems.append(f"{path}.topic: {name!r} is neither the consumer's topic {topic!r} nor its retry topic "
+                            f"{retry!r}")
+        elif q.broker not in brokers:
+            problems.append(f"{path}.broker: {q.broker!r} is not a broker here (brokers: {', '.join(brokers)})")
+        elif q.broker not in hosts[topic][1]:
+            problems.append(f"{path}.broker: {q.broker!r} does not host topic {topic!r} "
+                            f"(hosts: {', '.join(hosts[topic][1]) or 'none'})")
+        else:
+            count = 1 if name == retry else hosts[topic][0]  # retry topics: SubscriptionGroupConfig.retryQueueNums
+            if q.queue_id >= count:
+                problems.append(f"{path}.queue_id: {q.queue_id} is not a queue of {name!r} on {q.broker!r} "
+                                f"({'its only queue id is 0' if count == 1 else f'queue ids 0..{count - 1}'})")
+    return problems
+
+
+def _machine_room(broker: str) -> str | None:
+    """The room AllocateMessageQueueByMachineRoom reads from a `<room>@<name>` broker name."""
+    parts = java_split(broker, "@")
+    return parts[0] if len(parts) == 2 else None
+
+
+def _check_rooms(where: str, client: Any, brokers: list[str]) -> list[str]:
+    if not _uses(client, "MACHINE_ROOM"):
+        return []
+    rooms = list(dict.fromkeys(r for r in map(_machine_room, brokers) if r is not None))
+    known = f"rooms of the topic's brokers: {', '.join(rooms)}" if rooms else \
+        "no broker of the topic is named '<room>@<name>'"
+    if not client.consumeridcs:
+        return [f"{where}.consumeridcs: MACHINE_ROOM allocates only queues of brokers named '<room>@<name>' whose "
+                f"room is listed here, and none is ({known})"]
+    return [f"{where}.consumeridcs[{k}]: {room!r} is no broker's machine room ({known})"
+            for k, room in enumerate(client.consumeridcs) if room not in rooms]
+
+
+def _check_naming(where: str, name: str, client: Any, brokers: list[str], ctx: Context) -> list[str]:
+    if client.allocate_message_queue_strategy != "MACHINE_ROOM_NEARBY" or client.machine_room_resolver != "NAMING":
+        return []
+    rule = "MACHINE_ROOM_NEARBY by NAMING reads the room before the first '@'"
+    problems = [f"{where}.name: {name!r} names no machine room ({rule}: name it '<room>@{name}')"] \
+        if naming_room(name) is None else []
+    return problems + [f"{ctx.nodes.owner.get(b, 'cluster.brokers')}.name: {b!r} names no machine room, and "
+                       f"{where} needs one ({rule}: name it '<room>@{b}')" for b in brokers if naming_room(b) is None]

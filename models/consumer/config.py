@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sim.config import Int, NonNegativeIntMs, PositiveIntMs
+from sim.config import Int, NodeName, NonNegativeIntMs, PositiveIntMs
 
 PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US = 50_000  # DefaultMQPushConsumerImpl
 BROKER_SUSPEND_MAX_TIME_US = 15_000_000  # DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS
@@ -42,6 +42,25 @@ class AllocateStrategy(StrEnum):
     CONSISTENT_HASH = "CONSISTENT_HASH"
     CONFIG = "CONFIG"
     MACHINE_ROOM = "MACHINE_ROOM"
+    MACHINE_ROOM_NEARBY = "MACHINE_ROOM_NEARBY"
+
+
+class MachineRoomResolver(StrEnum):
+    """AllocateMachineRoomNearby.MachineRoomResolver, the sim's two implementations
+    (models/consumer/allocate_setup.py)."""
+
+    ZONE = "ZONE"  # the `zone` the scenario gives each broker and consumer
+    NAMING = "NAMING"  # the text before the first '@' of the broker name and of the consumer's name
+
+
+class ConfiguredQueue(BaseModel):
+    """One MessageQueue of AllocateMessageQueueByConfig.messageQueueList."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    topic: str | None = Field(None, min_length=1, max_length=255)  # None: the consumer's topic; or %RETRY%<group>
+    broker: NodeName  # brokerName
+    queue_id: Int = Field(ge=0, le=1023)  # queueId (a topic has at most 1024 queues per broker)
 
 
 class PushConsumerConfig(BaseModel):
@@ -64,3 +83,13 @@ class PushConsumerConfig(BaseModel):
     mq_client_api_timeout_ms: PositiveIntMs = 3_000  # mqClientApiTimeout
     virtual_node_cnt: Int = Field(10, ge=0, le=10_000)  # AllocateMessageQueueConsistentHash.virtualNodeCnt
     consumeridcs: list[str] = Field([], max_length=1_000)  # AllocateMessageQueueByMachineRoom.consumeridcs
+    message_queue_list: list[ConfiguredQueue] = Field([], max_length=10_000)  # AllocateMessageQueueByConfig
+    machine_room_nearby_inner: AllocateStrategy = AllocateStrategy.AVG  # AllocateMachineRoomNearby's inner strategy
+    machine_room_resolver: MachineRoomResolver = MachineRoomResolver.ZONE  # AllocateMachineRoomNearby's resolver
+
+    @field_validator("machine_room_nearby_inner")
+    @classmethod
+    def _not_nested(cls, value: AllocateStrategy) -> AllocateStrategy:
+        if value is AllocateStrategy.MACHINE_ROOM_NEARBY:
+            raise ValueError("the inner strategy of MACHINE_ROOM_NEARBY is one of the other five")
+        return value

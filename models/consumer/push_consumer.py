@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from models.client_instance import MQClientInstance, topic_route_data_to_subscribe_info
-from models.consumer.allocate import make_strategy
+from models.consumer.allocate_setup import allocate_strategy
 from models.consumer.config import (
     BROKER_SUSPEND_MAX_TIME_US,
     CONSUMER_TIMEOUT_WHEN_SUSPEND_US,
@@ -52,7 +52,7 @@ MIB = 1024 * 1024
 class PushConsumer:
     def __init__(self, env: Any, name: str, zone: str, group: str, topic: str, tags: list[str] | None,
                  cfg: PushConsumerConfig, namesrvs: list[str], consume_time: Any,
-                 failure_probability: float) -> None:
+                 failure_probability: float, zones: dict[str, str] | None = None) -> None:
         self.node = node = Node(env, name, zone)
         self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one
         self.group = group
@@ -71,8 +71,8 @@ class PushConsumer:
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.offset_store = OffsetStore(node, group, self.broadcasting)
         self.consume = ConsumeService(self, consume_time, failure_probability)
-        self.rebalancer = Rebalancer(self, make_strategy(cfg.allocate_message_queue_strategy.value,
-                                                         cfg.virtual_node_cnt, (), cfg.consumeridcs))
+        # zones: node name → zone, for MACHINE_ROOM_NEARBY by ZONE
+        self.rebalancer = Rebalancer(self, allocate_strategy(cfg, topic, zones or {}))
         self.client.register_consumer(group, self, cfg.persist_consumer_offset_interval_ms)
         node.handle(NotifyConsumerIdsChanged, lambda src, rid, req: self.rebalancer.wakeup())
         node.on_crash(self._lose_heap)
@@ -95,8 +95,7 @@ class PushConsumer:
     def _route_fetched(self, _known: bool) -> None:
         self._routes_pending -= 1
         if self._routes_pending == 0:
-            self.client.send_heartbeat_to_all_broker_with_lock()
-            self.rebalancer.wakeup()
+            self.client.send_heartbeat_to_all_broker_with_lock(self.rebalancer.wakeup)
 
     def update_topic_subscribe_info(self, topic: str, route: TopicRouteData) -> None:
         """MQConsumerInner.updateTopicSubscribeInfo: only for subscribed topics."""

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 from models.client_instance import topic_route_data_to_publish_info
 from models.consumer.allocate import (
+    allocate,
     averagely,
     averagely_by_circle,
     by_config,
     by_machine_room,
     consistent_hash,
-    make_strategy,
     md5_hash,
 )
 from models.consumer.process_queue import ProcessQueue
@@ -197,13 +197,15 @@ def test_machine_room_three_consumers():
                    [mq_all[4], mq_all[5]]]
 
 
-def test_make_strategy_names():
-    assert make_strategy("AVG") is averagely
-    assert make_strategy("AVG_BY_CIRCLE") is averagely_by_circle
+def test_allocate_strategy_names():
+    mq_all, cid_all = queues(8), cids(3)
+    assert allocate("AVG", "g", cid_all[1], mq_all, cid_all) == averagely("g", cid_all[1], mq_all, cid_all)
+    assert allocate("AVG_BY_CIRCLE", "g", cid_all[1], mq_all, cid_all) == averagely_by_circle(
+        "g", cid_all[1], mq_all, cid_all)
     configured = [MessageQueue(TOPIC, "a", 0)]
-    assert make_strategy("CONFIG", config_queues=configured)("g", "x", [], []) == configured
+    assert allocate("CONFIG", "g", "x", [], [], message_queue_list=configured) == configured
     with pytest.raises(ValueError):
-        make_strategy("NOPE")
+        allocate("NOPE", "g", "x", mq_all, cid_all)
 
 
 @settings(max_examples=150, deadline=None)
@@ -212,8 +214,7 @@ def test_make_strategy_names():
 def test_every_queue_allocated_exactly_once(n_per_broker, n_brokers, c, name):
     mq_all = queues(n_per_broker, tuple(f"broker-{i}" for i in range(n_brokers)))
     cid_all = cids(c)
-    strategy = make_strategy(name)
-    flat = [mq for cid in cid_all for mq in strategy("g", cid, mq_all, cid_all)]
+    flat = [mq for cid in cid_all for mq in allocate(name, "g", cid, mq_all, cid_all)]
     assert sorted(flat) == mq_all
 
 
