@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from models.protocol import SYSTEM_BUSY
 from sim.scenario import load
 from tests.conftest import ROOT
 from tests.test_broker_fault_stories import fi, recs, run  # one cache of runs for both files
@@ -56,9 +57,11 @@ def test_busy_broker_answers_system_busy_and_producers_lose_nothing(seed: int) -
     # at least that long into the slowdown and until the lock holder in the slowdown lets go
     assert page_cache_busy and {x[1] for x in busy if x[reason] in PC_BUSY} == {"broker-a"}
     assert DISK_SLOW_AT_US + SEC <= min(page_cache_busy) and max(page_cache_busy) < DISK_SLOW_AT_US + DISK_SLOW_US + 3 * SEC
-    # producers retry SYSTEM_BUSY on the other broker; what fails, fails after its attempts or its timeout
+    # producers retry SYSTEM_BUSY on the other broker; what fails, fails after its attempts (labelled
+    # with the last attempt's broker code, SYSTEM_BUSY here) or its timeout
     failed = recs(r, "producer.send_failed")
-    assert {x[fi("producer.send_failed", "reason")] for x in failed} <= {"failed_after_3_times", "call_timeout"}
+    reasons = {x[fi("producer.send_failed", "reason")] for x in failed}
+    assert reasons <= {f"broker_code_{SYSTEM_BUSY}", "failed_after_3_times", "call_timeout"}, reasons
     assert s["latency_ms"]["p99"] > 100  # the tail waits in send queues
 
 

@@ -71,7 +71,9 @@ def test_fault_latency_steers_sends_away_from_a_slow_broker(version: str, seed: 
 def test_lost_responses_make_producer_retry_duplicates(seed: int) -> None:
     s = run("response_loss_producer_retry", seed).summary
     assert s["duplicate_causes"]["producer_retry"] >= 500 and s["duplicate_causes"]["redelivery"] == 0
-    assert s["stored_duplicates"] == s["duplicates"]  # every duplicate is a second stored copy
+    # every duplicate is a second stored copy (a second copy the power loss destroyed unflushed, before
+    # its answer, is stored but never consumed)
+    assert s["duplicates"] <= s["stored_duplicates"] <= s["duplicates"] + 20
     assert s["lost"] == 0 and s["send_failed"] == 0 and s["oneway_unstored"] == 0
     assert s["send_retried"] >= s["stored_duplicates"]  # retried: the duplicates plus the cut requests
     assert s["sends"] == s["sent_ok"] + s["sent_not_ok"] + s["send_failed"]
@@ -82,9 +84,11 @@ def test_lost_responses_make_producer_retry_duplicates(seed: int) -> None:
 def test_oneway_loses_instead_of_duplicating(seed: int) -> None:
     s = run("response_loss_producer_retry", seed, "producers[0].send_mode=ONEWAY").summary
     assert s["duplicates"] == 0 and s["stored_duplicates"] == 0
-    assert s["oneway_unstored"] >= 500  # the writes into the cut link
+    assert s["oneway_unstored"] >= 500  # the writes into the dead host's connections
     assert s["sent_ok"] == 0 and s["lost"] == 0  # nothing acknowledged, so nothing counted lost
-    assert s["send_status"] == {"ONEWAY": s["sends"]} and s["sent_attempts"] == s["sends"]
+    # after the reboot the host resets the old connections: the client knows, those sends fail
+    assert set(s["send_failures_by_reason"]) <= {"connect_failed"}
+    assert s["send_status"] == {"ONEWAY": s["sends"] - s["send_failed"]} and s["sent_attempts"] == s["sends"]
 
 
 # --- a dead broker and stale routes -----------------------------------------------------------------
