@@ -42,3 +42,7 @@ CONSUMER_PULL_FAILED = declare("consumer.pull_failed", group=str, broker=str, qu
 CONSUMER_OFFSET_MOVED = declare("consumer.offset_moved", group=str, broker=str, queue_id=int,
                                 from_offset=int, to_offset=int)
 CONSUMER_SENT_BACK = declare("consumer.sent_back", group=str, msg_id=int, reconsume_times=int, ok=bool)
+CONSUMER_RESENT_AS_NORMAL = declare("consumer.resent_as_normal", group=str, msg_id=int, reconsume_times=int,
+                                   ok=bool)
+CONSUMER_EXPIRED_CLEANED = declare("consumer.expired_cleaned", group=str, msg_id=int, broker=str, queue_id=int,
+                                   queue_offset=int)

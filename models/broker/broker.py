@@ -41,6 +41,7 @@ from models.message import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
     PROPERTY_RETRY_TOPIC,
+    RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
     dlq_topic,
     record_bytes,
@@ -151,6 +152,8 @@ class Broker:
         queue_nums = self.topics.get(msg.topic)
         if queue_nums is None or not 0 <= req.queue_id < queue_nums or msg.size_bytes > self.max_message_size_bytes:
             return self._reject(src, req_id, msg, queue_nums)
+        if msg.reconsume_times:  # only retry messages re-sent by a client carry RECONSUME_TIME
+            msg, req = self._retry_or_dlq(msg, req)
         props = msg.props
         if msg.delay_level > 0:
             props = dict(props or {}, **{PROPERTY_DELAY_TIME_LEVEL: msg.delay_level})
@@ -163,6 +166,23 @@ class Broker:
             src, req_id, SendResponse(SUCCESS if status == "PUT_OK" else CODE_FLUSH_DISK_TIMEOUT,
                                       queue_offset, phys)))
         return None
+
+    def _retry_or_dlq(self, msg: Any, req: SendMessage) -> tuple[Any, SendMessage]:
+        """SendMessageProcessor.handleRetryAndDLQ: a `%RETRY%` send whose RECONSUME_TIME exceeds
+        MAX_RECONSUME_TIMES (else the group's retryMaxTimes, 16) goes to `%DLQ%<group>` instead,
+        with no delay. (Not modelled: the 5.1.x rule sending it to the DLQ while an orderly lock
+        of the group is unexpired.)"""
+        if not msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return msg, req
+        max_times = (msg.props or {}).get("MAX_RECONSUME_TIMES", RETRY_MAX_TIMES)
+        if msg.reconsume_times <= max_times:
+            return msg, req
+        topic = dlq_topic(msg.topic[len(RETRY_GROUP_TOPIC_PREFIX):])
+        self.topics.setdefault(topic, DLQ_NUMS_PER_GROUP)
+        props = {k: v for k, v in (msg.props or {}).items() if k != PROPERTY_DELAY_TIME_LEVEL}
+        size = record_bytes(topic, msg.body_bytes, msg.tags, 0, props, msg.reconsume_times)
+        msg = msg._replace(topic=topic, delay_level=0, props=props, size_bytes=size)
+        return msg, req._replace(msg=msg, queue_id=0)
 
     def _reject(self, src: str, req_id: int, msg: Any, queue_nums: int | None) -> None:
         if queue_nums is None:

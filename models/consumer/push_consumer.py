@@ -76,6 +76,7 @@ class PushConsumer:
         self.consume = ConsumeService(self, consume_time, failure_probability)
         # zones: node name → zone, for MACHINE_ROOM_NEARBY by ZONE
         self.rebalancer = Rebalancer(self, allocate_strategy(cfg, topic, zones or {}))
+        self._start_pending = 0  # route answers start-up still waits for
         self.stream = env.rng.stream(f"{name}.client")
         node.handle(NotifyConsumerIdsChanged, lambda src, rid, req: self.rebalancer.wakeup())
         node.on_crash(self._lose_heap)
@@ -91,6 +92,12 @@ class PushConsumer:
         self._addr_cache.clear()
 
     def _start(self) -> None:
+        """start(): fetch every subscribed topic's route (synchronous in Java; here the answers,
+        or failures, are counted), then heartbeat and `rebalanceImmediately` once all answered,
+        whatever they were (a `%RETRY%` topic with no route yet does not hold start-up back).
+        RebalanceService's own 20 s timer starts with the client instance."""
+        self._start_pending = len(self.subscriptions)
+        self.rebalancer.start()
         for topic in self.subscriptions:
             self.fetch_route(topic, then_start=True)
 
@@ -106,9 +113,12 @@ class PushConsumer:
             self._addr_cache.clear()
             self.subscribe_info[topic] = [MessageQueue(topic, qd.broker_name, i)
                                           for qd in route.queue_datas for i in range(qd.read_queue_nums)]
-        if then_start and all(t in self.routes for t in self.subscriptions):
-            self.send_heartbeats()
-            self.rebalancer.wakeup()
+        if then_start:
+            self._start_pending -= 1
+            # sendHeartbeatToAllBrokerWithLock is false with no broker address known: no wake-up then
+            if self._start_pending == 0 and self.all_broker_addrs():
+                self.send_heartbeats()
+                self.rebalancer.wakeup()
 
     def broker_addr(self, broker_name: str) -> str | None:
         """findBrokerAddressInSubscribe: the master if present, else any address of the group."""

@@ -8,8 +8,10 @@ offset; else the max offset for CONSUME_FROM_LAST_OFFSET, 0 for retry topics and
 CONSUME_FROM_FIRST_OFFSET), and their first pull is dispatched after 500 ms (5.x). Queues with
 no pull for 120 s are dropped and re-added. An empty or missing member list changes nothing.
 
-RebalanceService runs every 20 s and on wake-ups (start, NOTIFY_CONSUMER_IDS_CHANGED, an
-OFFSET_ILLEGAL correction), at least 1 s apart (5.2.0+).
+RebalanceService runs every 20 s on its own timer, started with the client whatever else
+happens, and on wake-ups (start, NOTIFY_CONSUMER_IDS_CHANGED, an OFFSET_ILLEGAL correction), at
+least 1 s apart (5.2.0+; `lastRebalanceTimestamp` starts at construction, so a wake-up within the
+client's first second waits for it to pass).
 """
 
 from __future__ import annotations
@@ -42,6 +44,11 @@ class Rebalancer:
         self.node.on_crash(self.adding.clear)
 
     # --- RebalanceService -----------------------------------------------------------------------
+    def start(self) -> None:
+        """The service thread starts: `waitForRunning(20 s)` first; the last round counts from now."""
+        self.last_round_us = self.node.env._now
+        self.schedule(REBALANCE_WAIT_INTERVAL_US)
+
     def schedule(self, delay_us: int) -> None:
         if self.timer is not None:
             self.timer.cancel()
