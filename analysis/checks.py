@@ -11,10 +11,12 @@ message). For each unit, over the messages of its subscribed topic:
 - dlq: acknowledged, moved to the group's dead-letter queue after its retries (not lost, but not
   consumed by the group);
 - duplicates: successful consumptions of a message beyond the first, in the same unit; a
-  redelivery after the listener itself failed is a retry, not a duplicate. Each duplicated
-  message gets a cause: `producer_retry` when the brokers stored it more than once (a send
-  retried after a lost response), else `redelivery` (offset rollback: rebalance, crash, sliding
-  window);
+  redelivery after the listener itself failed is a retry, not a duplicate. `duplicates_by_cause`
+  gives every duplicate delivery its mechanism (analysis/duplicates.py: producer_retry,
+  rebalance, consumer_crash, consumer_shutdown, broker_offset_rollback, offset_reset, failover,
+  send_back, txn_double_commit, other) and adds up to `duplicates`. The older two-way split
+  `duplicate_causes` (`producer_retry` when the brokers stored the message more than once, else
+  `redelivery`) is kept for sweeps and stored results;
 - order_violations (orderly groups only; null elsewhere: order is not promised there): per
   (producer, sharding key), messages whose first successful consumption comes after that of a
   later-sent message (ties in consumption time are taken in message-id order);
@@ -29,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.duplicates import Timeline, classify, empty_causes
 from analysis.ledger import (
     ACKED,
     DELIVERY_COUNT_CAP,
@@ -93,8 +96,10 @@ def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[s
     prods = _Producers(ledger)
     groups: dict[str, dict[str, Any]] = {}
     latencies: list[np.ndarray] = []
+    timeline = Timeline(ledger.events)
     for name in sorted(ledger.units):
         result, unit_latencies = _judge_unit(ledger, ledger.units[name], prods, details)
+        result["duplicates_by_cause"] = classify(ledger.units[name], ledger, prods.copies, timeline)
         groups[name] = result
         latencies.append(unit_latencies)
     return _totals(ledger, prods, groups, np.concatenate(latencies) if latencies else np.zeros(0, np.int64))
@@ -207,6 +212,10 @@ def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]]
     for g in groups.values():
         for cause, n in g["duplicate_causes"].items():
             causes[cause] += n
+    by_cause = empty_causes()
+    for g in groups.values():
+        for cause, n in g["duplicates_by_cause"].items():
+            by_cause[cause] += n
     orderly = [g["order_violations"] for g in groups.values() if g["order_violations"] is not None]
     stored_duplicates = sum(int(np.maximum(c.astype(np.int64) - 1, 0).sum()) for c in prods.copies)
     return {
@@ -219,6 +228,7 @@ def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]]
         "duplicates": sum(g["duplicates"] for g in groups.values()),
         "duplicated_messages": sum(g["duplicated_messages"] for g in groups.values()),
         "duplicate_causes": causes,
+        "duplicates_by_cause": by_cause,
         "order_violations": sum(orderly) if orderly else None,
         "latency_ms": percentiles_ms(latencies),
         "groups": groups,

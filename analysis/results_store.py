@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.run_rows import CAUSES, LATENCY_KEYS, SUMMARY_COUNTS
+from analysis.run_rows import CAUSES, DUPLICATE_CAUSES, LATENCY_KEYS, SUMMARY_COUNTS
 from analysis.sweep_dir import TABLES
 from sim.files import atomic_path
 
@@ -44,6 +44,7 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields += [(name, pa.int64()) for name in SUMMARY_COUNTS]
     fields += [("latency_ms", pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])),
                ("duplicate_causes", pa.struct([(c, pa.int64()) for c in CAUSES])),
+               ("duplicates_by_cause", pa.struct([(c, pa.int64()) for c in DUPLICATE_CAUSES])),
                ("transaction_violations", pa.int64()),
                ("duplicate_rate", pa.float64()), ("loss_rate", pa.float64())]
     fields += [(f"dup_rate_{c}", pa.float64()) for c in CAUSES]

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
+
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 AT_LEAST_ONCE, PER_KEY_ORDER = "at_least_once", "per_key_order"
 
@@ -33,6 +35,7 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "lost", "pending_retry", "dlq", "duplicates", "duplicated_messages",
     "duplicate_causes.producer_retry", "duplicate_causes.redelivery", "order_violations",
     "latency_ms.p50", "latency_ms.p90", "latency_ms.p99", "latency_ms.p999", "latency_ms.max",
+    *(f"duplicates_by_cause.{cause}" for cause in DUPLICATE_CAUSES),
 )
 
 

@@ -115,6 +115,13 @@ class Heartbeat(NamedTuple):
     consumer_groups: tuple[tuple[str, tuple[str, ...]], ...]  # (group, subscribed topics)
 
 
+class UnregisterClient(NamedTuple):
+    """UNREGISTER_CLIENT: a consumer shutting down leaves its group on this broker."""
+
+    client_id: str
+    consumer_group: str
+
+
 class GetConsumerList(NamedTuple):
     group: str
 

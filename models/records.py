@@ -46,3 +46,10 @@ CONSUMER_RESENT_AS_NORMAL = declare("consumer.resent_as_normal", group=str, msg_
                                    ok=bool)
 CONSUMER_EXPIRED_CLEANED = declare("consumer.expired_cleaned", group=str, msg_id=int, broker=str, queue_id=int,
                                    queue_offset=int)
+# ground truth for the duplicate causes (analysis/duplicates.py): rare, one per queue ownership change
+CONSUMER_QUEUE_STARTED = declare("consumer.queue_started", group=str, topic=str, broker=str, queue_id=int, offset=int)
+CONSUMER_QUEUE_DROPPED = declare("consumer.queue_dropped", group=str, topic=str, broker=str, queue_id=int,
+                                 reason=str)
+CONSUMER_SHUTDOWN = declare("consumer.shutdown", group=str, queues=int)
+BROKER_OFFSET_ROLLED_BACK = declare("broker.offset_rolled_back", group=str, topic=str, queue_id=int,
+                                    from_offset=int, to_offset=int)

@@ -37,6 +37,7 @@ def _summary_table(summary: dict[str, Any]) -> str:
         ("duplicated messages", summary["duplicated_messages"]),
         ("  cause producer_retry", summary["duplicate_causes"]["producer_retry"]),
         ("  cause redelivery", summary["duplicate_causes"]["redelivery"]),
+        *((f"  by cause {cause}", n) for cause, n in summary["duplicates_by_cause"].items()),
         ("order violations", "n/a (no orderly group)" if summary["order_violations"] is None
          else summary["order_violations"]),
     ]

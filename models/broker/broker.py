@@ -70,6 +70,7 @@ from models.protocol import (
     RegisterBroker,
     SendMessage,
     SendResponse,
+    UnregisterClient,
     UpdateConsumerOffset,
     new_pull_response,
     new_send_response,
@@ -128,6 +129,7 @@ class Broker:
         node.handle(Heartbeat, self.on_heartbeat)
         node.handle(GetConsumerList, self.on_get_consumer_list)
         node.handle(ConsumerSendMsgBack, self.on_send_back)
+        node.handle(UnregisterClient, self.on_unregister_client)
 
     # --- NameServer registration --------------------------------------------------------------
     def registration(self) -> RegisterBroker:
@@ -276,6 +278,10 @@ class Broker:
         if created:
             self.register_all()
         self.consumers.heartbeat(req.client_id, req.consumer_groups)
+        self.node.reply(src, req_id, CodeResponse(SUCCESS))
+
+    def on_unregister_client(self, src: str, req_id: int, req: UnregisterClient) -> None:
+        self.consumers.unregister(req.client_id, req.consumer_group)
         self.node.reply(src, req_id, CodeResponse(SUCCESS))
 
     def on_get_consumer_list(self, src: str, req_id: int, req: GetConsumerList) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Generator
 from typing import Any
 
 from models.broker.config import OFFSET_PERSIST_INITIAL_DELAY_US, BrokerConfig
-from models.records import CONSUMER_OFFSETS_PERSISTED
+from models.records import BROKER_OFFSET_ROLLED_BACK, CONSUMER_OFFSETS_PERSISTED
 from sim.env import ms
 
 ENTRY_JSON_BYTES = 48  # approximate JSON size of one table entry
@@ -24,13 +24,25 @@ class ConsumerOffsetManager:
         self.cfg = cfg
         self.table: dict[tuple[str, str, int], int] = {}
         self.persisted: dict[tuple[str, str, int], int] = {}  # the file on disk
-        node.on_crash(self.table.clear)
+        self.before_crash: dict[tuple[str, str, int], int] = {}  # ground truth for the checkers only
+        node.on_crash(self._crashed)
         node.on_start(self.load)
         node.add_service(self.run)
 
+    def _crashed(self) -> None:
+        self.before_crash = dict(self.table)
+        self.table.clear()
+
     def load(self) -> None:
+        """Start-up: the table is the file's. Every entry that goes back (or vanishes) against
+        the table the crash destroyed is recorded (`broker.offset_rolled_back`)."""
         self.table.clear()
         self.table.update(self.persisted)
+        for (group, topic, queue_id), offset in self.before_crash.items():
+            loaded = self.persisted.get((group, topic, queue_id), -1)
+            if loaded < offset:
+                self.node.trace(BROKER_OFFSET_ROLLED_BACK, group, topic, queue_id, offset, loaded)
+        self.before_crash = {}
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         self.table[(group, topic, queue_id)] = offset

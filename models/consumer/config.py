@@ -85,6 +85,7 @@ class PushConsumerConfig(BaseModel):
     pull_interval_ms: Int = Field(0, ge=0, le=65_535)  # pullInterval
     max_reconsume_times: Int = Field(-1, ge=-1, le=10_000)  # maxReconsumeTimes (-1 → 16)
     persist_consumer_offset_interval_ms: PositiveIntMs = 5_000  # persistConsumerOffsetInterval
+    await_termination_millis_when_shutdown: NonNegativeIntMs = 0  # awaitTerminationMillisWhenShutdown
     consume_timeout_min: Int = Field(15, gt=0, le=MAX_TIME_MS // 60_000)  # consumeTimeout (minutes)
     pull_time_delay_mills_when_exception: NonNegativeIntMs = 1_000  # pullTimeDelayMillsWhenException
     heartbeat_broker_interval_ms: PositiveIntMs = 30_000  # heartbeatBrokerInterval

@@ -55,11 +55,17 @@ class ConsumeService:
         self.node.add_service(self.clean_expired_loop)
         self.busy = 0
         self.queue: deque = deque()
+        self.running: dict[int, tuple] = {}  # listener calls in progress: token → (pq, mq, msg)
+        self._token = 0
+        self.stopping: Any = None  # shutdown's continuation while it awaits the running calls
+        self._await_timer: Any = None
         self.node.on_crash(self._reset)
 
     def _reset(self) -> None:
         self.busy = 0
         self.queue.clear()
+        self.running.clear()
+        self.stopping = None
 
     def submit(self, pq: Any, mq: Any, msgs: Any) -> None:
         """One ConsumeRequest per message: a free thread starts it, else it waits in the pool's queue."""
@@ -84,15 +90,26 @@ class ConsumeService:
             pq.long_consuming[msg.queue_offset] = self.env._now
         elif pq.long_consuming:
             pq.long_consuming.pop(msg.queue_offset, None)
-        self.node.call_later(duration_us, self._done, pq, mq, msg, ok)
+        self._token = token = self._token + 1
+        self.running[token] = (pq, mq, msg)
+        self.node.call_later(duration_us, self._done, token, pq, mq, msg, ok)
 
     def _refill(self) -> int:
         self._times += self._time_block()
         return self._times.pop()
 
-    def _done(self, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
+    def _done(self, token: int, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
         """The listener returned: record the consumption, then processConsumeResult."""
+        if self.running.pop(token, None) is None:
+            return  # interrupted by shutdown: its result was processed then
         self.busy -= 1
+        self._result(pq, mq, msg, ok)
+        if self.queue and self.busy < self.threads:
+            self._start(*self.queue.popleft())
+        if self.stopping is not None and not self.running:
+            self._drained()
+
+    def _result(self, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
         chunk = self._chunk
         chunk.append((self.env._now, self.name, CONSUMER_CONSUMED, self.group, msg.msg_id,
                       msg.topic if msg.props is None else msg.user_topic, mq.broker_name, mq.queue_id,
@@ -104,8 +121,6 @@ class ConsumeService:
                 self._commit(pq, mq, msg)
             else:
                 self._send_back(pq, mq, msg)
-        if self.queue and self.busy < self.threads:
-            self._start(*self.queue.popleft())
 
     def _next(self) -> None:
         if self.queue and self.busy < self.threads:
@@ -138,6 +153,38 @@ class ConsumeService:
     def _local_retry(self, pq: Any, mq: Any, msg: MessageExt) -> None:
         again = msg._replace(reconsume_times=msg.reconsume_times + 1)
         self.node.call_later(LOCAL_RETRY_DELAY_US, self.submit, pq, mq, [again])
+
+    # --- shutdown ------------------------------------------------------------------------------
+    def shutdown(self, await_us: int, then: Any) -> None:
+        """ConsumeMessageConcurrentlyService.shutdown(awaitTerminateMillis): the pool stops taking
+        requests (queued ones never run: shutdownNow), waits up to `await_us` for the running
+        listener calls, then interrupts the rest. An interrupted call is modelled as a listener
+        that throws at once (RECONSUME_LATER: send-back while its offset stays uncommitted, the
+        #7182 pattern); a listener that ignores interrupts is not modelled. Then `then()`."""
+        self.queue.clear()
+        self.stopping = then
+        if not self.running:
+            self._drained()
+        elif await_us > 0:
+            self._await_timer = self.node.timer(await_us, self._interrupt)
+        else:
+            self._interrupt()
+
+    def _interrupt(self) -> None:
+        self._await_timer = None
+        running, self.running = self.running, {}
+        for pq, mq, msg in running.values():
+            self.busy -= 1
+            self._result(pq, mq, msg, False)
+        self._drained()
+
+    def _drained(self) -> None:
+        then, self.stopping = self.stopping, None
+        if self._await_timer is not None:
+            self._await_timer.cancel()
+            self._await_timer = None
+        if then is not None:
+            then()
 
     # --- cleanExpiredMsg ------------------------------------------------------------------------
     def clean_expired_loop(self) -> Generator:

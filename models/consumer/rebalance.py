@@ -28,7 +28,7 @@ from models.consumer.config import (
 from models.consumer.process_queue import ProcessQueue
 from models.message import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
 from models.protocol import SUCCESS, ConsumerList, GetConsumerList, GetMaxOffset, OffsetResponse, QueryConsumerOffset
-from models.records import CONSUMER_REBALANCED
+from models.records import CONSUMER_QUEUE_STARTED, CONSUMER_REBALANCED
 from sim.env import ms
 
 
@@ -103,7 +103,7 @@ class Rebalancer:
             if mq.topic != topic:
                 continue
             if mq not in wanted or now - pq.last_pull_us > PULL_MAX_IDLE_TIME_US:
-                consumer.drop_queue(mq, pq)
+                consumer.drop_queue(mq, pq, "rebalance" if mq not in wanted else "pull_expired")
                 removed += 1
         for mq in wanted:
             if mq not in consumer.process_queues and mq not in self.adding:
@@ -156,4 +156,5 @@ class Rebalancer:
         consumer.offset_store.update(mq, offset, increase_only=False)  # readOffset caches it
         pq = ProcessQueue(offset, self.node.env._now)
         consumer.process_queues[mq] = pq
+        self.node.trace(CONSUMER_QUEUE_STARTED, consumer.group, mq.topic, mq.broker_name, mq.queue_id, offset)
         self.node.call_later(NEW_PULL_REQUEST_DELAY_US, consumer.pull, mq, pq)
