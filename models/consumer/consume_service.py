@@ -68,7 +68,10 @@ class ConsumeService:
         self.stopping = None
 
     def submit(self, pq: Any, mq: Any, msgs: Any) -> None:
-        """One ConsumeRequest per message: a free thread starts it, else it waits in the pool's queue."""
+        """One ConsumeRequest per message: a free thread starts it, else it waits in the pool's queue.
+        A pool shutting down rejects it (the 5 s resubmission falls after the process exit)."""
+        if self.stopping is not None:
+            return
         for msg in msgs:
             if self.busy < self.threads:
                 self._start(pq, mq, msg)
