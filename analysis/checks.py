@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.consumer_metrics import ownership, unit_metrics
 from analysis.duplicates import Timeline, classify, empty_causes
 from analysis.ledger import (
     ACKED,
@@ -85,6 +86,10 @@ class _Producers:
         self.topics = [info.topic for info in ledger.producers]
 
 
+def _padded_all(arrays: list[np.ndarray], prods: _Producers) -> list[np.ndarray]:
+    return [_padded(a, np.int64, prods.length[p], -1) for p, a in enumerate(arrays)]
+
+
 def _padded(arr: Any, dtype: Any, length: int, fill: int) -> np.ndarray:
     view = np.frombuffer(arr, dtype=dtype)[:length]
     if len(view) == length:
@@ -97,9 +102,16 @@ def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[s
     groups: dict[str, dict[str, Any]] = {}
     latencies: list[np.ndarray] = []
     timeline = Timeline(ledger.events)
+    own = ownership(ledger.events)
+    store_us = [_view(ledger.store_us[p], np.int64, prods.length[p]) for p in range(prods.n)]
     for name in sorted(ledger.units):
-        result, unit_latencies = _judge_unit(ledger, ledger.units[name], prods, details)
-        result["duplicates_by_cause"] = classify(ledger.units[name], ledger, prods.copies, timeline)
+        unit = ledger.units[name]
+        result, unit_latencies = _judge_unit(ledger, unit, prods, details)
+        result["duplicates_by_cause"] = classify(unit, ledger, prods.copies, timeline)
+        result["retries"] = unit.attempts - result["consumed_ok_distinct"] - result["duplicates"]
+        first_ok = [_padded(unit.first_ok_us[p], np.int64, prods.length[p], -1) for p in range(prods.n)]
+        result.update(unit_metrics(unit, prods, first_ok, _padded_all(store_us, prods), own, ledger.last_us,
+                                   unit.group in ledger.broadcasting))
         groups[name] = result
         latencies.append(unit_latencies)
     return _totals(ledger, prods, groups, np.concatenate(latencies) if latencies else np.zeros(0, np.int64))
@@ -206,12 +218,18 @@ def latency_samples(details: dict[str, Any]) -> dict[str, np.ndarray]:
             "latency_us": np.concatenate([p[3] for p in parts])}
 
 
+def _sum_or_none(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(sum(known), 6) if known else None
+
+
 def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]],
             latencies: np.ndarray) -> dict[str, Any]:
     causes = {"producer_retry": 0, "redelivery": 0}
     for g in groups.values():
         for cause, n in g["duplicate_causes"].items():
             causes[cause] += n
+    consume_latencies = [g.pop("_consume_latencies_us") for g in groups.values()]
     by_cause = empty_causes()
     for g in groups.values():
         for cause, n in g["duplicates_by_cause"].items():
@@ -229,6 +247,12 @@ def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]]
         "duplicated_messages": sum(g["duplicated_messages"] for g in groups.values()),
         "duplicate_causes": causes,
         "duplicates_by_cause": by_cause,
+        "retries": sum(g["retries"] for g in groups.values()),
+        "rebalances": sum(g["rebalances"] for g in groups.values()),
+        "unowned_queue_s": _sum_or_none([g["unowned_queue_s"] for g in groups.values()]),
+        "lag_max": max((g["lag_max"] for g in groups.values()), default=0),
+        "consume_latency_ms": percentiles_ms(np.concatenate(consume_latencies) if consume_latencies
+                                             else np.zeros(0, np.int64)),
         "order_violations": sum(orderly) if orderly else None,
         "latency_ms": percentiles_ms(latencies),
         "groups": groups,

@@ -32,6 +32,7 @@ from models.records import (
     CONSUMER_OFFSET_MOVED,
     CONSUMER_QUEUE_DROPPED,
     CONSUMER_QUEUE_STARTED,
+    CONSUMER_REBALANCED,
     CONSUMER_SHUTDOWN,
     PRODUCER_SEND_FAILED,
     PRODUCER_SENT,
@@ -53,13 +54,14 @@ DELIVERY_COUNT_CAP = 10  # delivery-count histograms put 10 and more in the last
 LOST_SAMPLE = 10
 _KIND = itemgetter(2)
 # (kind, handler, the record positions it reads); a kind's code is its index here
-_HANDLED = ((PRODUCER_SENT, "_sent", (3, 5, 8, 9, 10)), (BROKER_STORED, "_stored", (3, 4, 9)),
+_HANDLED = ((PRODUCER_SENT, "_sent", (3, 5, 8, 9, 10)), (BROKER_STORED, "_stored", (0, 3, 4, 9)),
             (CONSUMER_CONSUMED, "_consumed", (0, 1, 3, 4, 6, 7, 8, 9, 10)),
             (PRODUCER_SEND_FAILED, "_send_failed", (3, 6, 8)),
             # rare ownership facts, kept whole for the duplicate causes (analysis/duplicates.py)
             (CONSUMER_QUEUE_STARTED, "_event", ()), (CONSUMER_QUEUE_DROPPED, "_event", ()),
             (CONSUMER_SHUTDOWN, "_event", ()), (NODE_CRASHED, "_event", ()),
-            (CONSUMER_OFFSET_MOVED, "_event", ()), (BROKER_OFFSET_ROLLED_BACK, "_event", ()))
+            (CONSUMER_OFFSET_MOVED, "_event", ()), (BROKER_OFFSET_ROLLED_BACK, "_event", ()),
+            (CONSUMER_REBALANCED, "_event", ()))
 _KIND_CODES = {kind: code for code, (kind, _h, _c) in enumerate(_HANDLED)}
 _NO_CODES = itertools.repeat(-1)
 
@@ -120,10 +122,12 @@ class Ledger:
         self.born_us = [array("q") for _ in range(n)]
         self.state = [bytearray() for _ in range(n)]
         self.copies = [bytearray() for _ in range(n)]
+        self.store_us = [array("q") for _ in range(n)]  # first copy's store time (consume latency)
         self.shard = [array("i") for _ in range(n)] if self.orderly else None
         self.top_seq = [0] * n
         self.units: dict[str, _Unit] = {}
         self.events: list[tuple] = []  # the rare ownership records, whole, in time order
+        self.last_us = 0  # the latest record's time (the end of the lag series)
         self.brokers: dict[str, int] = {}  # broker name → index in position keys
         self.nodes: dict[str, int] = {}  # consumer node name → index (first_node)
         self.node_names: list[str] = []
@@ -147,6 +151,8 @@ class Ledger:
     def feed(self, chunk: list[tuple]) -> None:
         """A Tracer chunk observer: update the arrays from one chunk of records, kind by kind, with
         NumPy (the records of a kind are gathered, and the columns a handler reads extracted, in C)."""
+        if chunk:
+            self.last_us = max(self.last_us, chunk[-1][0])
         codes = np.fromiter(map(_KIND_CODES.get, map(_KIND, chunk), _NO_CODES), np.int8, len(chunk))
         order = np.argsort(codes, kind="stable")
         counts = np.bincount(codes + 1, minlength=len(_HANDLED) + 1)
@@ -183,6 +189,7 @@ class Ledger:
             _grow(self.born_us[p], top, -1)
             _grow(self.state[p], top, 0)
             _grow(self.copies[p], top, 0)
+            _grow(self.store_us[p], top, -1)
             if self.shard is not None:
                 _grow(self.shard[p], top, -1)
         if top > self.top_seq[p]:
@@ -237,14 +244,17 @@ class Ledger:
             if topic.startswith(DLQ_PREFIX):
                 self._mark_dlq(ids[of_topic], topic[len(DLQ_PREFIX):])
             elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
-                self._count_copies(ids[of_topic & first_copy])
+                self._count_copies(ids[of_topic & first_copy], np.array(cols[0], np.int64)[of_topic & first_copy])
 
-    def _count_copies(self, ids: np.ndarray) -> None:
+    def _count_copies(self, ids: np.ndarray, times: np.ndarray) -> None:
         if not len(ids):
             return
         self.counts["stored"] += len(ids)
-        for p, _sel, seqs in self._by_producer(ids):
+        for p, sel, seqs in self._by_producer(ids):
             _saturating_add(np.frombuffer(self.copies[p], np.uint8), seqs, 255)
+            stored = np.frombuffer(self.store_us[p], np.int64)
+            first = stored[seqs] == -1  # records are in time order: keep the first copy's time
+            stored[seqs[first][::-1]] = times[sel][first][::-1]
 
     def _unit_arrays(self, unit: _Unit, p: int, top: int) -> None:
         if top >= len(unit.ok_count[p]):

@@ -45,6 +45,9 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields += [("latency_ms", pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])),
                ("duplicate_causes", pa.struct([(c, pa.int64()) for c in CAUSES])),
                ("duplicates_by_cause", pa.struct([(c, pa.int64()) for c in DUPLICATE_CAUSES])),
+               ("retries", pa.int64()), ("rebalances", pa.int64()), ("unowned_queue_s", pa.float64()),
+               ("lag_max", pa.int64()),
+               ("consume_latency_ms", pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])),
                ("transaction_violations", pa.int64()),
                ("duplicate_rate", pa.float64()), ("loss_rate", pa.float64())]
     fields += [(f"dup_rate_{c}", pa.float64()) for c in CAUSES]

@@ -39,7 +39,7 @@ RESERVED_COLUMNS = frozenset(
      "duplicate_rate", "loss_rate", "verdict", "verdict_failures", "stopped_by", "wall_s", "simulate_wall_s", "lat_hist_bucket", "lat_hist_count",
      "delivery_hist", "tl_second", "tl_p50_ms", "tl_p99_ms", "tl_max_ms", "fault_windows",
      "sweep", "params_json", "dup_rate_producer_retry", "dup_rate_redelivery", "duplicates_by_cause")
-    + SUMMARY_COUNTS)
+    + SUMMARY_COUNTS + ("retries", "rebalances", "unowned_queue_s", "lag_max", "consume_latency_ms"))
 # faults whose effect lasts until a later `restart` of the same node
 UNTIL_RESTART = ("process_crash", "power_loss")
 INSTANT = ("restart", "heal")
@@ -92,6 +92,9 @@ def runs_row(summary: dict[str, Any], details: dict[str, Any], fault_records: li
     row["latency_ms"] = {k: summary["latency_ms"][k] for k in LATENCY_KEYS}
     row["duplicate_causes"] = {c: summary["duplicate_causes"][c] for c in CAUSES}
     row["duplicates_by_cause"] = {c: summary["duplicates_by_cause"][c] for c in DUPLICATE_CAUSES}
+    for key in ("retries", "rebalances", "unowned_queue_s", "lag_max"):  # consumer-side metrics
+        row[key] = summary[key]
+    row["consume_latency_ms"] = {k: summary["consume_latency_ms"][k] for k in LATENCY_KEYS}
     row["transaction_violations"] = None  # no transactional producers in this build
     units = max(1, len(summary["groups"]))
     acked = summary["sent_ok"] * units

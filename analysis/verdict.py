@@ -36,6 +36,9 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "duplicate_causes.producer_retry", "duplicate_causes.redelivery", "order_violations",
     "latency_ms.p50", "latency_ms.p90", "latency_ms.p99", "latency_ms.p999", "latency_ms.max",
     *(f"duplicates_by_cause.{cause}" for cause in DUPLICATE_CAUSES),
+    "retries", "rebalances", "unowned_queue_s", "lag_max",
+    "consume_latency_ms.p50", "consume_latency_ms.p90", "consume_latency_ms.p99", "consume_latency_ms.p999",
+    "consume_latency_ms.max",
 )
 
 

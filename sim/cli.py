@@ -40,6 +40,13 @@ def _summary_table(summary: dict[str, Any]) -> str:
         *((f"  by cause {cause}", n) for cause, n in summary["duplicates_by_cause"].items()),
         ("order violations", "n/a (no orderly group)" if summary["order_violations"] is None
          else summary["order_violations"]),
+        ("retries (failed listener calls)", summary["retries"]),
+        ("rebalances (rounds that moved queues)", summary["rebalances"]),
+        ("queue time unowned s", "n/a (broadcasting only)" if summary["unowned_queue_s"] is None
+         else summary["unowned_queue_s"]),
+        ("max consumer lag (messages)", summary["lag_max"]),
+        ("consume latency p99 ms (store → consume)", "-" if summary["consume_latency_ms"]["p99"] is None
+         else f"{summary['consume_latency_ms']['p99']:.3f}"),
     ]
     rows += [(f"latency {k} ms", "-" if v is None else f"{v:.3f}") for k, v in lat.items()]
     width = max(len(r[0]) for r in rows)

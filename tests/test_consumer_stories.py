@@ -113,3 +113,31 @@ def test_failures_reach_the_dlq_and_nothing_is_left_pending(seed):
     assert 0 < s["dlq"] < s["sent_ok"]
     # 0.9^17 ≈ 0.167 of the messages reach the DLQ; a generous binomial band
     assert 0.05 < s["dlq"] / s["sent_ok"] < 0.35
+
+
+# --- consumer-side metrics (analysis/consumer_metrics.py) ------------------------------------------
+
+def test_consumer_metrics_of_a_crash_and_rejoin():
+    s = run("restart_consumer", 1).summary
+    g = s["groups"]["billing"]
+    # rounds that moved queues: start-up, the crash (survivors) and the rejoin (everyone), 2 topics each
+    assert g["rebalances"] >= 6 and s["rebalances"] == g["rebalances"]
+    # the killed member's queues wait for the survivors' rebalance; bounded by 2 topics' queues × 10 s down
+    assert 0 < g["unowned_queue_s"] < 9 * 10
+    assert g["lag_by_second"][-1] == 0 and g["lag_max"] == max(g["lag_by_second"]) > 0
+    assert g["consume_latency_ms"]["p50"] <= s["latency_ms"]["p50"]  # store → consume ≤ send → consume
+    assert g["retries"] == 0
+
+
+def test_broadcasting_members_report_no_unowned_time():
+    s = run("broadcasting_consumer_crash", 1).summary
+    assert s["unowned_queue_s"] is None
+    assert all(g["unowned_queue_s"] is None for g in s["groups"].values())
+    killed, other = s["groups"]["audit/c-2"], s["groups"]["audit/c-1"]
+    assert killed["lag_max"] > other["lag_max"]  # its backlog grew while it was down
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_each_dlq_message_failed_17_times(seed):
+    s = run("consume_failures_dlq", seed).summary
+    assert s["retries"] >= 17 * s["dlq"]

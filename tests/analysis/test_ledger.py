@@ -331,12 +331,23 @@ def test_ledger_equals_the_record_scan_oracle():
                                              "chunks")), dict(seen)
 
 
+CONSUMER_KEYS = ("consume_latency_ms", "lag_max", "rebalances", "unowned_queue_s")
+
+
 def _without_causes(got: dict[str, Any]) -> dict[str, Any]:
-    """duplicates_by_cause (analysis/duplicates.py) is beyond the oracle: it must add up to
-    duplicates, per group and in total; the rest must equal the oracle's."""
+    """duplicates_by_cause (analysis/duplicates.py) and the consumer metrics
+    (analysis/consumer_metrics.py) are beyond the oracle: the causes must add up to duplicates,
+    retries must be the failed attempts, per group and in total; the rest must equal the oracle's."""
     assert sum(got.pop("duplicates_by_cause").values()) == got["duplicates"]
+    assert got.pop("retries") == sum(g["retries"] for g in got["groups"].values())
+    for key in CONSUMER_KEYS:
+        got.pop(key)
     for group in got["groups"].values():
         assert sum(group.pop("duplicates_by_cause").values()) == group["duplicates"]
+        assert group.pop("retries") == group["consume_attempts"] - group["consumed_ok_distinct"] - group["duplicates"]
+        assert len(group.pop("lag_by_second")) >= 1
+        for key in CONSUMER_KEYS:
+            group.pop(key)
     return got
 
 
