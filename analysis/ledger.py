@@ -286,12 +286,17 @@ class Ledger:
     def _positions(self, cols: dict[int, list], sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each consumption's stored copy as one int64 (broker, queue id, reconsume times, queue
         offset) and its consumer's node index."""
-        broker = np.fromiter(map(self._broker_index, cols[6]), np.int64, len(cols[6]))[sel]
+        brokers, nodes = self.brokers, self.nodes
+        for name in dict.fromkeys(cols[6]):
+            self._broker_index(name)
+        for name in dict.fromkeys(cols[1]):
+            self._node_index(name)
+        broker = np.fromiter(map(brokers.__getitem__, cols[6]), np.int64, len(cols[6]))[sel]
         queue = np.array(cols[7], np.int64)[sel]
         reconsume = np.minimum(np.array(cols[10], np.int64)[sel], 255)
         offset = np.array(cols[8], np.int64)[sel]
         pos = (((broker << 12 | queue) << 8 | reconsume) << 32) | (offset & 0xFFFFFFFF)
-        node = np.fromiter(map(self._node_index, cols[1]), np.int16, len(cols[1]))[sel]
+        node = np.fromiter(map(nodes.__getitem__, cols[1]), np.int16, len(cols[1]))[sel]
         return pos, node
 
     def _consumed_by(self, unit: _Unit, cols: dict[int, list], sel: np.ndarray, clustering: bool) -> None:

@@ -17,6 +17,7 @@ Simplified: the thread is released when the listener returns; the send-back RPC 
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Generator
 from typing import Any
@@ -56,7 +57,7 @@ class ConsumeService:
         self.busy = 0
         self.queue: deque = deque()
         self.running: dict[int, tuple] = {}  # listener calls in progress: token → (pq, mq, msg)
-        self._token = 0
+        self._tokens = itertools.count(1)
         self.stopping: Any = None  # shutdown's continuation while it awaits the running calls
         self._await_timer: Any = None
         self.node.on_crash(self._reset)
@@ -93,7 +94,7 @@ class ConsumeService:
             pq.long_consuming[msg.queue_offset] = self.env._now
         elif pq.long_consuming:
             pq.long_consuming.pop(msg.queue_offset, None)
-        self._token = token = self._token + 1
+        token = next(self._tokens)
         self.running[token] = (pq, mq, msg)
         self.node.call_later(duration_us, self._done, token, pq, mq, msg, ok)
 
