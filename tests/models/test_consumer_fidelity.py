@@ -122,3 +122,29 @@ def test_clean_expired_sends_back_a_listener_call_past_consume_timeout():
     assert 60 * SEC <= cleaned[0][0] <= 125 * SEC  # (its retry copies run 200 s too and are cleaned again)
     assert result.summary["lost"] == 0
     assert result.summary["duplicates"] >= 1
+
+
+def test_broker_send_back_counts_reconsumes_from_the_stored_message():
+    """consumerSendMsgBack: the retry copy's reconsume count is the *stored* message's + 1 (the
+    request carries none; a local resubmission bumps only the client's copy), its delay level
+    3 + the stored count (SCHEDULE_TOPIC_XXXX queue level − 1 = 2); at the maximum: the DLQ."""
+    from models.protocol import ConsumerSendMsgBack
+    from sim.runner import build, start
+
+    sc = from_data(world(duration_ms=5_000, settle_ms=0), "send_back_count")
+    w = build(sc, 1, keep_records=True)
+    start(w)
+    w.env.run(until=5 * SEC)
+    i_topic, i_phys = field_index("broker.stored", "topic"), field_index("broker.stored", "phys_offset")
+    stored = next(r for r in w.env.tracer.of_kind("broker.stored") if r[i_topic] == "orders")
+    broker = w.models[stored[1]]
+    for max_times, topic in ((16, "%RETRY%billing"), (0, "%DLQ%billing")):
+        before = len(list(w.env.tracer.of_kind("broker.stored")))
+        # (the request carries no reconsume count: the broker reads the stored message's)
+        broker.on_send_back("c-1", 0, ConsumerSendMsgBack("billing", stored[i_phys], stored[3], "orders", 0, max_times))
+        new = list(w.env.tracer.of_kind("broker.stored"))[before:]
+        assert len(new) == 1 and new[0][field_index("broker.stored", "reconsume_times")] == 1
+        if topic.startswith("%RETRY%"):
+            assert new[0][i_topic] == "SCHEDULE_TOPIC_XXXX" and new[0][field_index("broker.stored", "queue_id")] == 2
+        else:
+            assert new[0][i_topic] == topic
