@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 
-from models.message import RETRY_GROUP_TOPIC_PREFIX
 from models.records import (
     BROKER_OFFSET_ROLLED_BACK,
     CONSUMER_OFFSET_MOVED,
@@ -50,6 +49,7 @@ from sim.trace import NODE_CRASHED
 CAUSES = ("producer_retry", "rebalance", "consumer_crash", "consumer_shutdown", "broker_offset_rollback",
           "offset_reset", "failover", "send_back", "txn_double_commit", "other")
 _OFFSET_MASK = 0xFFFFFFFF
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX (analysis reads only record schemas from models)
 
 
 def empty_causes() -> dict[str, int]:
