@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.run_rows import CAUSES, DUPLICATE_CAUSES, LATENCY_KEYS, SUMMARY_COUNTS
+from analysis.run_rows import CAUSES, DUPLICATE_CAUSES, LATENCY_KEYS, LOSS_CAUSES, SUMMARY_COUNTS
 from analysis.sweep_dir import TABLES
 from sim.files import atomic_path
 
@@ -48,6 +48,7 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
                ("retries", pa.int64()), ("rebalances", pa.int64()), ("unowned_queue_s", pa.float64()),
                ("lag_max", pa.int64()),
                ("consume_latency_ms", pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])),
+               ("lost_by_cause", pa.struct([(c, pa.int64()) for c in LOSS_CAUSES])),
                ("transaction_violations", pa.int64()),
                ("duplicate_rate", pa.float64()), ("loss_rate", pa.float64())]
     fields += [(f"dup_rate_{c}", pa.float64()) for c in CAUSES]

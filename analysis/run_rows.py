@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.checks import latency_samples
+from analysis.checks import LOSS_CAUSES, latency_samples
 from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
 from sim.trace import FAULT_HEALED, FAULT_INJECTED
 
@@ -38,8 +38,9 @@ RESERVED_COLUMNS = frozenset(
      "trace_sha256", "latency_ms", "duplicate_causes", "transaction_violations", "groups_json",
      "duplicate_rate", "loss_rate", "verdict", "verdict_failures", "stopped_by", "wall_s", "simulate_wall_s", "lat_hist_bucket", "lat_hist_count",
      "delivery_hist", "tl_second", "tl_p50_ms", "tl_p99_ms", "tl_max_ms", "fault_windows",
-     "sweep", "params_json", "dup_rate_producer_retry", "dup_rate_redelivery", "duplicates_by_cause")
-    + SUMMARY_COUNTS + ("retries", "rebalances", "unowned_queue_s", "lag_max", "consume_latency_ms"))
+     "sweep", "params_json", "dup_rate_producer_retry", "dup_rate_redelivery", "duplicates_by_cause",
+     "lost_by_cause") + SUMMARY_COUNTS + ("retries", "rebalances", "unowned_queue_s", "lag_max",
+                                          "consume_latency_ms"))
 # faults whose effect lasts until a later `restart` of the same node
 UNTIL_RESTART = ("process_crash", "power_loss")
 INSTANT = ("restart", "heal")
@@ -95,6 +96,7 @@ def runs_row(summary: dict[str, Any], details: dict[str, Any], fault_records: li
     for key in ("retries", "rebalances", "unowned_queue_s", "lag_max"):  # consumer-side metrics
         row[key] = summary[key]
     row["consume_latency_ms"] = {k: summary["consume_latency_ms"][k] for k in LATENCY_KEYS}
+    row["lost_by_cause"] = {c: summary["lost_by_cause"][c] for c in LOSS_CAUSES}
     row["transaction_violations"] = None  # no transactional producers in this build
     units = max(1, len(summary["groups"]))
     acked = summary["sent_ok"] * units

@@ -39,6 +39,9 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "retries", "rebalances", "unowned_queue_s", "lag_max",
     "consume_latency_ms.p50", "consume_latency_ms.p90", "consume_latency_ms.p99", "consume_latency_ms.p999",
     "consume_latency_ms.max",
+    "lost_by_cause.unflushed_at_power_loss", "lost_by_cause.replica_not_synced",
+    "lost_by_cause.truncated_on_recovery", "lost_by_cause.offset_skipped_after_recovery",
+    "lost_by_cause.expired_file_deleted", "lost_by_cause.other",
 )
 
 

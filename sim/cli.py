@@ -48,6 +48,8 @@ def _summary_table(summary: dict[str, Any]) -> str:
         ("consume latency p99 ms (store → consume)", "-" if summary["consume_latency_ms"]["p99"] is None
          else f"{summary['consume_latency_ms']['p99']:.3f}"),
     ]
+    at = next(i for i, row in enumerate(rows) if row[0] == "lost") + 1  # its causes follow it (nonzero ones)
+    rows[at:at] = [(f"  cause {cause}", n) for cause, n in summary.get("lost_by_cause", {}).items() if n]
     rows += [(f"latency {k} ms", "-" if v is None else f"{v:.3f}") for k, v in lat.items()]
     width = max(len(r[0]) for r in rows)
     lines = [f"  {name:<{width}}  {value}" for name, value in rows]

@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sim.config import Int, NodeName, NonNegativeIntMs, PositiveIntMs
+from sim.config import DurationMs, Int, NodeName, NonNegativeIntMs, PositiveIntMs
 from sim.limits import MAX_TIME_MS
 
 PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US = 50_000  # DefaultMQPushConsumerImpl
@@ -32,6 +32,8 @@ INNER_PRODUCER_SEND_TIMEOUT_US = 3_000_000  # the client instance's inner Defaul
 INNER_PRODUCER_RETRY_TIMES = 2  # its retryTimesWhenSendFailed (3 attempts in all)
 CLEAN_EXPIRED_MAX_PER_ROUND = 16  # ProcessQueue.cleanExpiredMsg looks at most at 16 messages a round
 EXPIRED_SEND_BACK_DELAY_LEVEL = 3  # cleanExpiredMsg sends back with delay level 3
+RESET_OFFSET_CLIENT_SLEEP_US = 10_000_000  # MQClientInstance.resetOffset: TimeUnit.SECONDS.sleep(10)
+CONSUME_TIMESTAMP_BEFORE_START_US = 30 * 60_000_000  # DefaultMQPushConsumer.consumeTimestamp: 30 min ago
 
 
 class MessageModel(StrEnum):
@@ -42,6 +44,7 @@ class MessageModel(StrEnum):
 class ConsumeFromWhere(StrEnum):
     CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
     CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
 
 
 class AllocateStrategy(StrEnum):
@@ -76,6 +79,9 @@ class PushConsumerConfig(BaseModel):
 
     message_model: MessageModel = MessageModel.CLUSTERING  # messageModel
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET  # consumeFromWhere
+    # consumeTimestamp, as simulated time (ms from the start of the run); None: half an hour
+    # before the consumer was created (the Java default), i.e. before any message here
+    consume_timestamp_ms: DurationMs | None = None
     allocate_message_queue_strategy: AllocateStrategy = AllocateStrategy.AVG  # allocateMessageQueueStrategy
     consume_thread_max: Int = Field(20, gt=0, le=1000)  # consumeThreadMin / consumeThreadMax
     consume_concurrently_max_span: Int = Field(2_000, gt=0, le=65_535)  # consumeConcurrentlyMaxSpan

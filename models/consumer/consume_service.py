@@ -109,7 +109,7 @@ class ConsumeService:
         self.busy -= 1
         self._result(pq, mq, msg, ok)
         if self.queue and self.busy < self.threads:
-            self._start(*self.queue.popleft())
+            self._next()
         if self.stopping is not None and not self.running:
             self._drained()
 
@@ -127,8 +127,14 @@ class ConsumeService:
                 self._send_back(pq, mq, msg)
 
     def _next(self) -> None:
-        if self.queue and self.busy < self.threads:
-            self._start(*self.queue.popleft())
+        """Start the next queued request whose queue is not dropped (a loop, not recursion: a
+        dropped queue can have thousands of requests waiting)."""
+        queue = self.queue
+        while queue and self.busy < self.threads:
+            pq, mq, msg = queue.popleft()
+            if not pq.dropped:
+                self._start(pq, mq, msg)
+                return
 
     def _commit(self, pq: Any, mq: Any, msg: MessageExt) -> None:
         """removeMessage, then updateOffset(increaseOnly=true) of the returned offset."""

@@ -11,6 +11,9 @@ master with the in-memory offset piggy-backed (commitOffset), suspend 15 s, RPC 
 FOUND → cache and submit, pull again; NO_NEW_MSG / NO_MATCHED_MSG → move on (and commit the new
 offset if nothing is cached); OFFSET_ILLEGAL → 5.2.0+ update-and-persist the corrected offset,
 drop the queue, rebalance now; errors → retry after `pullTimeDelayMillsWhenException` (1 s).
+When a route lists slaves, the node a queue is pulled from follows the brokers' suggestions and
+falls back to a slave when the master is gone (pull_api.py). A broker's
+RESET_CONSUMER_CLIENT_OFFSET is handled by reset_offset.py.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 from models.consumer.allocate_setup import allocate_strategy
 from models.consumer.config import (
     BROKER_SUSPEND_MAX_TIME_US,
+    CONSUME_TIMESTAMP_BEFORE_START_US,
     CONSUMER_TIMEOUT_WHEN_SUSPEND_US,
     HEARTBEAT_INITIAL_DELAY_US,
     PERSIST_INITIAL_DELAY_US,
@@ -32,7 +36,9 @@ from models.consumer.config import (
 from models.consumer.consume_service import ConsumeService
 from models.consumer.offset_store import OffsetStore
 from models.consumer.process_queue import ProcessQueue
+from models.consumer.pull_api import PullAPIWrapper
 from models.consumer.rebalance import Rebalancer
+from models.consumer.reset_offset import ClientResetOffset
 from models.message import MessageQueue, java_string_hash, retry_topic
 from models.protocol import (
     PULL_NOT_FOUND,
@@ -79,6 +85,11 @@ class PushConsumer:
         self.rebalancer = Rebalancer(self, allocate_strategy(cfg, topic, zones or {}))
         self._start_pending = 0  # route answers start-up still waits for
         self.stream = env.rng.stream(f"{name}.client")
+        self.pull_api = PullAPIWrapper(self.broker_addr_table)
+        self.consume_timestamp_us = ms(cfg.consume_timestamp_ms) if cfg.consume_timestamp_ms is not None else \
+            max(0, env._now - CONSUME_TIMESTAMP_BEFORE_START_US)
+        self._slave_reads = False  # a route lists a slave: pulls choose their node (pull_api.py)
+        ClientResetOffset(self)
         node.handle(NotifyConsumerIdsChanged, lambda src, rid, req: self.rebalancer.wakeup())
         node.on_crash(self._lose_heap)
         node.on_start(self._start)
@@ -113,6 +124,7 @@ class PushConsumer:
         if isinstance(route, TopicRouteData) and self.routes.get(topic) != route:
             self.routes[topic] = route
             self._addr_cache.clear()
+            self._slave_reads = any(i != 0 for r in self.routes.values() for bd in r.broker_datas for i, _a in bd.addrs)
             self.subscribe_info[topic] = [MessageQueue(topic, qd.broker_name, i)
                                           for qd in route.queue_datas for i in range(qd.read_queue_nums)]
         if then_start:
@@ -134,6 +146,15 @@ class PushConsumer:
                     addr = dict(bd.addrs).get(0, bd.addrs[0][1])
         cache[broker_name] = addr
         return addr
+
+    def broker_addr_table(self, broker_name: str) -> dict[int, str]:
+        """brokerAddrTable[brokerName]: broker id → address, from the routes."""
+        table: dict[int, str] = {}
+        for route in self.routes.values():
+            for bd in route.broker_datas:
+                if bd.broker_name == broker_name:
+                    table.update(bd.addrs)
+        return dict(sorted(table.items()))
 
     def all_broker_addrs(self) -> list[str]:
         addrs = {addr: None for route in self.routes.values() for bd in route.broker_datas for _, addr in bd.addrs}
@@ -227,6 +248,13 @@ class PushConsumer:
         if addr is None:
             return self._pull_failed(mq, pq, "no_broker_address")
         commit = self.offset_store.offsets.get(mq, -1) if not self.broadcasting else -1
+        if self._slave_reads:
+            target = self.pull_api.target(mq)
+            if target is None:
+                return self._pull_failed(mq, pq, "no_broker_address")
+            addr, slave = target
+            if slave:
+                commit = -1  # PullSysFlag.clearCommitOffsetFlag
         request = new_pull_message((self.group, mq.topic, mq.queue_id, pq.next_offset, cfg.pull_batch_size,
                                     commit if commit > 0 else -1, BROKER_SUSPEND_MAX_TIME_US,
                                     self.tag_codes.get(mq.topic)))
@@ -243,6 +271,8 @@ class PushConsumer:
         if response is None or response is CONNECT_FAILED:
             return self._pull_failed(mq, pq, "timeout" if response is None else "connect_failed")
         code = response.code
+        if self._slave_reads and code in (SUCCESS, PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED):
+            self.pull_api.update(mq, response.suggest_which_broker_id)
         if code == SUCCESS:
             pq.next_offset = response.next_begin_offset
             tags = self.subscriptions.get(mq.topic)
