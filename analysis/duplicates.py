@@ -21,9 +21,10 @@ offset, reconsume times). Its cause, `CAUSES`:
     pull-expired (`rebalance`), dropped after OFFSET_ILLEGAL (`offset_reset`); still owning it
     at t0 (two owners at once during a rebalance) → `rebalance`;
   - `other` when none of these explains it.
-- `failover` (a re-read from another replica) and `txn_double_commit` (a transactional message
-  committed twice) cannot happen in this build (no slaves, no transactions in the models): they
-  are reported as 0 because the mechanism does not exist here, not because it is unchecked.
+- `txn_double_commit` (a transactional message committed twice) cannot happen in this build (no
+  transactions in the models): 0 because the mechanism does not exist here. `failover` (a re-read
+  from another replica, issue 11's slave reads) is not told apart yet: such a re-read gets the
+  mechanism that moved the queue or its offset (or `other`), and `failover` stays 0.
 
 The retry topic and the user topic share (broker, queue id); a copy with reconsume times > 0 is
 matched with the `%RETRY%` queue's ownership, others with the user topic's.
