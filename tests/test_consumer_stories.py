@@ -38,12 +38,13 @@ def test_every_cause_is_a_key_and_they_add_up():
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_consumer_joining_busy_group_gives_rebalance_duplicates(seed):
-    """Scale-out: every duplicate is a rebalance one, bounded by the old members' in-flight
-    listener calls (20 threads each) whose results the dropped queues discard."""
+    """Scale-out: every duplicate is a rebalance one: the old members' in-flight listener calls
+    (20 threads each) whose results the dropped queues discard, plus what an old owner consumes
+    while the newcomer already owns the queue (bounded here by one pull batch of 32 per queue)."""
     s = run("consumer_joins_busy_group", seed).summary
     assert s["lost"] == 0 and s["verdict"] == "valid"
     assert s["duplicates"] > 0 and causes(s) == {"rebalance": s["duplicates"]}
-    assert s["duplicates"] <= 2 * 20
+    assert s["duplicates"] <= 2 * 20 + 32 * 8
 
 
 def test_shorter_persist_interval_gives_fewer_rebalance_duplicates():

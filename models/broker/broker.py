@@ -61,6 +61,7 @@ from models.broker.message_store import (
     MessageStore,
 )
 from models.broker.offsets import ConsumerOffsetManager
+from models.broker.producer_manager import ProducerManager
 from models.broker.reset_offset import ResetOffsetService
 from models.broker.schedule import ScheduleMessageService
 from models.broker.slave_read import SlaveProcessors
@@ -102,6 +103,7 @@ from models.protocol import (
     QueryConsumerOffset,
     RegisterBroker,
     SearchOffset,
+    SendBatchMessage,
     SendMessage,
     SendResponse,
     UnregisterClient,
@@ -152,6 +154,7 @@ class Broker:
             self.store.reput.listeners.append(self.hold.notify_message_arriving)
         self.offsets = ConsumerOffsetManager(node, broker_cfg, self.version)
         self.consumers = ConsumerManager(node, broker_cfg)
+        self.producers = ProducerManager(node)
         self.schedule = ScheduleMessageService(node, store_cfg.message_delay_level, self.store,
                                                self.put_no_wait, store_cfg.flush_delay_offset_interval_ms,
                                                self.version, active=not self.slave)
@@ -170,7 +173,7 @@ class Broker:
         self._compose = self.slave_processors.compose if self.slave else \
             self._suggest_compose if broker_cfg.slave_read_enable else None
         self.send_executor = None if self._put_time_is_zero() else \
-            SendMessageExecutor(node, broker_cfg, store_cfg, self.process_send)
+            SendMessageExecutor(node, broker_cfg, store_cfg, self._process_send_request)
         self._register_handlers()
         node.add_service(self.register_loop)
 
@@ -237,7 +240,9 @@ class Broker:
         if self.slave:
             self.slave_processors.register()
         else:
-            node.handle(SendMessage, self.send_executor.submit if self.send_executor else self.process_send)
+            submit = self.send_executor.submit if self.send_executor else None
+            node.handle(SendMessage, submit or self.process_send)
+            node.handle(SendBatchMessage, submit or self.on_send_batch)
             node.handle(PullMessage, self.on_pull)
             node.handle(ConsumerSendMsgBack, self.on_send_back)
             node.handle(GetAllConsumerOffset, self.on_get_all_offsets)
@@ -267,6 +272,12 @@ class Broker:
             yield self.node.sleep_us(ms(self.cfg.register_name_server_period_ms))
 
     # --- SendMessageProcessor -----------------------------------------------------------------
+    def _process_send_request(self, src: str, req_id: int, req: Any) -> None:
+        """What a send thread runs: SEND_MESSAGE or SEND_BATCH_MESSAGE (one processor, one pool)."""
+        if type(req) is SendBatchMessage:
+            return self.on_send_batch(src, req_id, req)
+        return self.process_send(src, req_id, req)
+
     def process_send(self, src: str, req_id: int, req: SendMessage) -> None:
         msg = req.msg
         queue_nums = self.topics.get(msg.topic)
@@ -321,10 +332,36 @@ class Broker:
         else:
             done(1, PUT_OK)
 
-    def _reject(self, src: str, req_id: int, msg: Any, queue_nums: int | None) -> None:
+
+    def on_send_batch(self, src: str, req_id: int, req: SendBatchMessage) -> None:
+        """SEND_BATCH_MESSAGE (CommitLog.asyncPutMessages): the checks apply to the whole batch (its
+        size is the encoded batch), then every message is appended under one lock, with consecutive
+        queue offsets: all or nothing. The answer carries the first queue offset and, with
+        SYNC_FLUSH, waits for the flush of the batch's end."""
+        msgs = req.msgs
+        first = msgs[0]
+        size = sum(m.size_bytes for m in msgs)
+        queue_nums = self.topics.get(first.topic)
+        if queue_nums is None or not 0 <= req.queue_id < queue_nums or size > self.max_message_size_bytes \
+                or any(m.delay_level > 0 or m.topic != first.topic for m in msgs):
+            return self._reject(src, req_id, first, queue_nums, size)
+        phys = end = queue_offset = -1
+        for m in msgs:
+            p, offset = self.put_message(m.msg_id, m.topic, req.queue_id, m.size_bytes, m.body_bytes, m.tags,
+                                         m.reconsume_times, m.props)
+            if phys < 0:
+                phys, queue_offset = p, offset
+            end = p + m.size_bytes
+        if not self.waits:
+            return self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
+        self._wait_store(src, req_id, queue_offset, phys, end)
+        return None
+
+    def _reject(self, src: str, req_id: int, msg: Any, queue_nums: int | None, size: int | None = None) -> None:
+        size = msg.size_bytes if size is None else size
         if queue_nums is None:
             code = TOPIC_NOT_EXIST
-        elif msg.size_bytes > self.max_message_size_bytes:
+        elif size > self.max_message_size_bytes:
             code = MESSAGE_ILLEGAL
         else:
             code = INVALID_PARAMETER
@@ -446,6 +483,8 @@ class Broker:
         if created:
             self.register_all()
         self.consumers.heartbeat(req.client_id, req.consumer_groups)
+        for group in req.producer_groups:
+            self.producers.register_producer(group, req.client_id)
         self.node.reply(src, req_id, CodeResponse(SUCCESS))
 
     def on_unregister_client(self, src: str, req_id: int, req: UnregisterClient) -> None:

@@ -77,7 +77,8 @@ class SendMessageExecutor:
         return since >= 0 and self.node.env._now - since > self.busy_timeout_us
 
     def _busy(self, src: str, req_id: int, req: SendMessage, reason: str) -> None:
-        self.node.trace(BROKER_BUSY, req.msg.msg_id, reason)
+        msg = req.msgs[0] if hasattr(req, "msgs") else req.msg  # a batch: its first message
+        self.node.trace(BROKER_BUSY, msg.msg_id, reason)
         self.node.reply(src, req_id, SendResponse(SYSTEM_BUSY))
 
     # --- NettyRemotingAbstract.processRequestCommand ------------------------------------------

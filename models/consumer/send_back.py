@@ -38,12 +38,12 @@ from models.message import (
     record_bytes,
     retry_topic,
 )
-from models.producer.publish_info import TopicPublishInfo
 from models.protocol import SUCCESS, ConsumerSendMsgBack, SendMessage
 from models.records import CONSUMER_RESENT_AS_NORMAL, CONSUMER_SENT_BACK
 from sim.node import CONNECT_FAILED
 
 PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"  # MessageConst
+PERM_WRITE = 2  # PermName.PERM_WRITE
 
 
 def _ok(response: Any) -> bool:
@@ -58,11 +58,11 @@ class SendBack:
         self.max_reconsume_times = max_reconsume_times
         self.retry_topic = retry_topic(consumer.group)
         self.stream = self.node.env.rng.stream(f"{self.node.name}.inner_producer")
-        self._publish: TopicPublishInfo | None = None
+        self._index = self.stream.getrandbits(31)  # ThreadLocalIndex: a random start
 
     def send(self, mq: Any, msg: MessageExt, delay_level: int, done: Callable[[bool], None]) -> None:
         """sendMessageBack(msg, delayLevel, brokerName): `done(True)` once a copy is stored."""
-        addr = self.consumer.broker_addr(mq.broker_name)
+        addr = self.consumer.client.find_broker_address_in_publish(mq.broker_name)  # the master
         if addr is None:
             self.send_as_normal(msg, done)
             return
@@ -80,13 +80,26 @@ class SendBack:
             self.send_as_normal(msg, done)
 
     # --- sendMessageBackAsNormalMessage through the inner producer ------------------------------
-    def _publish_info(self) -> TopicPublishInfo | None:
-        route = self.consumer.routes.get(self.retry_topic)
+    def _queues(self) -> list[tuple[str, int]]:
+        """The retry topic's publish list (brokerName, queueId), over writable queues of broker
+        groups with a master, as topicRouteData2TopicPublishInfo builds it."""
+        route = self.consumer.client.topic_route_table.get(self.retry_topic)
         if route is None:
-            return None
-        if self._publish is None or self._publish.route is not route:
-            self._publish = TopicPublishInfo(route, self.stream)
-        return self._publish if self._publish.queues else None
+            return []
+        masters = {b.broker_name for b in route.broker_datas if any(i == 0 for i, _ in b.addrs)}
+        return [(qd.broker_name, i) for qd in sorted(route.queue_datas)
+                if qd.perm & PERM_WRITE and qd.broker_name in masters for i in range(qd.write_queue_nums)]
+
+    def _select(self, queues: list[tuple[str, int]], last_broker: str | None) -> tuple[str, int]:
+        """selectOneMessageQueue, fault tolerance off: round robin from a random start, avoiding
+        the last attempt's broker where another exists."""
+        for _ in range(len(queues)):
+            self._index = (self._index + 1) & 0x7FFFFFFF
+            queue = queues[self._index % len(queues)]
+            if last_broker is None or queue[0] != last_broker:
+                return queue
+        self._index = (self._index + 1) & 0x7FFFFFFF
+        return queues[self._index % len(queues)]
 
     def send_as_normal(self, msg: MessageExt, done: Callable[[bool], None]) -> None:
         props = dict(msg.props or {})
@@ -100,19 +113,19 @@ class SendBack:
         self._attempt(new, None, 0, done)
 
     def _attempt(self, new: Any, last_broker: str | None, times: int, done: Callable[[bool], None]) -> None:
-        info = self._publish_info()
+        queues = self._queues()
         cost = self.node.env._now - new.born_us
-        if info is None or times > INNER_PRODUCER_RETRY_TIMES or cost >= INNER_PRODUCER_SEND_TIMEOUT_US:
+        if not queues or times > INNER_PRODUCER_RETRY_TIMES or cost >= INNER_PRODUCER_SEND_TIMEOUT_US:
             self.node.trace(CONSUMER_RESENT_AS_NORMAL, self.group, new.msg_id, new.reconsume_times, False)
             done(False)
             return
-        mq = info.select(last_broker)
-        addr = info.master_addr.get(mq.broker_name)
+        broker, queue_id = self._select(queues, last_broker)
+        addr = self.consumer.client.find_broker_address_in_publish(broker)
         if addr is None:
-            self._attempt(new, mq.broker_name, times + 1, done)
+            self._attempt(new, broker, times + 1, done)
             return
-        self.node.rpc(addr, SendMessage(new, mq.queue_id), INNER_PRODUCER_SEND_TIMEOUT_US - cost, self._resent,
-                      new, mq.broker_name, times + 1, done)
+        self.node.rpc(addr, SendMessage(new, queue_id), INNER_PRODUCER_SEND_TIMEOUT_US - cost, self._resent,
+                      new, broker, times + 1, done)
 
     def _resent(self, new: Any, broker: str, times: int, done: Callable[[bool], None], response: Any) -> None:
         if _ok(response):

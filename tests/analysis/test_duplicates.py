@@ -24,7 +24,7 @@ PRODUCERS = [ProducerInfo("p", "orders")]
 
 
 def base(copies: int = 1) -> list[tuple]:
-    recs = [(0, "p", PRODUCER_SENT, MSG, "orders", -1, "broker-a", 0, "SEND_OK", copies, 0)]
+    recs = [(0, "p", PRODUCER_SENT, MSG, "orders", -1, "broker-a", 0, "SEND_OK", copies, 0, 0)]
     recs += [(1 + i, "broker-a", BROKER_STORED, MSG, "orders", 0, 5 + i, 100 * i, 150, 0) for i in range(copies)]
     return recs
 
