@@ -24,10 +24,12 @@ message). For each unit, over the messages of its subscribed topic:
 - dlq: acknowledged, moved to the group's dead-letter queue after its retries (not lost, but not
   consumed by the group);
 - duplicates: successful consumptions of a message beyond the first, in the same unit; a
-  redelivery after the listener itself failed is a retry, not a duplicate. Each duplicated
-  message gets a cause: `producer_retry` when the brokers stored it more than once (a send
-  retried after a lost response), else `redelivery` (offset rollback: rebalance, crash, sliding
-  window);
+  redelivery after the listener itself failed is a retry, not a duplicate. `duplicates_by_cause`
+  gives every duplicate delivery its mechanism (analysis/duplicates.py: producer_retry,
+  rebalance, consumer_crash, consumer_shutdown, broker_offset_rollback, offset_reset, failover,
+  send_back, txn_double_commit, other) and adds up to `duplicates`. The older two-way split
+  `duplicate_causes` (`producer_retry` when the brokers stored the message more than once, else
+  `redelivery`) is kept for sweeps and stored results;
 - order_violations (orderly groups only; null elsewhere: order is not promised there): per
   (producer, sharding key), messages whose first successful consumption comes after that of a
   later-sent message (ties in consumption time are taken in message-id order);
@@ -62,6 +64,8 @@ from typing import Any
 
 import numpy as np
 
+from analysis.consumer_metrics import ownership, unit_metrics
+from analysis.duplicates import Timeline, classify, empty_causes
 from analysis.ledger import (
     ACKED,
     DELIVERY_COUNT_CAP,
@@ -161,6 +165,10 @@ class _Producers:
         self.topics = [info.topic for info in ledger.producers]
 
 
+def _padded_all(arrays: list[np.ndarray], prods: _Producers) -> list[np.ndarray]:
+    return [_padded(a, np.int64, prods.length[p], -1) for p, a in enumerate(arrays)]
+
+
 def _padded(arr: Any, dtype: Any, length: int, fill: int) -> np.ndarray:
     view = np.frombuffer(arr, dtype=dtype)[:length]
     if len(view) == length:
@@ -173,8 +181,17 @@ def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[s
     facts = _Facts(ledger.destroyed, ledger.reused)
     groups: dict[str, dict[str, Any]] = {}
     latencies: list[np.ndarray] = []
+    timeline = Timeline(ledger.events)
+    own = ownership(ledger.events)
+    store_us = [_view(ledger.store_us[p], np.int64, prods.length[p]) for p in range(prods.n)]
     for name in sorted(ledger.units):
-        result, unit_latencies = _judge_unit(ledger, ledger.units[name], prods, details, facts)
+        unit = ledger.units[name]
+        result, unit_latencies = _judge_unit(ledger, unit, prods, details, facts)
+        result["duplicates_by_cause"] = classify(unit, ledger, prods.copies, timeline)
+        result["retries"] = unit.attempts - result["consumed_ok_distinct"] - result["duplicates"]
+        first_ok = [_padded(unit.first_ok_us[p], np.int64, prods.length[p], -1) for p in range(prods.n)]
+        result.update(unit_metrics(unit, prods, first_ok, _padded_all(store_us, prods), own, ledger.last_us,
+                                   unit.group in ledger.broadcasting))
         groups[name] = result
         latencies.append(unit_latencies)
     return _totals(ledger, prods, groups, np.concatenate(latencies) if latencies else np.zeros(0, np.int64))
@@ -313,12 +330,22 @@ def latency_samples(details: dict[str, Any]) -> dict[str, np.ndarray]:
             "latency_us": np.concatenate([p[3] for p in parts])}
 
 
+def _sum_or_none(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(sum(known), 6) if known else None
+
+
 def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]],
             latencies: np.ndarray) -> dict[str, Any]:
     causes = {"producer_retry": 0, "redelivery": 0}
     for g in groups.values():
         for cause, n in g["duplicate_causes"].items():
             causes[cause] += n
+    consume_latencies = [g.pop("_consume_latencies_us") for g in groups.values()]
+    by_cause = empty_causes()
+    for g in groups.values():
+        for cause, n in g["duplicates_by_cause"].items():
+            by_cause[cause] += n
     orderly = [g["order_violations"] for g in groups.values() if g["order_violations"] is not None]
     stored_duplicates = sum(int(np.maximum(c.astype(np.int64) - 1, 0).sum()) for c in prods.copies)
     oneway_unstored = sum(int((((s & ONEWAY) != 0) & ((s & SCHEDULED) == 0) & (c == 0)).sum())
@@ -337,6 +364,13 @@ def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]]
         "duplicates": sum(g["duplicates"] for g in groups.values()),
         "duplicated_messages": sum(g["duplicated_messages"] for g in groups.values()),
         "duplicate_causes": causes,
+        "duplicates_by_cause": by_cause,
+        "retries": sum(g["retries"] for g in groups.values()),
+        "rebalances": sum(g["rebalances"] for g in groups.values()),
+        "unowned_queue_s": _sum_or_none([g["unowned_queue_s"] for g in groups.values()]),
+        "lag_max": max((g["lag_max"] for g in groups.values()), default=0),
+        "consume_latency_ms": percentiles_ms(np.concatenate(consume_latencies) if consume_latencies
+                                             else np.zeros(0, np.int64)),
         "order_violations": sum(orderly) if orderly else None,
         "latency_ms": percentiles_ms(latencies),
         "groups": groups,

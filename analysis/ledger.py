@@ -36,13 +36,20 @@ from typing import Any
 import numpy as np
 
 from models.records import (
+    BROKER_OFFSET_ROLLED_BACK,
     BROKER_STORED,
     COMMIT_LOG_DESTROYED,
     CONSUMER_CONSUMED,
+    CONSUMER_OFFSET_MOVED,
+    CONSUMER_QUEUE_DROPPED,
+    CONSUMER_QUEUE_STARTED,
+    CONSUMER_REBALANCED,
+    CONSUMER_SHUTDOWN,
     OFFSET_REUSED,
     PRODUCER_SEND_FAILED,
     PRODUCER_SENT,
 )
+from sim.trace import NODE_CRASHED
 
 SEQ_BITS = 32  # message ids: producer index << 32 | seq (models/message.py)
 SEQ_MASK = (1 << SEQ_BITS) - 1
@@ -66,10 +73,15 @@ DELIVERY_COUNT_CAP = 10  # delivery-count histograms put 10 and more in the last
 LOST_SAMPLE = 10
 _KIND = itemgetter(2)
 # (kind, handler, the record positions it reads); a kind's code is its index here
-_HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED, "_stored", (3, 4, 9)),
-            (CONSUMER_CONSUMED, "_consumed", (0, 1, 3, 4, 9)),
+_HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED, "_stored", (0, 3, 4, 9)),
+            (CONSUMER_CONSUMED, "_consumed", (0, 1, 3, 4, 6, 7, 8, 9, 10)),
             (PRODUCER_SEND_FAILED, "_send_failed", (3, 6, 7, 8, 10)),
-            (COMMIT_LOG_DESTROYED, "_destroyed", (3, 4, 7, 8, 9)), (OFFSET_REUSED, "_reused", (3, 4)))
+            (COMMIT_LOG_DESTROYED, "_destroyed", (3, 4, 7, 8, 9)), (OFFSET_REUSED, "_reused", (3, 4)),
+            # rare ownership facts, kept whole for the duplicate causes (analysis/duplicates.py)
+            (CONSUMER_QUEUE_STARTED, "_event", ()), (CONSUMER_QUEUE_DROPPED, "_event", ()),
+            (CONSUMER_SHUTDOWN, "_event", ()), (NODE_CRASHED, "_event", ()),
+            (CONSUMER_OFFSET_MOVED, "_event", ()), (BROKER_OFFSET_ROLLED_BACK, "_event", ()),
+            (CONSUMER_REBALANCED, "_event", ()))
 _KIND_CODES = {kind: code for code, (kind, _h, _c) in enumerate(_HANDLED)}
 _DESTROYED_CODE = _KIND_CODES[COMMIT_LOG_DESTROYED]
 _NO_CODES = itertools.repeat(-1)
@@ -98,6 +110,11 @@ class _Unit:
     ok_count: list[array] = field(default_factory=list)
     retry: list[bytearray] = field(default_factory=list)
     attempts: int = 0
+    # the first successful consumption's stored copy and consumer (analysis/duplicates.py)
+    first_pos: list[array] = field(default_factory=list)
+    first_node: list[array] = field(default_factory=list)
+    # every duplicate delivery: (t_us, node, broker, queue_id, queue_offset, reconsume_times, producer, seq)
+    dups: list[tuple] = field(default_factory=list)
 
 
 def _saturating_add(counts: np.ndarray, index: np.ndarray, cap: int) -> None:
@@ -126,10 +143,16 @@ class Ledger:
         self.born_us = [array("q") for _ in range(n)]
         self.state = [bytearray() for _ in range(n)]
         self.copies = [bytearray() for _ in range(n)]
+        self.store_us = [array("q") for _ in range(n)]  # first copy's store time (consume latency)
         self.rt_us = [array("I") for _ in range(n)]  # send latency of a send that returned a result
         self.shard = [array("i") for _ in range(n)] if self.orderly else None
         self.top_seq = [0] * n
         self.units: dict[str, _Unit] = {}
+        self.events: list[tuple] = []  # the rare ownership records, whole, in time order
+        self.last_us = 0  # the latest record's time (the end of the lag series)
+        self.brokers: dict[str, int] = {}  # broker name → index in position keys
+        self.nodes: dict[str, int] = {}  # consumer node name → index (first_node)
+        self.node_names: list[str] = []
         self.destroyed: dict[int, int] = {}  # msg id → DESTROYED_* | GROUP_HAS_REPLICAS | REPLICATED bits
         self.retry_destroyed: dict[str, dict[int, int]] = {}  # group → {msg id: bits}, not re-stored since
         self.reused: dict[int, None] = {}  # msg ids stored at a reused queue offset of a user topic
@@ -151,7 +174,8 @@ class Ledger:
     def _add_unit(self, name: str, group: str, topic: str | None) -> _Unit:
         n = len(self.producers)
         unit = _Unit(name, group, topic, group in self.orderly, [array("q") for _ in range(n)],
-                     [array("H") for _ in range(n)], [bytearray() for _ in range(n)])
+                     [array("H") for _ in range(n)], [bytearray() for _ in range(n)],
+                     first_pos=[array("q") for _ in range(n)], first_node=[array("h") for _ in range(n)])
         self.units[name] = unit
         return unit
 
@@ -161,6 +185,8 @@ class Ledger:
         NumPy (the records of a kind are gathered, and the columns a handler reads extracted, in C).
         A chunk holding destroyed-copy facts is fed in parts around them, so that a retry copy
         stored again after it was destroyed is seen in that order."""
+        if chunk:
+            self.last_us = max(self.last_us, chunk[-1][0])
         codes = np.fromiter(map(_KIND_CODES.get, map(_KIND, chunk), _NO_CODES), np.int8, len(chunk))
         destroyed = codes == _DESTROYED_CODE
         if not destroyed.any():
@@ -179,14 +205,34 @@ class Ledger:
             if n:
                 index = order[start:start + n].tolist()
                 records = itemgetter(*index)(chunk) if n > 1 else (chunk[index[0]],)
-                getattr(self, handler)({c: list(map(itemgetter(c), records)) for c in columns})
+                if not columns:
+                    getattr(self, handler)(records)
+                else:
+                    getattr(self, handler)({c: list(map(itemgetter(c), records)) for c in columns})
                 start += n
+
+    def _event(self, records: tuple) -> None:
+        self.events.extend(records)
+
+    def _broker_index(self, name: str) -> int:
+        index = self.brokers.get(name)
+        if index is None:
+            index = self.brokers[name] = len(self.brokers)
+        return index
+
+    def _node_index(self, name: str) -> int:
+        index = self.nodes.get(name)
+        if index is None:
+            index = self.nodes[name] = len(self.node_names)
+            self.node_names.append(name)
+        return index
 
     def _grow_messages(self, p: int, top: int) -> None:
         if top >= len(self.state[p]):
             _grow(self.born_us[p], top, -1)
             _grow(self.state[p], top, 0)
             _grow(self.copies[p], top, 0)
+            _grow(self.store_us[p], top, -1)
             _grow(self.rt_us[p], top, NO_RT)
             if self.shard is not None:
                 _grow(self.shard[p], top, -1)
@@ -276,7 +322,7 @@ class Ledger:
             if topic.startswith(DLQ_PREFIX):
                 self._mark_dlq(ids[of_topic], topic[len(DLQ_PREFIX):])
             elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
-                self._count_copies(ids[of_topic & first_copy])
+                self._count_copies(ids[of_topic & first_copy], np.array(cols[0], np.int64)[of_topic & first_copy])
                 continue
             if topic == SCHEDULE_TOPIC:  # a delayed send parked by its send, or a retry copy on its way
                 self._mark_scheduled(ids[of_topic & first_copy])
@@ -317,18 +363,23 @@ class Ledger:
         for p, _sel, seqs in self._by_producer(ids):
             np.bitwise_or.at(np.frombuffer(self.state[p], np.uint8), seqs, SCHEDULED)
 
-    def _count_copies(self, ids: np.ndarray) -> None:
+    def _count_copies(self, ids: np.ndarray, times: np.ndarray) -> None:
         if not len(ids):
             return
         self.counts["stored"] += len(ids)
-        for p, _sel, seqs in self._by_producer(ids):
+        for p, sel, seqs in self._by_producer(ids):
             _saturating_add(np.frombuffer(self.copies[p], np.uint8), seqs, 255)
+            stored = np.frombuffer(self.store_us[p], np.int64)
+            first = stored[seqs] == -1  # records are in time order: keep the first copy's time
+            stored[seqs[first][::-1]] = times[sel][first][::-1]
 
     def _unit_arrays(self, unit: _Unit, p: int, top: int) -> None:
         if top >= len(unit.ok_count[p]):
             _grow(unit.first_ok_us[p], top, -1)
             _grow(unit.ok_count[p], top, 0)
             _grow(unit.retry[p], top, 0)
+            _grow(unit.first_pos[p], top, -1)
+            _grow(unit.first_node[p], top, -1)
 
     def _consumed(self, cols: dict[int, list]) -> None:
         # (t, node, kind, group, msg_id, topic, broker, queue_id, queue_offset, ok, reconsume_times)
@@ -349,11 +400,29 @@ class Ledger:
         unit = self.units.get(name)
         return unit if unit is not None else self._add_unit(name, group, self.subscriptions.get(group))
 
+    def _positions(self, cols: dict[int, list], sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each consumption's stored copy as one int64 (broker, queue id, reconsume times, queue
+        offset) and its consumer's node index."""
+        brokers, nodes = self.brokers, self.nodes
+        for name in dict.fromkeys(cols[6]):
+            self._broker_index(name)
+        for name in dict.fromkeys(cols[1]):
+            self._node_index(name)
+        broker = np.fromiter(map(brokers.__getitem__, cols[6]), np.int64, len(cols[6]))[sel]
+        queue = np.array(cols[7], np.int64)[sel]
+        reconsume = np.minimum(np.array(cols[10], np.int64)[sel], 255)
+        offset = np.array(cols[8], np.int64)[sel]
+        pos = (((broker << 12 | queue) << 8 | reconsume) << 32) | (offset & 0xFFFFFFFF)
+        node = np.fromiter(map(nodes.__getitem__, cols[1]), np.int16, len(cols[1]))[sel]
+        return pos, node
+
     def _consumed_by(self, unit: _Unit, cols: dict[int, list], sel: np.ndarray, clustering: bool) -> None:
         ids = np.array(cols[4], np.int64)[sel]
         ok = np.array(cols[9], bool)[sel]
         times = np.array(cols[0], np.int64)[sel]
         unit.attempts += len(ids)
+        pos, node = self._positions(cols, sel)
+        rows = np.nonzero(sel)[0]
         for p, psel, seqs in self._by_producer(ids):
             self._unit_arrays(unit, p, int(seqs.max()))
             p_ok, p_times = ok[psel], times[psel]
@@ -361,13 +430,28 @@ class Ledger:
             if len(done):
                 first_of, where = np.unique(done, return_index=True)
                 first = np.frombuffer(unit.first_ok_us[p], np.int64)
+                counts = np.frombuffer(unit.ok_count[p], np.uint16)
+                prior = counts[done]
                 new = first[first_of] == -1
                 first[first_of[new]] = p_times[p_ok][where[new]]  # records are in time order
-                _saturating_add(np.frombuffer(unit.ok_count[p], np.uint16), done, 65535)
+                np.frombuffer(unit.first_pos[p], np.int64)[first_of[new]] = pos[psel][p_ok][where[new]]
+                np.frombuffer(unit.first_node[p], np.int16)[first_of[new]] = node[psel][p_ok][where[new]]
+                leading = np.zeros(len(done), bool)
+                leading[where] = True
+                dup = (prior > 0) | ~leading
+                if dup.any():
+                    self._note_dups(unit, cols, rows[psel][p_ok][dup], p, done[dup])
+                _saturating_add(counts, done, 65535)
             failed = seqs[~p_ok]
             if clustering and len(failed):  # a failed clustering consumption goes down the retry path
                 retry = np.frombuffer(unit.retry[p], np.uint8)
                 retry[failed] = np.maximum(retry[failed], IN_RETRY)
+
+    @staticmethod
+    def _note_dups(unit: _Unit, cols: dict[int, list], rows: np.ndarray, p: int, seqs: np.ndarray) -> None:
+        for row, seq in zip(rows.tolist(), seqs.tolist(), strict=True):
+            unit.dups.append((cols[0][row], cols[1][row], cols[6][row], cols[7][row], cols[8][row], cols[10][row],
+                              p, seq))
 
     def _mark_dlq(self, ids: np.ndarray, group: str) -> None:
         unit = self.units.get(group)

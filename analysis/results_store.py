@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from analysis.run_rows import (
     CAUSES,
+    DUPLICATE_CAUSES,
     LATENCY_KEYS,
     LOSS_CAUSES,
     SEND_COUNTS,
@@ -53,6 +54,10 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields += [(name, pa.int64()) for name in SUMMARY_COUNTS]
     fields += [("latency_ms", pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])),
                ("duplicate_causes", pa.struct([(c, pa.int64()) for c in CAUSES])),
+               ("duplicates_by_cause", pa.struct([(c, pa.int64()) for c in DUPLICATE_CAUSES])),
+               ("retries", pa.int64()), ("rebalances", pa.int64()), ("unowned_queue_s", pa.float64()),
+               ("lag_max", pa.int64()),
+               ("consume_latency_ms", pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])),
                ("lost_by_cause", pa.struct([(c, pa.int64()) for c in LOSS_CAUSES])),
                ("transaction_violations", pa.int64()),
                ("duplicate_rate", pa.float64()), ("loss_rate", pa.float64())]

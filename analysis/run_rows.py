@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from analysis.checks import LOSS_CAUSES, latency_samples
+from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
 from sim.trace import FAULT_HEALED, FAULT_INJECTED
 
 LAT_BUCKETS_PER_OCTAVE = 64
@@ -47,8 +48,9 @@ RESERVED_COLUMNS = frozenset(
      "trace_sha256", "latency_ms", "duplicate_causes", "transaction_violations", "groups_json",
      "duplicate_rate", "loss_rate", "verdict", "verdict_failures", "stopped_by", "wall_s", "simulate_wall_s", "lat_hist_bucket", "lat_hist_count",
      "delivery_hist", "tl_second", "tl_p50_ms", "tl_p99_ms", "tl_max_ms", "fault_windows",
-     "sweep", "params_json", "dup_rate_producer_retry", "dup_rate_redelivery", "lost_by_cause") + SUMMARY_COUNTS
-    + SEND_COLUMNS)
+     "sweep", "params_json", "dup_rate_producer_retry", "dup_rate_redelivery", "duplicates_by_cause",
+     "lost_by_cause") + SUMMARY_COUNTS + ("retries", "rebalances", "unowned_queue_s", "lag_max",
+                                          "consume_latency_ms") + SEND_COLUMNS)
 # faults whose effect lasts until a later `restart` of the same node
 UNTIL_RESTART = ("process_crash", "power_loss")
 INSTANT = ("restart", "heal")
@@ -100,6 +102,10 @@ def runs_row(summary: dict[str, Any], details: dict[str, Any], fault_records: li
     row["trace_sha256"] = summary["trace_sha256"]
     row["latency_ms"] = {k: summary["latency_ms"][k] for k in LATENCY_KEYS}
     row["duplicate_causes"] = {c: summary["duplicate_causes"][c] for c in CAUSES}
+    row["duplicates_by_cause"] = {c: summary["duplicates_by_cause"][c] for c in DUPLICATE_CAUSES}
+    for key in ("retries", "rebalances", "unowned_queue_s", "lag_max"):  # consumer-side metrics
+        row[key] = summary[key]
+    row["consume_latency_ms"] = {k: summary["consume_latency_ms"][k] for k in LATENCY_KEYS}
     row["lost_by_cause"] = {c: summary["lost_by_cause"][c] for c in LOSS_CAUSES}
     row.update({k: summary[k] for k in SEND_COUNTS + SEND_SHARES + SEND_TALLIES})
     for key in SEND_LATENCIES:

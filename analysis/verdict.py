@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
+
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 AT_LEAST_ONCE, PER_KEY_ORDER = "at_least_once", "per_key_order"
 
@@ -33,6 +35,10 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "lost", "pending_retry", "dlq", "duplicates", "duplicated_messages",
     "duplicate_causes.producer_retry", "duplicate_causes.redelivery", "order_violations",
     "latency_ms.p50", "latency_ms.p90", "latency_ms.p99", "latency_ms.p999", "latency_ms.max",
+    *(f"duplicates_by_cause.{cause}" for cause in DUPLICATE_CAUSES),
+    "retries", "rebalances", "unowned_queue_s", "lag_max",
+    "consume_latency_ms.p50", "consume_latency_ms.p90", "consume_latency_ms.p99", "consume_latency_ms.p999",
+    "consume_latency_ms.max",
     "lost_by_cause.unflushed_at_power_loss", "lost_by_cause.replica_not_synced",
     "lost_by_cause.truncated_on_recovery", "lost_by_cause.offset_skipped_after_recovery",
     "lost_by_cause.expired_file_deleted", "lost_by_cause.other",

@@ -128,6 +128,13 @@ class Heartbeat(NamedTuple):
     producer_groups: tuple[str, ...] = ()  # HeartbeatData.producerDataSet
 
 
+class UnregisterClient(NamedTuple):
+    """UNREGISTER_CLIENT: a consumer shutting down leaves its group on this broker."""
+
+    client_id: str
+    consumer_group: str
+
+
 class GetConsumerList(NamedTuple):
     group: str
 

@@ -59,4 +59,15 @@ CONSUMER_PULL_FAILED = declare("consumer.pull_failed", group=str, broker=str, qu
 CONSUMER_OFFSET_MOVED = declare("consumer.offset_moved", group=str, broker=str, queue_id=int,
                                 from_offset=int, to_offset=int)
 CONSUMER_SENT_BACK = declare("consumer.sent_back", group=str, msg_id=int, reconsume_times=int, ok=bool)
+CONSUMER_RESENT_AS_NORMAL = declare("consumer.resent_as_normal", group=str, msg_id=int, reconsume_times=int,
+                                   ok=bool)
+CONSUMER_EXPIRED_CLEANED = declare("consumer.expired_cleaned", group=str, msg_id=int, broker=str, queue_id=int,
+                                   queue_offset=int)
+# ground truth for the duplicate causes (analysis/duplicates.py): rare, one per queue ownership change
+CONSUMER_QUEUE_STARTED = declare("consumer.queue_started", group=str, topic=str, broker=str, queue_id=int, offset=int)
+CONSUMER_QUEUE_DROPPED = declare("consumer.queue_dropped", group=str, topic=str, broker=str, queue_id=int,
+                                 reason=str)
+CONSUMER_SHUTDOWN = declare("consumer.shutdown", group=str, queues=int)
+BROKER_OFFSET_ROLLED_BACK = declare("broker.offset_rolled_back", group=str, topic=str, queue_id=int,
+                                    from_offset=int, to_offset=int)
 CONSUMER_OFFSET_RESET = declare("consumer.offset_reset", group=str, topic=str, queues=int)  # 4.x client-side reset

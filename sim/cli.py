@@ -37,8 +37,16 @@ def _summary_table(summary: dict[str, Any]) -> str:
         ("duplicated messages", summary["duplicated_messages"]),
         ("  cause producer_retry", summary["duplicate_causes"]["producer_retry"]),
         ("  cause redelivery", summary["duplicate_causes"]["redelivery"]),
+        *((f"  by cause {cause}", n) for cause, n in summary["duplicates_by_cause"].items()),
         ("order violations", "n/a (no orderly group)" if summary["order_violations"] is None
          else summary["order_violations"]),
+        ("retries (failed listener calls)", summary["retries"]),
+        ("rebalances (rounds that moved queues)", summary["rebalances"]),
+        ("queue time unowned s", "n/a (broadcasting only)" if summary["unowned_queue_s"] is None
+         else summary["unowned_queue_s"]),
+        ("max consumer lag (messages)", summary["lag_max"]),
+        ("consume latency p99 ms (store → consume)", "-" if summary["consume_latency_ms"]["p99"] is None
+         else f"{summary['consume_latency_ms']['p99']:.3f}"),
     ]
     at = next(i for i, row in enumerate(rows) if row[0] == "lost") + 1  # its causes follow it (nonzero ones)
     rows[at:at] = [(f"  cause {cause}", n) for cause, n in summary.get("lost_by_cause", {}).items() if n]

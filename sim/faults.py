@@ -233,6 +233,6 @@ class FaultInjector:
             node.unpause()
             if node.disk is not None:
                 node.disk.heal()
-            if not node.up:
+            if not node.up and not node.stopped:  # a shut-down consumer stays down
                 node.restart()
         self._emit(trace.FAULT_HEALED, "all", "cluster", "end of fault phase")

@@ -59,6 +59,7 @@ class Node:
         self.serving = True  # up and not booting (kept as a field: read on every send)
         self.startup_us = 0  # JVM start + recovery time before a restarted node serves
         self.epoch = 0  # incarnation; bumped by every crash
+        self.stopped = False  # shut down on purpose (a graceful consumer shutdown): heal_all leaves it down
         self.paused_until = 0
         self.on_drop = None  # timers of a dead incarnation vanish silently (sim/env.py)
         self.disk: Any = None

@@ -104,8 +104,11 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
     zones |= {name: c.zone for c in sc.consumers for name in instance_names(c.name, c.count)}
     for c in sc.consumers:
         for name in instance_names(c.name, c.count):
-            _add(world, PushConsumer(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
-                                     c.consume_time_ms, c.failure_probability, zones))
+            consumer = PushConsumer(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
+                                    c.consume_time_ms, c.failure_probability, zones)
+            _add(world, consumer)
+            if c.stop_ms is not None:
+                env.call_later(ms(c.stop_ms), consumer.shutdown)
     _wire_network(network, sc)
     world.injector = FaultInjector(env, world.nodes, list(sc.faults), list(sc.random_faults), duration_us)
     world.admin = MQAdmin(env, brokers, {g: e["topic"] for g, e in consumer_groups(sc).items()})

@@ -216,6 +216,7 @@ class ConsumerSpec(BaseModel):
     consume_time_ms: Dist = Constant(value=1.0)
     failure_probability: Float = Field(0.0, ge=0, lt=1)
     start_ms: DurationMs = 1_000
+    stop_ms: PositiveDurationMs | None = None  # graceful shutdown (DefaultMQPushConsumer.shutdown) at this time
     client: PushConsumerConfig = PushConsumerConfig()
 
 

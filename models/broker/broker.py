@@ -72,6 +72,7 @@ from models.message import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
     PROPERTY_RETRY_TOPIC,
+    RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
     dlq_topic,
     record_bytes,
@@ -105,6 +106,7 @@ from models.protocol import (
     SendBatchMessage,
     SendMessage,
     SendResponse,
+    UnregisterClient,
     UpdateConsumerOffset,
     new_pull_response,
     new_send_response,
@@ -250,6 +252,7 @@ class Broker:
         node.handle(UpdateConsumerOffset, self.on_update_offset)
         node.handle(Heartbeat, self.on_heartbeat)
         node.handle(GetConsumerList, self.on_get_consumer_list)
+        node.handle(UnregisterClient, self.on_unregister_client)
 
     # --- NameServer registration --------------------------------------------------------------
     def registration(self) -> RegisterBroker:
@@ -280,6 +283,8 @@ class Broker:
         queue_nums = self.topics.get(msg.topic)
         if queue_nums is None or not 0 <= req.queue_id < queue_nums or msg.size_bytes > self.max_message_size_bytes:
             return self._reject(src, req_id, msg, queue_nums)
+        if msg.reconsume_times:  # only retry messages re-sent by a client carry RECONSUME_TIME
+            msg, req = self._retry_or_dlq(msg, req)
         props = msg.props
         if msg.delay_level > 0:
             props = dict(props or {}, **{PROPERTY_DELAY_TIME_LEVEL: msg.delay_level})
@@ -289,6 +294,23 @@ class Broker:
             return self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
         self._wait_store(src, req_id, queue_offset, phys, phys + msg.size_bytes)
         return None
+
+    def _retry_or_dlq(self, msg: Any, req: SendMessage) -> tuple[Any, SendMessage]:
+        """SendMessageProcessor.handleRetryAndDLQ: a `%RETRY%` send whose RECONSUME_TIME exceeds
+        MAX_RECONSUME_TIMES (else the group's retryMaxTimes, 16) goes to `%DLQ%<group>` instead,
+        with no delay. (Not modelled: the 5.1.x rule sending it to the DLQ while an orderly lock
+        of the group is unexpired.)"""
+        if not msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return msg, req
+        max_times = (msg.props or {}).get("MAX_RECONSUME_TIMES", RETRY_MAX_TIMES)
+        if msg.reconsume_times <= max_times:
+            return msg, req
+        topic = dlq_topic(msg.topic[len(RETRY_GROUP_TOPIC_PREFIX):])
+        self.topics.setdefault(topic, DLQ_NUMS_PER_GROUP)
+        props = {k: v for k, v in (msg.props or {}).items() if k != PROPERTY_DELAY_TIME_LEVEL}
+        size = record_bytes(topic, msg.body_bytes, msg.tags, 0, props, msg.reconsume_times)
+        msg = msg._replace(topic=topic, delay_level=0, props=props, size_bytes=size)
+        return msg, req._replace(msg=msg, queue_id=0)
 
     def _wait_store(self, src: str, req_id: int, queue_offset: int, phys: int, next_offset: int) -> None:
         """handleDiskFlushAndHA: answer once the flush and the replica waits are both done; a
@@ -463,6 +485,10 @@ class Broker:
         self.consumers.heartbeat(req.client_id, req.consumer_groups)
         for group in req.producer_groups:
             self.producers.register_producer(group, req.client_id)
+        self.node.reply(src, req_id, CodeResponse(SUCCESS))
+
+    def on_unregister_client(self, src: str, req_id: int, req: UnregisterClient) -> None:
+        self.consumers.unregister(req.client_id, req.consumer_group)
         self.node.reply(src, req_id, CodeResponse(SUCCESS))
 
     def on_get_consumer_list(self, src: str, req_id: int, req: GetConsumerList) -> None:

@@ -37,6 +37,11 @@ class ConsumerManager:
     def client_ids(self, group: str) -> tuple[str, ...]:
         return tuple(self.groups.get(group, {}))
 
+    def unregister(self, client_id: str, group: str) -> None:
+        """unregisterConsumer (UNREGISTER_CLIENT): the member leaves the group at once."""
+        if self.groups.get(group, {}).pop(client_id, None) is not None:
+            self._changed(group, "unregistered")
+
     def channel_closed(self, client_id: str) -> None:
         for group, members in self.groups.items():
             if members.pop(client_id, None) is not None:

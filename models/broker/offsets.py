@@ -23,7 +23,7 @@ from typing import Any
 
 from models.broker.config import OFFSET_PERSIST_INITIAL_DELAY_US, BrokerConfig
 from models.broker.config_file import ConfigFile
-from models.records import CONSUMER_OFFSETS_LOADED, CONSUMER_OFFSETS_PERSISTED
+from models.records import BROKER_OFFSET_ROLLED_BACK, CONSUMER_OFFSETS_LOADED, CONSUMER_OFFSETS_PERSISTED
 from sim.env import ms
 
 CONSUMER_OFFSET_FILE = "config/consumerOffset.json"
@@ -36,7 +36,8 @@ class ConsumerOffsetManager:
         self.table: dict[tuple[str, str, int], int] = {}
         self.reset: dict[tuple[str, str, int], int] = {}  # resetOffsetTable (heap)
         self.file = ConfigFile(node, CONSUMER_OFFSET_FILE, version)
-        node.on_crash(self.table.clear)
+        self.before_crash: dict[tuple[str, str, int], int] = {}  # ground truth for the checkers only
+        node.on_crash(self._crashed)
         node.on_crash(self.reset.clear)
         node.on_start(self.load)
         node.add_service(self.run)
@@ -46,11 +47,22 @@ class ConsumerOffsetManager:
         """What consumerOffset.json holds now (page cache view)."""
         return self.file.load()[0]
 
+    def _crashed(self) -> None:
+        self.before_crash = dict(self.table)
+        self.table.clear()
+
     def load(self) -> None:
+        """Start-up: the table is the file's. Every entry that goes back (or vanishes) against
+        the table the crash destroyed is recorded (`broker.offset_rolled_back`)."""
         table, source = self.file.load()
         self.table.clear()
         self.table.update(table)
         self.node.trace(CONSUMER_OFFSETS_LOADED, len(table), source)
+        for (group, topic, queue_id), offset in self.before_crash.items():
+            loaded = table.get((group, topic, queue_id), -1)
+            if loaded < offset:
+                self.node.trace(BROKER_OFFSET_ROLLED_BACK, group, topic, queue_id, offset, loaded)
+        self.before_crash = {}
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         self.table[(group, topic, queue_id)] = offset

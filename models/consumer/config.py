@@ -13,6 +13,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sim.config import DurationMs, Int, NodeName, NonNegativeIntMs, PositiveIntMs
+from sim.limits import MAX_TIME_MS
 
 PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US = 50_000  # DefaultMQPushConsumerImpl
 BROKER_SUSPEND_MAX_TIME_US = 15_000_000  # DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS
@@ -24,6 +25,10 @@ NEW_PULL_REQUEST_DELAY_US = 500_000  # RebalancePushImpl dispatchPullRequest del
 SEND_BACK_TIMEOUT_US = 5_000_000  # sendMessageBack RPC timeout
 LOCAL_RETRY_DELAY_US = 5_000_000  # ConsumeMessageConcurrentlyService.submitConsumeRequestLater
 DEFAULT_MAX_RECONSUME_TIMES = 16  # maxReconsumeTimes -1 → 16 for concurrent consumption
+INNER_PRODUCER_SEND_TIMEOUT_US = 3_000_000  # the client instance's inner DefaultMQProducer sendMsgTimeout
+INNER_PRODUCER_RETRY_TIMES = 2  # its retryTimesWhenSendFailed (3 attempts in all)
+CLEAN_EXPIRED_MAX_PER_ROUND = 16  # ProcessQueue.cleanExpiredMsg looks at most at 16 messages a round
+EXPIRED_SEND_BACK_DELAY_LEVEL = 3  # cleanExpiredMsg sends back with delay level 3
 RESET_OFFSET_CLIENT_SLEEP_US = 10_000_000  # MQClientInstance.resetOffset: TimeUnit.SECONDS.sleep(10)
 CONSUME_TIMESTAMP_BEFORE_START_US = 30 * 60_000_000  # DefaultMQPushConsumer.consumeTimestamp: 30 min ago
 
@@ -83,6 +88,8 @@ class PushConsumerConfig(BaseModel):
     pull_interval_ms: Int = Field(0, ge=0, le=65_535)  # pullInterval
     max_reconsume_times: Int = Field(-1, ge=-1, le=10_000)  # maxReconsumeTimes (-1 → 16)
     persist_consumer_offset_interval_ms: PositiveIntMs = 5_000  # persistConsumerOffsetInterval
+    await_termination_millis_when_shutdown: NonNegativeIntMs = 0  # awaitTerminationMillisWhenShutdown
+    consume_timeout_min: Int = Field(15, gt=0, le=MAX_TIME_MS // 60_000)  # consumeTimeout (minutes)
     pull_time_delay_mills_when_exception: NonNegativeIntMs = 1_000  # pullTimeDelayMillsWhenException
     heartbeat_broker_interval_ms: PositiveIntMs = 30_000  # heartbeatBrokerInterval
     poll_name_server_interval_ms: PositiveIntMs = 30_000  # pollNameServerInterval

@@ -5,9 +5,11 @@ ConsumeRequest (`consumeMessageBatchMaxSize` = 1). The listener's time is drawn 
 `consume_time_ms` and its verdict from `failure_probability` (RECONSUME_LATER).
 
 Results: success → `removeMessage` and `updateOffset(increaseOnly)`. Failure in CLUSTERING →
-`sendMessageBack` to the broker (retry topic, delay level 3 + reconsumeTimes); if that RPC
-fails, the message stays cached (pinning the offset) and is re-consumed locally after 5 s.
-BROADCASTING failures are dropped. A ProcessQueue dropped meanwhile discards the result (no
+`sendMessageBack` (models/consumer/send_back.py: the broker's CONSUMER_SEND_MSG_BACK, else the
+inner producer's send to `%RETRY%<group>`); if both fail, the message stays cached (pinning the
+offset) and is re-consumed locally after 5 s. BROADCASTING failures are dropped.
+cleanExpiredMsg (every `consumeTimeout`, 15 min) sends back cached messages whose listener call
+has run longer than consumeTimeout and takes them out of the cache. A ProcessQueue dropped meanwhile discards the result (no
 offset update, no send-back) — the listener did run, so the consumption is still recorded.
 
 Simplified: the thread is released when the listener returns; the send-back RPC does not hold it.
@@ -15,14 +17,20 @@ Simplified: the thread is released when the listener returns; the send-back RPC 
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
+from collections.abc import Generator
 from typing import Any
 
-from models.consumer.config import DEFAULT_MAX_RECONSUME_TIMES, LOCAL_RETRY_DELAY_US, SEND_BACK_TIMEOUT_US
+from models.consumer.config import (
+    CLEAN_EXPIRED_MAX_PER_ROUND,
+    DEFAULT_MAX_RECONSUME_TIMES,
+    EXPIRED_SEND_BACK_DELAY_LEVEL,
+    LOCAL_RETRY_DELAY_US,
+)
+from models.consumer.send_back import SendBack
 from models.message import MessageExt
-from models.protocol import SUCCESS, ConsumerSendMsgBack
-from models.records import CONSUMER_CONSUMED, CONSUMER_SENT_BACK
-from sim.node import CONNECT_FAILED
+from models.records import CONSUMER_CONSUMED, CONSUMER_EXPIRED_CLEANED
 from sim.trace import DIGEST_CHUNK
 
 
@@ -43,16 +51,28 @@ class ConsumeService:
         self._times: list[int] = []
         max_times = consumer.cfg.max_reconsume_times
         self.max_reconsume_times = DEFAULT_MAX_RECONSUME_TIMES if max_times < 0 else max_times
+        self.send_back = SendBack(consumer, self.max_reconsume_times)
+        self.consume_timeout_us = consumer.cfg.consume_timeout_min * 60_000_000
+        self.node.add_service(self.clean_expired_loop)
         self.busy = 0
         self.queue: deque = deque()
+        self.running: dict[int, tuple] = {}  # listener calls in progress: token → (pq, mq, msg)
+        self._tokens = itertools.count(1)
+        self.stopping: Any = None  # shutdown's continuation while it awaits the running calls
+        self._await_timer: Any = None
         self.node.on_crash(self._reset)
 
     def _reset(self) -> None:
         self.busy = 0
         self.queue.clear()
+        self.running.clear()
+        self.stopping = None
 
     def submit(self, pq: Any, mq: Any, msgs: Any) -> None:
-        """One ConsumeRequest per message: a free thread starts it, else it waits in the pool's queue."""
+        """One ConsumeRequest per message: a free thread starts it, else it waits in the pool's queue.
+        A pool shutting down rejects it (the 5 s resubmission falls after the process exit)."""
+        if self.stopping is not None:
+            return
         for msg in msgs:
             if self.busy < self.threads:
                 self._start(pq, mq, msg)
@@ -67,15 +87,33 @@ class ConsumeService:
         self.busy += 1
         ok = self.failure_probability == 0.0 or self.stream.random() >= self.failure_probability
         draws = self._times
-        self.node.call_later(draws.pop() if draws else self._refill(), self._done, pq, mq, msg, ok)
+        duration_us = draws.pop() if draws else self._refill()
+        if duration_us > self.consume_timeout_us:  # cleanExpiredMsg will see this one
+            if pq.long_consuming is None:
+                pq.long_consuming = {}
+            pq.long_consuming[msg.queue_offset] = self.env._now
+        elif pq.long_consuming:
+            pq.long_consuming.pop(msg.queue_offset, None)
+        token = next(self._tokens)
+        self.running[token] = (pq, mq, msg)
+        self.node.call_later(duration_us, self._done, token, pq, mq, msg, ok)
 
     def _refill(self) -> int:
         self._times += self._time_block()
         return self._times.pop()
 
-    def _done(self, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
+    def _done(self, token: int, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
         """The listener returned: record the consumption, then processConsumeResult."""
+        if self.running.pop(token, None) is None:
+            return  # interrupted by shutdown: its result was processed then
         self.busy -= 1
+        self._result(pq, mq, msg, ok)
+        if self.queue and self.busy < self.threads:
+            self._next()
+        if self.stopping is not None and not self.running:
+            self._drained()
+
+    def _result(self, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
         chunk = self._chunk
         chunk.append((self.env._now, self.name, CONSUMER_CONSUMED, self.group, msg.msg_id,
                       msg.topic if msg.props is None else msg.user_topic, mq.broker_name, mq.queue_id,
@@ -87,8 +125,6 @@ class ConsumeService:
                 self._commit(pq, mq, msg)
             else:
                 self._send_back(pq, mq, msg)
-        if self.queue and self.busy < self.threads:
-            self._next()
 
     def _next(self) -> None:
         """Start the next queued request whose queue is not dropped (a loop, not recursion: a
@@ -110,17 +146,13 @@ class ConsumeService:
                 offsets[mq] = offset
 
     def _send_back(self, pq: Any, mq: Any, msg: MessageExt) -> None:
-        addr = self.consumer.broker_addr(mq.broker_name)
-        if addr is None:
-            self._local_retry(pq, mq, msg)
+        """5.x: only a message still cached is sent back (cleanExpiredMsg may have taken it)."""
+        if msg.queue_offset not in pq.msgs:
+            self._commit(pq, mq, msg)
             return
-        origin = msg.topic if msg.props is None else msg.user_topic
-        request = ConsumerSendMsgBack(self.group, msg.phys_offset, msg.msg_id, origin, 0, self.max_reconsume_times)
-        self.node.rpc(addr, request, SEND_BACK_TIMEOUT_US, self._sent_back, pq, mq, msg)
+        self.send_back.send(mq, msg, 0, lambda ok: self._sent_back(pq, mq, msg, ok))
 
-    def _sent_back(self, pq: Any, mq: Any, msg: MessageExt, response: Any) -> None:
-        ok = response is not None and response is not CONNECT_FAILED and response.code == SUCCESS
-        self.node.trace(CONSUMER_SENT_BACK, self.group, msg.msg_id, msg.reconsume_times, ok)
+    def _sent_back(self, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
         if pq.dropped:
             return
         if ok:
@@ -131,3 +163,70 @@ class ConsumeService:
     def _local_retry(self, pq: Any, mq: Any, msg: MessageExt) -> None:
         again = msg._replace(reconsume_times=msg.reconsume_times + 1)
         self.node.call_later(LOCAL_RETRY_DELAY_US, self.submit, pq, mq, [again])
+
+    # --- shutdown ------------------------------------------------------------------------------
+    def shutdown(self, await_us: int, then: Any) -> None:
+        """ConsumeMessageConcurrentlyService.shutdown(awaitTerminateMillis): the pool stops taking
+        requests (queued ones never run: shutdownNow), waits up to `await_us` for the running
+        listener calls, then interrupts the rest. An interrupted call is modelled as a listener
+        that throws at once (RECONSUME_LATER: send-back while its offset stays uncommitted, the
+        #7182 pattern); a listener that ignores interrupts is not modelled. Then `then()`."""
+        self.queue.clear()
+        self.stopping = then
+        if not self.running:
+            self._drained()
+        elif await_us > 0:
+            self._await_timer = self.node.timer(await_us, self._interrupt)
+        else:
+            self._interrupt()
+
+    def _interrupt(self) -> None:
+        self._await_timer = None
+        running, self.running = self.running, {}
+        for pq, mq, msg in running.values():
+            self.busy -= 1
+            self._result(pq, mq, msg, False)
+        self._drained()
+
+    def _drained(self) -> None:
+        then, self.stopping = self.stopping, None
+        if self._await_timer is not None:
+            self._await_timer.cancel()
+            self._await_timer = None
+        if then is not None:
+            then()
+
+    # --- cleanExpiredMsg ------------------------------------------------------------------------
+    def clean_expired_loop(self) -> Generator:
+        """Every consumeTimeout (first after one): ProcessQueue.cleanExpiredMsg on every queue."""
+        period_us = self.consume_timeout_us
+        while True:
+            yield self.node.sleep_us(period_us)
+            for mq, pq in list(self.consumer.process_queues.items()):
+                if pq.long_consuming:
+                    self._clean_expired(mq, pq)
+
+    def _clean_expired(self, mq: Any, pq: Any) -> None:
+        """Up to 16 times: the smallest cached message, if its listener call started more than
+        consumeTimeout ago, is sent back with delay level 3 and then removed from the cache if it
+        is still the smallest (no offset update; the running call is not interrupted)."""
+        starts, now = pq.long_consuming, self.env._now
+        for offset in [o for o in starts if o not in pq.msgs]:
+            del starts[offset]
+        for _ in range(CLEAN_EXPIRED_MAX_PER_ROUND):
+            if not pq.msgs:
+                return
+            first = next(iter(pq.msgs))
+            start = starts.get(first)
+            if start is None or now - start <= self.consume_timeout_us:
+                return
+            del starts[first]
+            msg = pq.msgs[first]
+            self.node.trace(CONSUMER_EXPIRED_CLEANED, self.group, msg.msg_id, mq.broker_name, mq.queue_id, first)
+            self.send_back.send(mq, msg, EXPIRED_SEND_BACK_DELAY_LEVEL,
+                                lambda ok, pq=pq, first=first: self._expired_sent(pq, first, ok))
+
+    @staticmethod
+    def _expired_sent(pq: Any, offset: int, ok: bool) -> None:
+        if ok and pq.msgs and next(iter(pq.msgs)) == offset:
+            pq.remove(offset)

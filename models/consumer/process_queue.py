@@ -4,6 +4,7 @@
 because pulls return increasing offsets; so the first key is the smallest cached offset (the
 TreeMap's firstKey). `remove()` implements the sliding-window offset rule: the offset to commit
 is the smallest offset still cached, or one past the highest fetched when none is.
+`long_consuming` holds the start times cleanExpiredMsg reads (see ConsumeService).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 class ProcessQueue:
     __slots__ = ("msgs", "msg_size_bytes", "queue_offset_max", "dropped", "last_pull_us",
-                 "next_offset", "frozen")
+                 "next_offset", "frozen", "long_consuming")
 
     def __init__(self, next_offset: int, now_us: int) -> None:
         self.msgs: dict[int, Any] = {}
@@ -22,6 +23,9 @@ class ProcessQueue:
         self.dropped = False
         self.last_pull_us = now_us
         self.next_offset = next_offset  # the PullRequest's nextOffset
+        # offset → CONSUME_START_TIME of listener calls that will outlast consumeTimeout (the only
+        # ones cleanExpiredMsg can act on); None until one exists, so the hot path only tests it
+        self.long_consuming: dict[int, int] | None = None
 
     def put(self, msgs: Any) -> None:
         cached = self.msgs

@@ -46,9 +46,10 @@ from models.protocol import (
     SUCCESS,
     NotifyConsumerIdsChanged,
     TopicRouteData,
+    UnregisterClient,
     new_pull_message,
 )
-from models.records import CONSUMER_OFFSET_MOVED, CONSUMER_PULL_FAILED
+from models.records import CONSUMER_OFFSET_MOVED, CONSUMER_PULL_FAILED, CONSUMER_QUEUE_DROPPED, CONSUMER_SHUTDOWN
 from sim.env import ms
 from sim.node import CONNECT_FAILED, Node
 
@@ -100,6 +101,8 @@ class PushConsumer:
         synchronous route updates (a topic without a route yet, like a new %RETRY% topic, does
         not hold the heartbeat back)."""
         self._routes_pending = len(self.subscriptions)
+        self.node.stopped = False
+        self.rebalancer.start()
         for topic in self.subscriptions:
             self.client.fetch_route(topic, self._route_fetched)
 
@@ -132,9 +135,46 @@ class PushConsumer:
         """MQConsumerInner.persistConsumerOffset (the client instance's scheduled task)."""
         self.offset_store.persist_all(self.process_queues, self.broker_addr)
 
+    # --- shutdown (DefaultMQPushConsumerImpl.shutdown) ----------------------------------------------
+    def shutdown(self) -> None:
+        """Graceful shutdown, 5.3.3 order: the consume pool stops (awaiting running calls up to
+        awaitTerminationMillisWhenShutdown, then interrupting them), persistConsumerOffset,
+        UNREGISTER_CLIENT to every broker (the broker notifies the group at once), then the
+        process queues are dropped and the process exits (it is not restarted at the end of the
+        fault phase). Simplified: the unregister requests go out in parallel, not one by one."""
+        if not self.node.up or self.consume.stopping is not None:
+            return
+        self.consume.shutdown(ms(self.cfg.await_termination_millis_when_shutdown), self._persist_and_unregister)
+
+    def _persist_and_unregister(self) -> None:
+        self.offset_store.persist_all(self.process_queues, self.broker_addr)
+        addrs = self.client.all_broker_addrs()
+        if self.broadcasting or not addrs:  # (broadcasting unregisters too; nobody rebalances on it)
+            self._exit()
+            return
+        pending = [len(addrs)]
+
+        def answered(_response: Any) -> None:
+            pending[0] -= 1
+            if pending[0] == 0:
+                self._exit()
+
+        for addr in addrs:
+            self.node.rpc(addr, UnregisterClient(self.client_id, self.group), ms(self.cfg.mq_client_api_timeout_ms),
+                          answered)
+
+    def _exit(self) -> None:
+        """rebalanceImpl.destroy, then the JVM exits."""
+        for pq in self.process_queues.values():
+            pq.dropped = True
+        self.node.trace(CONSUMER_SHUTDOWN, self.group, len(self.process_queues))
+        self.node.stopped = True  # the end-of-faults heal does not relaunch a stopped process
+        self.node.crash()
+
     # --- queues ---------------------------------------------------------------------------------
-    def drop_queue(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+    def drop_queue(self, mq: MessageQueue, pq: ProcessQueue, reason: str = "rebalance") -> None:
         """removeUnnecessaryMessageQueue (concurrent): persist, forget the offset, drop."""
+        self.node.trace(CONSUMER_QUEUE_DROPPED, self.group, mq.topic, mq.broker_name, mq.queue_id, reason)
         pq.dropped = True
         self.offset_store.persist(mq, self.broker_addr)
         self.offset_store.remove(mq)
@@ -207,6 +247,7 @@ class PushConsumer:
         """5.2.0+: update-and-freeze the offset, persist it, drop the queue, rebalance now."""
         self.node.trace(CONSUMER_OFFSET_MOVED, self.group, mq.broker_name, mq.queue_id, pq.next_offset,
                         next_offset)
+        self.node.trace(CONSUMER_QUEUE_DROPPED, self.group, mq.topic, mq.broker_name, mq.queue_id, "offset_moved")
         pq.dropped = True
         self.offset_store.update(mq, next_offset, increase_only=False)
         self.offset_store.persist(mq, self.broker_addr)

@@ -9,8 +9,10 @@ CONSUME_FROM_FIRST_OFFSET, the offset at `consumeTimestamp` for CONSUME_FROM_TIM
 broker's searchOffset; the max offset for a retry topic)), and their first pull is dispatched after 500 ms (5.x). Queues with
 no pull for 120 s are dropped and re-added. An empty or missing member list changes nothing.
 
-RebalanceService runs every 20 s and on wake-ups (start, NOTIFY_CONSUMER_IDS_CHANGED, an
-OFFSET_ILLEGAL correction), at least 1 s apart (5.2.0+).
+RebalanceService runs every 20 s on its own timer, started with the client whatever else
+happens, and on wake-ups (start, NOTIFY_CONSUMER_IDS_CHANGED, an OFFSET_ILLEGAL correction), at
+least 1 s apart (5.2.0+; `lastRebalanceTimestamp` starts at construction, so a wake-up within the
+client's first second waits for it to pass).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from models.protocol import (
     QueryConsumerOffset,
     SearchOffset,
 )
-from models.records import CONSUMER_REBALANCED
+from models.records import CONSUMER_QUEUE_STARTED, CONSUMER_REBALANCED
 from sim.env import ms
 
 
@@ -51,6 +53,11 @@ class Rebalancer:
         self.node.on_crash(self.adding.clear)
 
     # --- RebalanceService -----------------------------------------------------------------------
+    def start(self) -> None:
+        """The service thread starts: `waitForRunning(20 s)` first; the last round counts from now."""
+        self.last_round_us = self.node.env._now
+        self.schedule(REBALANCE_WAIT_INTERVAL_US)
+
     def schedule(self, delay_us: int) -> None:
         if self.timer is not None:
             self.timer.cancel()
@@ -105,7 +112,7 @@ class Rebalancer:
             if mq.topic != topic:
                 continue
             if mq not in wanted or now - pq.last_pull_us > PULL_MAX_IDLE_TIME_US:
-                consumer.drop_queue(mq, pq)
+                consumer.drop_queue(mq, pq, "rebalance" if mq not in wanted else "pull_expired")
                 removed += 1
         for mq in wanted:
             if mq not in consumer.process_queues and mq not in self.adding:
@@ -162,4 +169,5 @@ class Rebalancer:
         consumer.offset_store.update(mq, offset, increase_only=False)  # readOffset caches it
         pq = ProcessQueue(offset, self.node.env._now)
         consumer.process_queues[mq] = pq
+        self.node.trace(CONSUMER_QUEUE_STARTED, consumer.group, mq.topic, mq.broker_name, mq.queue_id, offset)
         self.node.call_later(NEW_PULL_REQUEST_DELAY_US, consumer.pull, mq, pq)

@@ -45,8 +45,8 @@ from tests.conftest import ROOT
 BASE = ROOT / "scenarios" / "restart_consumer.yaml"
 SHORT = {"duration_ms": "6s", "settle_ms": "4s"}
 # the consumer crash and restart inside the short run: redeliveries, so duplicates are not all 0
-CRASH = [{"at_ms": "2s", "kind": "process_crash", "node": "c-1"},
-         {"at_ms": "3500ms", "kind": "restart", "node": "c-1"}]
+CRASH = [{"at_ms": "4s", "kind": "process_crash", "node": "c-1"},
+         {"at_ms": "5500ms", "kind": "restart", "node": "c-1"}]
 # summary.json metrics the runs table carries under the same name
 METRICS = (*SUMMARY_COUNTS, "scenario", "scenario_sha256", "trace_sha256", "latency_ms", "duplicate_causes")
 TAG_VAR = "RMQSIM_TEST_TAG"

@@ -1,0 +1,144 @@
+"""Duplicate causes: one mechanism per duplicate delivery, from the simulator's ground truth.
+
+A duplicate delivery is a successful consumption of a message the unit had already consumed
+successfully (analysis/ledger.py notes each one with its stored copy: broker, queue id, queue
+offset, reconsume times). Its cause, `CAUSES`:
+
+- a delivery of *another stored copy* than the first successful one:
+  - `send_back`: either copy came through the retry path (reconsume times > 0): a send-back or
+    inner-producer re-send whose answer was lost, a local resubmission, cleanExpiredMsg;
+  - `producer_retry`: the producer's send was retried and the brokers stored the message twice;
+  - `other`: anything else;
+- a *re-read of the same stored copy* (the consumer's starting offset was behind what had been
+  consumed). The re-reading consumer's queue ownership started at some time t0 (its latest
+  `consumer.queue_started` for that queue); looking at what happened between the first
+  consumption (t1) and t0:
+  - `offset_reset`: the queue's offset was corrected (OFFSET_MOVED / OFFSET_ILLEGAL) meanwhile;
+  - `broker_offset_rollback`: the broker restarted from an older consumerOffset.json that puts
+    the committed offset at or below this message (`broker.offset_rolled_back`);
+  - else by how the first consumer's ownership of the queue ended before t0: killed
+    (`consumer_crash`), shut down gracefully (`consumer_shutdown`), dropped by a rebalance or as
+    pull-expired (`rebalance`), dropped after OFFSET_ILLEGAL (`offset_reset`); still owning it
+    at t0 (two owners at once during a rebalance) → `rebalance`;
+  - `other` when none of these explains it.
+- `txn_double_commit` (a transactional message committed twice) cannot happen in this build (no
+  transactions in the models): 0 because the mechanism does not exist here. `failover` (a re-read
+  from another replica, issue 11's slave reads) is not told apart yet: such a re-read gets the
+  mechanism that moved the queue or its offset (or `other`), and `failover` stays 0.
+
+The retry topic and the user topic share (broker, queue id); a copy with reconsume times > 0 is
+matched with the `%RETRY%` queue's ownership, others with the user topic's.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from models.records import (
+    BROKER_OFFSET_ROLLED_BACK,
+    CONSUMER_OFFSET_MOVED,
+    CONSUMER_QUEUE_DROPPED,
+    CONSUMER_QUEUE_STARTED,
+    CONSUMER_SHUTDOWN,
+)
+from sim.trace import NODE_CRASHED
+
+CAUSES = ("producer_retry", "rebalance", "consumer_crash", "consumer_shutdown", "broker_offset_rollback",
+          "offset_reset", "failover", "send_back", "txn_double_commit", "other")
+_OFFSET_MASK = 0xFFFFFFFF
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX (analysis reads only record schemas from models)
+
+
+def empty_causes() -> dict[str, int]:
+    return dict.fromkeys(CAUSES, 0)
+
+
+class Timeline:
+    """The ledger's ownership records, indexed for the look-ups below."""
+
+    def __init__(self, events: list[tuple]) -> None:
+        self.started: dict[tuple, list[tuple[int, int]]] = defaultdict(list)  # (group, node, broker, qid, retry)
+        self.ended: dict[tuple, list[tuple[int, str]]] = defaultdict(list)
+        self.node_ends: dict[str, list[tuple[int, int, str]]] = defaultdict(list)  # crash / shutdown
+        self.moved: dict[tuple, list[int]] = defaultdict(list)  # (group, broker, qid)
+        self.rolled_back: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)  # (group, broker, qid, retry)
+        for r in sorted(events, key=lambda e: e[0]):
+            kind = r[2]
+            if kind == CONSUMER_QUEUE_STARTED:  # (t, node, kind, group, topic, broker, qid, offset)
+                self.started[(r[3], r[1], r[5], r[6], r[4].startswith(RETRY_GROUP_TOPIC_PREFIX))].append((r[0], r[7]))
+            elif kind == CONSUMER_QUEUE_DROPPED:  # (t, node, kind, group, topic, broker, qid, reason)
+                self.ended[(r[3], r[1], r[5], r[6], r[4].startswith(RETRY_GROUP_TOPIC_PREFIX))].append((r[0], r[7]))
+            elif kind == NODE_CRASHED:  # (a shut-down process exits right after its shutdown record)
+                self.node_ends[r[1]].append((r[0], 1, "consumer_crash"))
+            elif kind == CONSUMER_SHUTDOWN:
+                self.node_ends[r[1]].append((r[0], 0, "consumer_shutdown"))
+            elif kind == CONSUMER_OFFSET_MOVED:  # (t, node, kind, group, broker, qid, from, to)
+                self.moved[(r[3], r[4], r[5])].append(r[0])
+            elif kind == BROKER_OFFSET_ROLLED_BACK:  # (t, broker, kind, group, topic, qid, from, to)
+                key = (r[3], r[1], r[5], r[4].startswith(RETRY_GROUP_TOPIC_PREFIX))
+                self.rolled_back[key].append((r[0], r[6], r[7]))
+
+    def owned_since(self, key: tuple, t_us: int) -> int | None:
+        """Start of the ownership of `key` in force at `t_us` (its latest start at or before it)."""
+        starts = self.started.get(key)
+        if not starts:
+            return None
+        i = bisect_right(starts, (t_us, 1 << 62))
+        return starts[i - 1][0] if i else None
+
+    def end_after(self, key: tuple, node: str, t_us: int) -> tuple[int, str] | None:
+        """The first end of `node`'s ownership of `key` after `t_us`: a drop, a crash or a shutdown."""
+        ends = [(t, 2, reason) for t, reason in self.ended.get(key, ()) if t > t_us]
+        ends += [e for e in self.node_ends.get(node, ()) if e[0] > t_us]
+        if not ends:
+            return None
+        t, _rank, reason = min(ends)
+        return t, reason
+
+
+def classify(unit: Any, ledger: Any, copies: list[np.ndarray], timeline: Timeline) -> dict[str, int]:
+    """The causes of every duplicate delivery of `unit` (their sum is the unit's duplicates)."""
+    causes = empty_causes()
+    names = ledger.node_names
+    for t_us, node, broker, qid, offset, reconsume, p, seq in unit.dups:
+        causes[_cause(unit, ledger, copies, timeline, names, t_us, node, broker, qid, offset, reconsume, p, seq)] += 1
+    return causes
+
+
+def _cause(unit: Any, ledger: Any, copies: list[np.ndarray], timeline: Timeline, names: list[str], t_us: int,
+           node: str, broker: str, qid: int, offset: int, reconsume: int, p: int, seq: int) -> str:
+    first_pos = unit.first_pos[p][seq]
+    position = (((ledger.brokers[broker] << 12 | qid) << 8 | min(reconsume, 255)) << 32) | (offset & _OFFSET_MASK)
+    if position != first_pos:
+        first_reconsume = (first_pos >> 32) & 0xFF
+        if reconsume > 0 or first_reconsume > 0:
+            return "send_back"
+        if seq < len(copies[p]) and copies[p][seq] > 1:
+            return "producer_retry"
+        return "other"
+    group, retry = unit.group, reconsume > 0
+    t_first = unit.first_ok_us[p][seq]
+    key = (group, node, broker, qid, retry)
+    t0 = timeline.owned_since(key, t_us)
+    if t0 is None:
+        return "other"
+    if any(t_first < t <= t0 for t in timeline.moved.get((group, broker, qid), ())):
+        return "offset_reset"
+    for t, before, after in timeline.rolled_back.get((group, broker, qid, retry), ()):
+        if t_first < t <= t0 and after <= offset < before:
+            return "broker_offset_rollback"
+    first_node = names[unit.first_node[p][seq]]
+    first_key = (group, first_node, broker, qid, retry)
+    end = timeline.end_after(first_key, first_node, t_first)
+    if end is None or end[0] > t0:
+        return "rebalance" if first_node != node else "other"
+    reason = end[1]
+    if reason in ("rebalance", "pull_expired"):
+        return "rebalance"
+    if reason == "offset_moved":
+        return "offset_reset"
+    return reason  # consumer_crash / consumer_shutdown

@@ -1,0 +1,80 @@
+"""Duplicate causes (analysis/duplicates.py) on scripted record timelines: one story per cause."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.checks import check
+from analysis.ledger import ProducerInfo
+from models.message import msg_id_of
+from models.records import (
+    BROKER_OFFSET_ROLLED_BACK,
+    BROKER_STORED,
+    CONSUMER_CONSUMED,
+    CONSUMER_OFFSET_MOVED,
+    CONSUMER_QUEUE_DROPPED,
+    CONSUMER_QUEUE_STARTED,
+    CONSUMER_SHUTDOWN,
+    PRODUCER_SENT,
+)
+from sim.trace import NODE_CRASHED
+
+MSG = msg_id_of(0, 1)
+PRODUCERS = [ProducerInfo("p", "orders")]
+
+
+def base(copies: int = 1) -> list[tuple]:
+    recs = [(0, "p", PRODUCER_SENT, MSG, "orders", -1, "broker-a", 0, "SEND_OK", copies, 0, 0)]
+    recs += [(1 + i, "broker-a", BROKER_STORED, MSG, "orders", 0, 5 + i, 100 * i, 150, 0) for i in range(copies)]
+    return recs
+
+
+def started(t: int, node: str, offset: int = 5) -> tuple:
+    return (t, node, CONSUMER_QUEUE_STARTED, "billing", "orders", "broker-a", 0, offset)
+
+
+def consumed(t: int, node: str, offset: int = 5, reconsume: int = 0) -> tuple:
+    return (t, node, CONSUMER_CONSUMED, "billing", MSG, "orders", "broker-a", 0, offset, True, reconsume)
+
+
+def by_cause(records: list[tuple]) -> dict[str, int]:
+    m = check(sorted(records, key=lambda r: r[0]), {"billing": "orders"}, PRODUCERS,
+              members={"billing": ["c-1", "c-2"]})
+    assert sum(m["duplicates_by_cause"].values()) == m["duplicates"]
+    return {k: v for k, v in m["duplicates_by_cause"].items() if v}
+
+
+HAND_OVER = [started(5, "c-1"), consumed(10, "c-1"), started(30, "c-2"), consumed(40, "c-2")]
+
+
+@pytest.mark.parametrize(("extra", "cause"), [
+    ([(20, "c-1", CONSUMER_QUEUE_DROPPED, "billing", "orders", "broker-a", 0, "rebalance")], "rebalance"),
+    ([], "rebalance"),  # c-1 still owns the queue when c-2 re-reads it: two owners at once
+    ([(20, "c-1", NODE_CRASHED, False)], "consumer_crash"),
+    ([(20, "c-1", CONSUMER_SHUTDOWN, "billing", 1), (20, "c-1", NODE_CRASHED, False)], "consumer_shutdown"),
+    ([(20, "c-1", CONSUMER_OFFSET_MOVED, "billing", "broker-a", 0, 9, 5)], "offset_reset"),
+    ([(20, "broker-a", BROKER_OFFSET_ROLLED_BACK, "billing", "orders", 0, 6, 3),
+      (21, "c-1", CONSUMER_QUEUE_DROPPED, "billing", "orders", "broker-a", 0, "rebalance")], "broker_offset_rollback"),
+])
+def test_a_reread_of_the_same_copy_gets_the_mechanism_that_rolled_the_offset_back(extra, cause):
+    assert by_cause(base() + HAND_OVER + extra) == {cause: 1}
+
+
+def test_a_rollback_that_does_not_cover_the_message_is_not_blamed():
+    extra = [(20, "broker-a", BROKER_OFFSET_ROLLED_BACK, "billing", "orders", 0, 5, 3),  # rolled back over [3, 5) only
+             (21, "c-1", NODE_CRASHED, False)]
+    assert by_cause(base() + HAND_OVER + extra) == {"consumer_crash": 1}
+
+
+def test_another_stored_copy_is_a_producer_retry():
+    recs = base(copies=2) + [started(5, "c-1"), consumed(10, "c-1", 5), consumed(11, "c-1", 6)]
+    assert by_cause(recs) == {"producer_retry": 1}
+
+
+def test_a_retry_copy_is_send_back():
+    recs = base() + [started(5, "c-1"), consumed(10, "c-1", 5), consumed(20, "c-1", 0, reconsume=1)]
+    assert by_cause(recs) == {"send_back": 1}
+
+
+def test_no_duplicates_no_causes():
+    assert by_cause(base() + [started(5, "c-1"), consumed(10, "c-1")]) == {}
