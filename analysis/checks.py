@@ -18,7 +18,27 @@ message). For each unit, over the messages of its subscribed topic:
 - order_violations (orderly groups only; null elsewhere: order is not promised there): per
   (producer, sharding key), messages whose first successful consumption comes after that of a
   later-sent message (ties in consumption time are taken in message-id order);
-- latency: send (first attempt) → first successful consumption, pooled over units.
+- pending_delay: acknowledged, not consumed, and so far stored only in SCHEDULE_TOPIC_XXXX (a
+  delayed message whose delay had not run out when the run ended, or whose scheduled copy was
+  never delivered): not counted as lost;
+- latency: send() call → first successful consumption, pooled over units.
+
+Send side (from the producer records, per message; a batch's outcome counts once per message):
+
+- sends = sent_ok + sent_not_ok + send_failed: every message whose send() has an outcome
+  (`sent_not_ok` holds the other store statuses and ONEWAY; `send_status` splits `sent_ok` +
+  `sent_not_ok` by status, `send_failures_by_reason` splits `send_failed`); `sent_attempts` sums
+  the requests those sends made; `send_retried` counts sends that needed more than one;
+- send_latency_ms: RT (send() call → its result) of every send that returned a result (any store
+  status; not ONEWAY, not failed), nearest-rank percentiles;
+- send_share_by_broker: each broker's fraction of `producer.sent` records (the broker of the final
+  attempt; ONEWAY included); `send_share_by_broker_in_faults` and `send_latency_ms_in_faults`:
+  the share and the send latency over the sends born in a second that lies wholly inside a fault
+  window (null without fault windows);
+- send_steered_away: sends with at least one attempt steered away from a broker the fault
+  strategy held unavailable (models/producer/producer.py);
+- oneway_unstored: ONEWAY messages no broker ever stored (lost in transit; never in `lost`,
+  which counts acknowledged messages only).
 """
 
 from __future__ import annotations
@@ -35,7 +55,10 @@ from analysis.ledger import (
     IN_DLQ,
     IN_RETRY,
     LOST_SAMPLE,
+    NO_RT,
+    ONEWAY,
     PERCENTILES,
+    SCHEDULED,
     SEQ_BITS,
     Ledger,
     display_key,
@@ -105,7 +128,7 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
     lost_ids: list[np.ndarray] = []
     latencies: list[np.ndarray] = []
     c = {"lost": 0, "pending_retry": 0, "dlq": 0, "duplicates": 0, "duplicated_messages": 0,
-         "consumed_ok_distinct": 0, "producer_retry": 0, "redelivery": 0}
+         "consumed_ok_distinct": 0, "producer_retry": 0, "redelivery": 0, "pending_delay": 0}
     order_rows: list[tuple[np.ndarray, ...]] = []
     for p in range(prods.n):
         length = prods.length[p]
@@ -124,10 +147,13 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
             continue
         acked = (prods.state[p] & ACKED) != 0
         missing = acked & ~consumed
-        c["lost"] += int((missing & (retry == 0)).sum())
+        delayed = ((prods.state[p] & SCHEDULED) != 0) & (prods.copies[p] == 0) & (retry == 0)
+        lost = missing & (retry == 0) & ~delayed
+        c["lost"] += int(lost.sum())
+        c["pending_delay"] += int((missing & delayed).sum())
         c["pending_retry"] += int((missing & (retry == IN_RETRY)).sum())
         c["dlq"] += int((missing & (retry == IN_DLQ)).sum())
-        lost_seqs = np.nonzero(missing & (retry == 0))[0][:LOST_SAMPLE]
+        lost_seqs = np.nonzero(lost)[0][:LOST_SAMPLE]
         lost_ids.append((lost_seqs.astype(np.int64), np.full(len(lost_seqs), p, np.int64)))
         delivered = acked & consumed
         seqs = np.nonzero(delivered)[0]
@@ -143,6 +169,7 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
         "lost": c["lost"],
         "lost_sample": _lost_sample(ledger, lost_ids),
         "pending_retry": c["pending_retry"],
+        "pending_delay": c["pending_delay"],
         "dlq": c["dlq"],
         "duplicates": c["duplicates"],
         "duplicated_messages": c["duplicated_messages"],
@@ -209,12 +236,17 @@ def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]]
             causes[cause] += n
     orderly = [g["order_violations"] for g in groups.values() if g["order_violations"] is not None]
     stored_duplicates = sum(int(np.maximum(c.astype(np.int64) - 1, 0).sum()) for c in prods.copies)
+    oneway_unstored = sum(int((((s & ONEWAY) != 0) & ((s & SCHEDULED) == 0) & (c == 0)).sum())
+                          for s, c in zip(prods.state, prods.copies, strict=True))
     return {
         **ledger.counts,
+        **send_metrics(ledger),
+        "oneway_unstored": oneway_unstored,
         "stored_duplicates": stored_duplicates,
         "consumed": sum(g["consumed_ok_distinct"] + g["duplicates"] for g in groups.values()),
         "lost": sum(g["lost"] for g in groups.values()),
         "pending_retry": sum(g["pending_retry"] for g in groups.values()),
+        "pending_delay": sum(g["pending_delay"] for g in groups.values()),
         "dlq": sum(g["dlq"] for g in groups.values()),
         "duplicates": sum(g["duplicates"] for g in groups.values()),
         "duplicated_messages": sum(g["duplicated_messages"] for g in groups.values()),
@@ -223,3 +255,59 @@ def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]]
         "latency_ms": percentiles_ms(latencies),
         "groups": groups,
     }
+
+
+def send_metrics(ledger: Ledger) -> dict[str, Any]:
+    """The send-side summary keys (module docstring)."""
+    counts = ledger.counts
+    return {
+        "sends": counts["sent_ok"] + counts["sent_not_ok"] + counts["send_failed"],
+        "send_retried": ledger.send_retried,
+        "send_steered_away": ledger.send_steered,
+        "send_status": dict(sorted(ledger.send_status.items())),
+        "send_failures_by_reason": dict(sorted(ledger.send_failures.items())),
+        "send_latency_ms": percentiles_ms(_send_latencies(ledger, None)),
+        "send_share_by_broker": _shares(ledger.sends_by_second.items()),
+    }
+
+
+def _send_latencies(ledger: Ledger, seconds: set[int] | None) -> np.ndarray:
+    """RT (µs) of every send that returned a result; with `seconds`, of those born in them."""
+    parts = []
+    for p in range(len(ledger.producers)):
+        n = ledger.top_seq[p] + 1 if ledger.top_seq[p] else 0
+        rt = np.frombuffer(ledger.rt_us[p], np.uint32)[:n]
+        keep = rt != NO_RT
+        if seconds is not None:
+            born_s = np.frombuffer(ledger.born_us[p], np.int64)[:n] // 1_000_000
+            keep &= np.isin(born_s, np.fromiter(seconds, np.int64, len(seconds)))
+        parts.append(rt[keep].astype(np.int64))
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _shares(counts: Iterable[tuple[tuple[int, str], int]]) -> dict[str, float]:
+    by_broker: dict[str, int] = {}
+    for (_second, broker), n in counts:
+        by_broker[broker] = by_broker.get(broker, 0) + n
+    total = sum(by_broker.values())
+    return {b: round(n / total, 6) for b, n in sorted(by_broker.items())} if total else {}
+
+
+def fault_seconds(windows: list[dict[str, Any]]) -> set[int] | None:
+    """The seconds of simulated time wholly inside a fault window [start, end) (`windows` as
+    analysis/run_rows.py fault_windows gives them); None without a window."""
+    spans = [(w["start_ms"], w["end_ms"]) for w in windows if w["end_ms"] is not None and w["end_ms"] > w["start_ms"]]
+    if not spans:
+        return None
+    return {s for start, end in spans for s in range(math.ceil(start / 1000), math.floor(end / 1000))}
+
+
+def send_metrics_in_faults(ledger: Ledger, windows: list[dict[str, Any]]) -> dict[str, Any]:
+    """`send_share_by_broker_in_faults` and `send_latency_ms_in_faults`: the same metrics over the
+    sends born in a second wholly inside a fault window (null without fault windows)."""
+    seconds = fault_seconds(windows)
+    if seconds is None:
+        return {"send_share_by_broker_in_faults": None, "send_latency_ms_in_faults": None}
+    return {"send_share_by_broker_in_faults": _shares((k, n) for k, n in ledger.sends_by_second.items()
+                                                      if k[0] in seconds),
+            "send_latency_ms_in_faults": percentiles_ms(_send_latencies(ledger, seconds))}

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.run_rows import CAUSES, LATENCY_KEYS, SUMMARY_COUNTS
+from analysis.run_rows import CAUSES, LATENCY_KEYS, SEND_COUNTS, SEND_LATENCIES, SEND_SHARES, SEND_TALLIES, SUMMARY_COUNTS
 from analysis.sweep_dir import TABLES
 from sim.files import atomic_path
 
@@ -53,6 +53,10 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
                ("delivery_hist", pa.list_(pa.int64())), ("tl_second", pa.list_(pa.int64())),
                ("tl_p50_ms", pa.list_(pa.float64())), ("tl_p99_ms", pa.list_(pa.float64())),
                ("tl_max_ms", pa.list_(pa.float64())), ("fault_windows", pa.list_(FAULT_WINDOW))]
+    fields += [(name, pa.int64()) for name in SEND_COUNTS]
+    fields += [(name, pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])) for name in SEND_LATENCIES]
+    fields += [(name, pa.map_(pa.string(), pa.float64())) for name in SEND_SHARES]
+    fields += [(name, pa.map_(pa.string(), pa.int64())) for name in SEND_TALLIES]
     return pa.schema(fields)
 
 

@@ -17,15 +17,19 @@ FLUSH_DISK_TIMEOUT, SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT = 10, 11, 12
 MESSAGE_ILLEGAL, SERVICE_NOT_AVAILABLE, NO_PERMISSION, TOPIC_NOT_EXIST = 13, 14, 16, 17
 PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED, QUERY_NOT_FOUND = 19, 20, 21, 22
 INVALID_PARAMETER = 29
+NO_BUYER_ID, NOT_IN_CURRENT_UNIT = 204, 205
+GO_AWAY = 1500  # 5.3.1+: a server shutting down gracefully (NettyRemotingAbstract)
 
 # SendStatus (client)
 SEND_OK = "SEND_OK"
 SEND_STATUS_BY_CODE = {SUCCESS: SEND_OK, FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
                        FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
                        SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE"}
-# DefaultMQProducer.retryResponseCodes (5.3.3: SYSTEM_BUSY added in 5.3.0)
-RETRY_RESPONSE_CODES = frozenset({TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR,
-                                  NO_PERMISSION, 204, 205, SYSTEM_BUSY})
+# DefaultMQProducer.retryResponseCodes: 4.9.8, and 5.3.3 (SYSTEM_BUSY since 5.3.0, GO_AWAY since 5.3.1)
+RETRY_RESPONSE_CODES_4X = frozenset({TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR, NO_PERMISSION,
+                                     NO_BUYER_ID, NOT_IN_CURRENT_UNIT})
+RETRY_RESPONSE_CODES = RETRY_RESPONSE_CODES_4X | {SYSTEM_BUSY, GO_AWAY}
+RETRY_RESPONSE_CODES_BY_VERSION = {"4.x": RETRY_RESPONSE_CODES_4X, "5.x": RETRY_RESPONSE_CODES}
 
 
 class QueueData(NamedTuple):
@@ -59,6 +63,13 @@ class GetRouteInfo(NamedTuple):
 
 class SendMessage(NamedTuple):
     msg: Message
+    queue_id: int
+
+
+class SendBatchMessage(NamedTuple):
+    """SEND_BATCH_MESSAGE: one request carrying a MessageBatch, stored all or nothing."""
+
+    msgs: tuple[Message, ...]
     queue_id: int
 
 
@@ -113,6 +124,7 @@ class UpdateConsumerOffset(NamedTuple):
 class Heartbeat(NamedTuple):
     client_id: str
     consumer_groups: tuple[tuple[str, tuple[str, ...]], ...]  # (group, subscribed topics)
+    producer_groups: tuple[str, ...] = ()  # HeartbeatData.producerDataSet
 
 
 class GetConsumerList(NamedTuple):

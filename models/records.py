@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from sim.trace import declare
 
-# producer: one record per send() call, when its outcome is known
+# producer: one record per message of a send() call, when its outcome is known. `born_us` is the
+# send() call (the application hands the message over); the send latency (RT) is the record's
+# t_us - born_us. `attempts` counts the requests the send made (a batch's attempt counts for each
+# of its messages); `steered` the attempts whose queue selection avoided a broker the fault
+# strategy held unavailable (models/producer/producer.py); `broker` of a failure is the broker
+# of the last attempt ("" if none was made).
 PRODUCER_SENT = declare("producer.sent", msg_id=int, topic=str, shard=int, broker=str, queue_id=int,
-                        status=str, attempts=int, born_us=int)
+                        status=str, attempts=int, born_us=int, steered=int)
 PRODUCER_SEND_FAILED = declare("producer.send_failed", msg_id=int, topic=str, shard=int, attempts=int,
-                               reason=str, born_us=int)
+                               reason=str, born_us=int, broker=str, steered=int)
 PRODUCER_ROUTE_UPDATED = declare("producer.route_updated", topic=str, queues=int)
 
 # broker

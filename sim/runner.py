@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.checks import send_metrics_in_faults
 from analysis.ledger import Ledger, ProducerInfo
+from analysis.run_rows import fault_windows
 from analysis.trace_store import TraceWriter
 from analysis.verdict import guarantees_for, judge
 from models.broker.broker import Broker
@@ -86,11 +88,12 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
         _add(world, Broker(env, b.name, b.zone, b.store, b.broker, b.disk, topics, namesrvs))
     duration_us = ms(sc.duration_ms)
     for p in sc.producers:
+        selector = "hash" if p.send_mode == "ORDERLY" else p.selector
         for name in instance_names(p.name, p.count):
-            producer = Producer(env, name, p.zone, p.client, namesrvs, [p.topic], p.send_mode)
+            producer = Producer(env, name, p.zone, p.client, namesrvs, [p.topic], p.send_mode, group=p.group,
+                                client_version=sc.resolved_client_version, selector=selector)
             stop = ms(p.stop_ms) if p.stop_ms is not None else duration_us
-            Workload(producer, len(world.producers), p.topic, p.rate_per_s, p.arrival, p.message_bytes, p.tags,
-                     p.keys, ms(p.start_ms), min(stop, duration_us))
+            Workload(producer, len(world.producers), p, ms(p.start_ms), min(stop, duration_us))
             world.producers.append(ProducerInfo(name, p.topic))
             _add(world, producer)
     zones = {b.name: b.zone for b in sc.cluster.brokers}  # MACHINE_ROOM_NEARBY by ZONE
@@ -232,6 +235,11 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
               stopped_by: str | None, details: dict[str, Any] | None = None) -> dict[str, Any]:
     sc = world.scenario
     metrics = ledger.results(details)
+    windows = fault_windows(world.injector.log, now_us / 1000) if world.injector is not None else []
+    metrics.update(send_metrics_in_faults(ledger, windows))
+    for key in ("send_share_by_broker", "send_share_by_broker_in_faults"):  # brokers sent nothing: 0
+        if metrics[key] is not None:
+            metrics[key] = {b.name: metrics[key].get(b.name, 0.0) for b in sc.cluster.brokers} | metrics[key]
     summary = {
         "scenario": sc.name,
         "seed": seed,

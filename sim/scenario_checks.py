@@ -134,7 +134,8 @@ def cross_check(data: dict, root: type[BaseModel]) -> list[str]:
     problems = _collect_nodes(data, ctx, limits)
     ctx.topics = _topic_names(data, ctx)
     for check in (_check_client_topics, _check_topic_brokers, _check_groups, _check_roles,
-                  _check_fault_targets, _check_links, _check_expect, _check_allocation):
+                  _check_fault_targets, _check_links, _check_expect, _check_allocation,
+                  _check_client_version):
         problems += check(data, ctx)
     return problems + _check_limits(data, ctx, limits)
 
@@ -144,11 +145,17 @@ _METRIC_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # e.g. latency_ms
 
 def _check_expect(data: dict, ctx: Context) -> list[str]:
     """Every `expect:` key must be a metric the summary has (analysis/verdict.py)."""
-    from analysis.verdict import EXPECTABLE_METRICS
+    from analysis.verdict import EXPECTABLE_BROKER_METRICS, EXPECTABLE_METRICS
 
     expect = data.get("expect")
     problems = []
+    brokers = _broker_names(ctx)
     for key in expect if isinstance(expect, dict) else ():
+        prefix, _, broker = str(key).partition(".")
+        if prefix in EXPECTABLE_BROKER_METRICS and broker:
+            if brokers is not None and broker not in brokers:
+                problems.append(f"expect.{key}: {broker!r} is not a broker here (brokers: {', '.join(brokers)})")
+            continue
         if key not in EXPECTABLE_METRICS:
             hint = difflib.get_close_matches(str(key), EXPECTABLE_METRICS, n=1, cutoff=0.6)
             where = f"expect.{key}" if isinstance(key, str) and _METRIC_PATH.fullmatch(key) else \
@@ -156,6 +163,32 @@ def _check_expect(data: dict, ctx: Context) -> list[str]:
             problems.append(f"{where}: not a metric an expectation can bound" +
                             (f" (did you mean {hint[0]!r}?)" if hint else
                              f" (metrics: {', '.join(EXPECTABLE_METRICS)})"))
+    return problems
+
+
+# producer client options that exist only in 5.x (4.9.8 has no such field), with their "off" value
+_V5_ONLY_PRODUCER_OPTIONS = (("start_detector_enable", False), ("send_msg_max_timeout_per_request_ms", -1),
+                             ("enable_backpressure_for_async_mode", False))
+
+
+def _check_client_version(data: dict, ctx: Context) -> list[str]:
+    """5.x-only producer options are refused when the clients follow 4.x (4.9.8)."""
+    version, client_version = (ctx.read.get(ctx.root, data, n) for n in ("version", "client_version"))
+    resolved = client_version if client_version not in (None, INVALID) else version
+    if resolved != "4.x":
+        return []
+    problems = []
+    model = ctx.model("producers")
+    client_model = _element_model(model.model_fields["client"].annotation)
+    for i, entry in _client_entries(data, ctx, "producers"):
+        client = ctx.read.section(entry, "client") if isinstance(entry, dict) else INVALID
+        if client is INVALID:
+            continue
+        for name, off in _V5_ONLY_PRODUCER_OPTIONS:
+            value = ctx.read.get(client_model, client, name)
+            if value is not INVALID and value != off:
+                problems.append(f"producers[{i}].client.{name}: a 5.x option (4.9.8 has none); the clients "
+                                f"follow 4.x here (client_version / version)")
     return problems
 
 

@@ -34,6 +34,7 @@ from models.broker.message_store import (
     MessageStore,
 )
 from models.broker.offsets import ConsumerOffsetManager
+from models.broker.producer_manager import ProducerManager
 from models.broker.schedule import ScheduleMessageService
 from models.message import (
     PROPERTY_DELAY_TIME_LEVEL,
@@ -67,6 +68,7 @@ from models.protocol import (
     PullMessage,
     QueryConsumerOffset,
     RegisterBroker,
+    SendBatchMessage,
     SendMessage,
     SendResponse,
     UpdateConsumerOffset,
@@ -110,6 +112,7 @@ class Broker:
         self.store.reput.listeners.append(self.hold.notify_message_arriving)
         self.offsets = ConsumerOffsetManager(node, broker_cfg)
         self.consumers = ConsumerManager(node, broker_cfg)
+        self.producers = ProducerManager(node)
         self.schedule = ScheduleMessageService(node, store_cfg.message_delay_level, self.store,
                                                self.put_message, store_cfg.flush_delay_offset_interval_ms)
         self.store.reput.schedule_listener = self.schedule.on_dispatched
@@ -120,6 +123,7 @@ class Broker:
     def _register_handlers(self) -> None:
         node = self.node
         node.handle(SendMessage, self.on_send)
+        node.handle(SendBatchMessage, self.on_send_batch)
         node.handle(PullMessage, self.on_pull)
         node.handle(QueryConsumerOffset, self.on_query_offset)
         node.handle(GetMaxOffset, self.on_get_max_offset)
@@ -164,10 +168,37 @@ class Broker:
                                       queue_offset, phys)))
         return None
 
-    def _reject(self, src: str, req_id: int, msg: Any, queue_nums: int | None) -> None:
+    def on_send_batch(self, src: str, req_id: int, req: SendBatchMessage) -> None:
+        """SEND_BATCH_MESSAGE (CommitLog.asyncPutMessages): the checks apply to the whole batch (its
+        size is the encoded batch), then every message is appended under one lock, with consecutive
+        queue offsets: all or nothing. The answer carries the first queue offset and, with
+        SYNC_FLUSH, waits for the flush of the batch's end."""
+        msgs = req.msgs
+        first = msgs[0]
+        size = sum(m.size_bytes for m in msgs)
+        queue_nums = self.topics.get(first.topic)
+        if queue_nums is None or not 0 <= req.queue_id < queue_nums or size > self.max_message_size_bytes \
+                or any(m.delay_level > 0 or m.topic != first.topic for m in msgs):
+            return self._reject(src, req_id, first, queue_nums, size)
+        phys = end = queue_offset = -1
+        for m in msgs:
+            p, offset = self.put_message(m.msg_id, m.topic, req.queue_id, m.size_bytes, m.body_bytes, m.tags,
+                                         m.reconsume_times, m.props)
+            if phys < 0:
+                phys, queue_offset = p, offset
+            end = p + m.size_bytes
+        if self.group_commit is None:
+            return self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
+        node = self.node
+        self.group_commit.put_request(end, lambda status: node.reply(
+            src, req_id, SendResponse(SUCCESS if status == "PUT_OK" else CODE_FLUSH_DISK_TIMEOUT, queue_offset, phys)))
+        return None
+
+    def _reject(self, src: str, req_id: int, msg: Any, queue_nums: int | None, size: int | None = None) -> None:
+        size = msg.size_bytes if size is None else size
         if queue_nums is None:
             code = TOPIC_NOT_EXIST
-        elif msg.size_bytes > self.max_message_size_bytes:
+        elif size > self.max_message_size_bytes:
             code = MESSAGE_ILLEGAL
         else:
             code = INVALID_PARAMETER
@@ -256,6 +287,8 @@ class Broker:
         if created:
             self.register_all()
         self.consumers.heartbeat(req.client_id, req.consumer_groups)
+        for group in req.producer_groups:
+            self.producers.register_producer(group, req.client_id)
         self.node.reply(src, req_id, CodeResponse(SUCCESS))
 
     def on_get_consumer_list(self, src: str, req_id: int, req: GetConsumerList) -> None:

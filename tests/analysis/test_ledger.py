@@ -65,6 +65,13 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
     counts = {"sent_attempts": 0, "sent_ok": 0, "sent_not_ok": 0, "send_failed": 0}
     acked: dict[str, dict[int, tuple[int, int]]] = defaultdict(dict)  # topic -> id -> (born, shard)
     copies: dict[int, int] = defaultdict(int)  # stores under a user topic with reconsume_times 0
+    scheduled: set[int] = set()  # parked in SCHEDULE_TOPIC_XXXX by their send (reconsume_times 0)
+    oneway: set[int] = set()
+    status: dict[str, int] = defaultdict(int)
+    reasons: dict[str, int] = defaultdict(int)
+    by_broker: dict[str, int] = defaultdict(int)
+    rts: list[int] = []
+    retried = steered = 0
     dlq: set[tuple[str, int]] = set()  # (group, id) stored in %DLQ%group
     # unit -> id -> [ok count, first ok time, attempts, failed]
     units: dict[str, dict[int, list]] = {}
@@ -73,20 +80,31 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
             units[unit] = {}
     for r in records:
         kind = r[2]
-        if kind == PRODUCER_SENT:
+        if kind in (PRODUCER_SENT, PRODUCER_SEND_FAILED):
             counts["sent_attempts"] += _field(r, "attempts")
+            retried += _field(r, "attempts") > 1
+            steered += _field(r, "steered") > 0
+        if kind == PRODUCER_SENT:
+            status[_field(r, "status")] += 1
+            by_broker[_field(r, "broker")] += 1
             if _field(r, "status") == "SEND_OK":
                 counts["sent_ok"] += 1
                 acked[_field(r, "topic")][_field(r, "msg_id")] = (_field(r, "born_us"), _field(r, "shard"))
             else:
                 counts["sent_not_ok"] += 1
+            if _field(r, "status") == "ONEWAY":
+                oneway.add(_field(r, "msg_id"))
+            else:
+                rts.append(r[0] - _field(r, "born_us"))
         elif kind == PRODUCER_SEND_FAILED:
-            counts["sent_attempts"] += _field(r, "attempts")
             counts["send_failed"] += 1
+            reasons[_field(r, "reason")] += 1
         elif kind == BROKER_STORED:
             topic = _field(r, "topic")
             if topic.startswith("%DLQ%"):
                 dlq.add((topic[len("%DLQ%"):], _field(r, "msg_id")))
+            elif topic == "SCHEDULE_TOPIC_XXXX" and _field(r, "reconsume_times") == 0:
+                scheduled.add(_field(r, "msg_id"))
             elif not topic.startswith(INTERNAL) and _field(r, "reconsume_times") == 0:
                 copies[_field(r, "msg_id")] += 1
         elif kind == CONSUMER_CONSUMED:
@@ -108,7 +126,8 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
     for unit in sorted(units):
         group = unit.split("/", 1)[0]
         result, latencies = _oracle_unit(unit, units[unit], acked[subscriptions[group]], copies,
-                                         dlq if group not in broadcasting else set(), group in orderly, names)
+                                         dlq if group not in broadcasting else set(), group in orderly, names,
+                                         scheduled)
         groups[unit] = result
         all_latencies += latencies
         for msg_id, (born, _shard) in acked[subscriptions[group]].items():
@@ -117,13 +136,22 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
             histogram[min(ok, DELIVERY_COUNT_CAP)] += 1
             if ok:
                 samples.append((unit, msg_id, born, entry[1] - born))
+    total_sent = sum(by_broker.values())
     metrics = {
         **counts,
+        "sends": counts["sent_ok"] + counts["sent_not_ok"] + counts["send_failed"],
+        "send_retried": retried,
+        "send_steered_away": steered,
+        "send_status": dict(sorted(status.items())),
+        "send_failures_by_reason": dict(sorted(reasons.items())),
+        "send_latency_ms": _percentiles_ms(rts),
+        "send_share_by_broker": {b: round(n / total_sent, 6) for b, n in sorted(by_broker.items())},
+        "oneway_unstored": sum(1 for m in oneway if m not in scheduled and not copies.get(m)),
         "stored": sum(copies.values()),
         "stored_duplicates": sum(n - 1 for n in copies.values() if n > 1),
         "consumed": sum(g["consumed_ok_distinct"] + g["duplicates"] for g in groups.values()),
         **{key: sum(g[key] for g in groups.values())
-           for key in ("lost", "pending_retry", "dlq", "duplicates", "duplicated_messages")},
+           for key in ("lost", "pending_retry", "pending_delay", "dlq", "duplicates", "duplicated_messages")},
         "duplicate_causes": {cause: sum(g["duplicate_causes"][cause] for g in groups.values())
                              for cause in ("producer_retry", "redelivery")},
         "order_violations": (sum(g["order_violations"] for g in groups.values() if g["order_violations"] is not None)
@@ -135,7 +163,8 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
 
 
 def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[int, int]], copies: dict[int, int],
-                 dlq: set[tuple[str, int]], orderly: bool, names: list[str]) -> tuple[dict[str, Any], list[int]]:
+                 dlq: set[tuple[str, int]], orderly: bool, names: list[str],
+                 scheduled: set[int]) -> tuple[dict[str, Any], list[int]]:
     duplicates = duplicated = distinct = attempts = 0
     causes = {"producer_retry": 0, "redelivery": 0}
     for msg_id, (ok, _first, tries, _failed) in consumed.items():
@@ -146,7 +175,7 @@ def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[in
             duplicates += ok - 1
             duplicated += 1
             causes["producer_retry" if copies.get(msg_id, 0) > 1 else "redelivery"] += ok - 1
-    lost, pending, dead = [], 0, 0
+    lost, pending, dead, delayed = [], 0, 0, 0
     latencies = []
     for msg_id, (born, _shard) in acked.items():
         entry = consumed.get(msg_id)
@@ -156,6 +185,8 @@ def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[in
             dead += 1
         elif entry is not None and entry[3]:
             pending += 1
+        elif msg_id in scheduled and not copies.get(msg_id):
+            delayed += 1
         else:
             lost.append(msg_id)
     lost.sort(key=lambda m: (m & SEQ_MASK, m >> SEQ_BITS))
@@ -163,6 +194,7 @@ def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[in
         "lost": len(lost),
         "lost_sample": [display_key(m, names) for m in lost[:LOST_SAMPLE]],
         "pending_retry": pending,
+        "pending_delay": delayed,
         "dlq": dead,
         "duplicates": duplicates,
         "duplicated_messages": duplicated,
@@ -227,11 +259,15 @@ def message_records(g: Genome, p: int, seq: int) -> list[tuple]:
     shard = g.int(-1, 2)
     attempts = g.int(1, 3)
     out = []
+    broker, steered = g.pick(["broker-a", "broker-a", "broker-b"]), g.pick([0, 0, 0, 1, 2])
     if outcome == "failed":
-        out.append(_rec(t, info.name, PRODUCER_SEND_FAILED, msg_id, info.topic, shard, attempts, "timeout", born))
+        out.append(_rec(t, info.name, PRODUCER_SEND_FAILED, msg_id, info.topic, shard, attempts,
+                        g.pick(["timeout", "call_timeout"]), born, broker, steered))
     elif outcome != "in_flight":
-        out.append(_rec(t, info.name, PRODUCER_SENT, msg_id, info.topic, shard, "broker-a", 1, outcome, attempts,
-                        born))
+        out.append(_rec(t, info.name, PRODUCER_SENT, msg_id, info.topic, shard, broker, 1, outcome, attempts,
+                        born, steered))
+    if g.int(0, 5) == 0:  # a delayed message: parked in SCHEDULE_TOPIC_XXXX (maybe never delivered)
+        out.append(_rec(born, "broker-a", BROKER_STORED, msg_id, "SCHEDULE_TOPIC_XXXX", 1, seq, 0, 150, 0))
     for i in range(g.pick([1, 1, 1, 2, 0, 3])):  # 2+ copies: a send retried after a lost response
         reconsume = g.pick([0, 0, 0, 1])
         out.append(_rec(born + i, "broker-a", BROKER_STORED, msg_id, info.topic, 1, seq, 100 * seq, 150, reconsume))
@@ -297,8 +333,8 @@ def _samples(details: dict[str, Any]) -> list[tuple]:
 
 def _coverage(metrics: dict[str, Any], chunk_sizes: list[int]) -> list[str]:
     """The cases a stream exercises (the fuzzer must reach each of them often)."""
-    cases = [key for key in ("lost", "pending_retry", "dlq", "duplicates", "order_violations", "send_failed",
-                             "sent_not_ok") if metrics[key]]
+    cases = [key for key in ("lost", "pending_retry", "pending_delay", "dlq", "duplicates", "order_violations",
+                             "send_failed", "sent_not_ok", "oneway_unstored", "send_steered_away") if metrics[key]]
     cases += ["producer_retry"] if metrics["duplicate_causes"]["producer_retry"] else []
     cases += ["unknown_member"] if any(unit.endswith("/c-9") for unit in metrics["groups"]) else []
     cases += ["chunks"] if len(chunk_sizes) > 1 else []
@@ -326,9 +362,10 @@ def test_ledger_equals_the_record_scan_oracle():
 
     compare()
     # the generator reaches every case that matters (else the equality above proves little)
-    assert all(seen[case] >= 10 for case in ("lost", "pending_retry", "dlq", "duplicates", "order_violations",
-                                             "send_failed", "sent_not_ok", "producer_retry", "unknown_member",
-                                             "chunks")), dict(seen)
+    assert all(seen[case] >= 10 for case in ("lost", "pending_retry", "pending_delay", "dlq", "duplicates",
+                                             "order_violations", "send_failed", "sent_not_ok", "producer_retry",
+                                             "unknown_member", "chunks", "oneway_unstored",
+                                             "send_steered_away")), dict(seen)
 
 
 def test_empty_stream():
@@ -343,7 +380,7 @@ def test_delivery_counts_cap_and_many_duplicates():
     """A message consumed more than DELIVERY_COUNT_CAP times lands in the last histogram bin,
     and every consumption beyond the first still counts as a duplicate."""
     msg_id = msg_id_of(0, 1)
-    records = [_rec(0, "p-a", PRODUCER_SENT, msg_id, "orders", -1, "broker-a", 1, "SEND_OK", 1, 0),
+    records = [_rec(0, "p-a", PRODUCER_SENT, msg_id, "orders", -1, "broker-a", 1, "SEND_OK", 1, 0, 0),
                _rec(1, "broker-a", BROKER_STORED, msg_id, "orders", 1, 0, 0, 150, 0)]
     records += [_rec(10 + i, "c-1", CONSUMER_CONSUMED, "billing", msg_id, "orders", "broker-a", 1, 0, True, 0)
                 for i in range(DELIVERY_COUNT_CAP + 3)]
@@ -356,8 +393,8 @@ def test_delivery_counts_cap_and_many_duplicates():
 
 def test_unsubscribed_group_is_judged_the_same_whatever_the_chunking():
     a1, c1 = msg_id_of(0, 1), msg_id_of(2, 1)  # an "orders" and an "audit" message
-    records = [_rec(0, "p-a", PRODUCER_SENT, a1, "orders", -1, "broker-a", 1, "SEND_OK", 1, 0),
-               _rec(0, "p-c", PRODUCER_SENT, c1, "audit", -1, "broker-a", 1, "SEND_OK", 1, 0),
+    records = [_rec(0, "p-a", PRODUCER_SENT, a1, "orders", -1, "broker-a", 1, "SEND_OK", 1, 0, 0),
+               _rec(0, "p-c", PRODUCER_SENT, c1, "audit", -1, "broker-a", 1, "SEND_OK", 1, 0, 0),
                _rec(5, "c-1", CONSUMER_CONSUMED, "billing", a1, "orders", "broker-a", 1, 0, True, 0),
                _rec(6, "c-7", CONSUMER_CONSUMED, "stranger", c1, "audit", "broker-a", 1, 0, True, 0)]
     whole, _ = ledger_results(records, [4])
