@@ -44,7 +44,7 @@ NO_RT = 2**32 - 1  # send latencies are kept as uint32 µs; this value: no laten
 RT_CAP_US = NO_RT - 1  # 71.6 min: longer send latencies read as this
 # retry path (per unit and message)
 IN_RETRY, IN_DLQ = 1, 2
-INTERNAL_TOPIC_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS")
+INTERNAL_TOPIC_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS", "TRANS_CHECK_MAX_TIME_TOPIC")
 DLQ_PREFIX = "%DLQ%"
 PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
 DELIVERY_COUNT_CAP = 10  # delivery-count histograms put 10 and more in the last bin
@@ -67,6 +67,7 @@ def display_key(msg_id: int, producer_names: list[str]) -> str:
 class ProducerInfo:
     name: str
     topic: str
+    transactional: bool = False  # a TransactionMQProducer: judged by analysis/txn_checker.py, not at-least-once
 
 
 @dataclass

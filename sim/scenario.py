@@ -32,6 +32,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from models.broker.config import BrokerConfig, MessageStoreConfig
 from models.consumer.config import PushConsumerConfig
 from models.producer.config import ProducerConfig
+from models.producer.transaction_config import TransactionSpec
 from sim import keypath
 from sim.config import ConfigError, DurationMs, Float, Int, Name, NodeName, PositiveDurationMs, format_errors
 from sim.disk import DiskConfig
@@ -169,10 +170,15 @@ class ProducerSpec(BaseModel):
     start_ms: DurationMs = 1_000
     stop_ms: PositiveDurationMs | None = None  # default: the scenario's duration
     client: ProducerConfig = ProducerConfig()
+    transaction: TransactionSpec | None = None  # set: a TransactionMQProducer (sendMessageInTransaction)
 
     @model_validator(mode="after")
     def _send_options(self) -> ProducerSpec:
         problems = []
+        if self.transaction is not None and (self.send_mode != "SYNC" or self.selector or self.batch_size > 1
+                                             or self.delay_level):
+            problems.append("a transactional producer sends one message at a time with sendMessageInTransaction "
+                            "(SYNC, no selector, no batch, no delay level)")
         orderly = self.send_mode == "ORDERLY" or self.selector == "hash"
         if self.send_mode == "ORDERLY" and self.selector == "random":
             problems.append("send_mode ORDERLY selects by the sharding key's hash; drop selector: random")

@@ -24,6 +24,7 @@ from typing import Any
 from models.broker.commit_log import QUEUE_ID_BITS
 from models.broker.config import REGISTER_INITIAL_DELAY_US, BrokerConfig, FlushDiskType, MessageStoreConfig
 from models.broker.consumer_manager import ConsumerManager
+from models.broker.end_transaction import BrokerTransaction
 from models.broker.long_polling import PullRequestHoldService
 from models.broker.message_store import (
     FOUND,
@@ -42,6 +43,7 @@ from models.message import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
     PROPERTY_RETRY_TOPIC,
+    PROPERTY_TRANSACTION_PREPARED,
     SCHEDULE_TOPIC,
     dlq_topic,
     record_bytes,
@@ -90,7 +92,7 @@ NAMESRV_RPC_TIMEOUT_US = 24_000_000  # registerBrokerTimeoutMills (5.x)
 class Broker:
     def __init__(self, env: Any, name: str, zone: str, store_cfg: MessageStoreConfig,
                  broker_cfg: BrokerConfig, disk_cfg: DiskConfig, topics: dict[str, int],
-                 namesrvs: list[str]) -> None:
+                 namesrvs: list[str], version: str = "5.x") -> None:
         self.name = name  # brokerName; the node name doubles as its address
         self.node = node = Node(env, name, zone)
         node.startup_us = ms(broker_cfg.startup_ms)
@@ -119,6 +121,8 @@ class Broker:
         self.store.reput.delivery_us = self.schedule.delivery_us
         self._register_handlers()
         node.add_service(self.register_loop)
+        # transactional messages: half/op topics, end processor, check-back (models/broker/end_transaction.py)
+        self.transaction = BrokerTransaction(self, batched_ops=version != "4.x")
 
     def _register_handlers(self) -> None:
         node = self.node
@@ -156,6 +160,8 @@ class Broker:
         if queue_nums is None or not 0 <= req.queue_id < queue_nums or msg.size_bytes > self.max_message_size_bytes:
             return self._reject(src, req_id, msg, queue_nums)
         props = msg.props
+        if props is not None and PROPERTY_TRANSACTION_PREPARED in props:
+            return self.transaction.on_half_send(src, req_id, req)
         if msg.delay_level > 0:
             props = dict(props or {}, **{PROPERTY_DELAY_TIME_LEVEL: msg.delay_level})
         phys, queue_offset = self.put_message(msg.msg_id, msg.topic, req.queue_id, msg.size_bytes, msg.body_bytes,
