@@ -225,8 +225,9 @@ class TxnLedger:
             "checks_max": int(all_checks.max()) if len(all_checks) else None,
             "resolution_ms_p50": _ms(_nearest_rank(all_resolution, 0.5)),
             "resolution_ms_p99": _ms(_nearest_rank(all_resolution, 0.99)),
+            "resolution_ms_max": _ms(int(all_resolution.max())) if len(all_resolution) else None,
             "checks_per_s_max": max(per_second.values()) if per_second else 0,
-            "checks_per_second": {str(s): n for s, n in per_second.items()},
+            "checks_per_second": [[s, n] for s, n in per_second.items()],  # [second of the run, checks]
             "local_states": dict(sorted(self.local_states.items())),
             "check_answers": dict(sorted(self.answers.items())),
             "visible_by": "consumed" if by_consumption else "stored",
