@@ -21,7 +21,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.run_rows import CAUSES, LATENCY_KEYS, SEND_COUNTS, SEND_LATENCIES, SEND_SHARES, SEND_TALLIES, SUMMARY_COUNTS
+from analysis.run_rows import (
+    CAUSES,
+    LATENCY_KEYS,
+    SEND_COUNTS,
+    SEND_LATENCIES,
+    SEND_SHARES,
+    SEND_TALLIES,
+    SUMMARY_COUNTS,
+    TXN_COUNTS,
+    TXN_FIGURES,
+)
 from analysis.sweep_dir import TABLES
 from sim.files import atomic_path
 
@@ -29,6 +39,9 @@ RUNS, DELIVERIES, LATENCIES = TABLES
 EXTRA_COLUMNS = frozenset({"sweep_digest"})  # runs-table columns beyond run_rows.RESERVED_COLUMNS
 
 _PARAM_TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
+TXN_STRUCT = pa.struct([(k, pa.int64()) for k in TXN_COUNTS] + [(k, pa.float64()) for k in TXN_FIGURES]
+                       + [("committed_lost_causes", pa.map_(pa.string(), pa.int64())),
+                          ("checks_second", pa.list_(pa.int64())), ("checks_count", pa.list_(pa.int64()))])
 FAULT_WINDOW = pa.struct([("kind", pa.string()), ("target", pa.string()), ("start_ms", pa.float64()),
                           ("end_ms", pa.float64())])
 
@@ -57,6 +70,7 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields += [(name, pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])) for name in SEND_LATENCIES]
     fields += [(name, pa.map_(pa.string(), pa.float64())) for name in SEND_SHARES]
     fields += [(name, pa.map_(pa.string(), pa.int64())) for name in SEND_TALLIES]
+    fields += [("txn_violations", pa.int64()), ("txn", TXN_STRUCT)]
     return pa.schema(fields)
 
 
