@@ -5,7 +5,8 @@ offset. 5.1.0+ batches them: the offset is appended as `"<offset>,"` to an in-me
 the half queue (`deleteContext`, at most 20,000 entries); TransactionalOpBatchService writes
 one op message per queue when the buffer holds more than `transactionOpMsgMaxSize` (4096) bytes
 (the append wakes it) or `transactionOpBatchInterval` (3000 ms) has passed since the queue's last
-op write; an op message takes at most about `transactionOpMsgMaxSize` bytes of the buffer. A
+op write (or the buffer's creation), so an op record waits up to two intervals; an op message
+takes at most about `transactionOpMsgMaxSize` bytes of the buffer. A
 buffer that cannot take an entry (full for 100 ms) makes the end write its op message directly.
 The buffers are heap: **a broker crash loses the buffered op records**, and the check-back asks
 the producers about those halves again — a committed one is then committed again.
