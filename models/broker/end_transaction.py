@@ -134,4 +134,4 @@ class BrokerTransaction:
         queue_id = props.pop(PROPERTY_REAL_QUEUE_ID)
         props.pop(PROPERTY_TRANSACTION_PREPARED, None)
         size = record_bytes(topic, half.body_bytes, half.tags, 0, props)
-        self.broker.put_message(half.msg_id, topic, queue_id, size, half.body_bytes, half.tags, 0, props)
+        self.bridge.put_unwaited(half.msg_id, topic, queue_id, size, half.body_bytes, half.tags, props)

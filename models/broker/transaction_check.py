@@ -252,8 +252,8 @@ class TransactionalMessageCheckService:
         """DefaultTransactionalMessageCheckListener.resolveDiscardMsg: to TRANS_CHECK_MAX_TIME_TOPIC
         (never to the real topic)."""
         size = record_bytes(TRANS_CHECK_MAX_TIME_TOPIC, half.body_bytes, half.tags, 0, props)
-        self.broker.put_message(half.msg_id, TRANS_CHECK_MAX_TIME_TOPIC, 0 % TCMT_QUEUE_NUMS, size, half.body_bytes,
-                                half.tags, 0, props)
+        self.bridge.put_unwaited(half.msg_id, TRANS_CHECK_MAX_TIME_TOPIC, 0 % TCMT_QUEUE_NUMS, size, half.body_bytes,
+                                 half.tags, props)
         self.bridge.resolved(half.msg_id)
         self.node.trace(TXN_DISCARDED, half.msg_id, props.get(PROPERTY_TRANSACTION_CHECK_TIMES, 0))
 

@@ -48,6 +48,10 @@ HALF_QUEUE_ID = 0  # parseHalfMessageInner: every half message goes to queue 0
 PULL_FOUND, NO_NEW_MSG, NO_MATCHED_MSG, OFFSET_ILLEGAL = "FOUND", "NO_NEW_MSG", "NO_MATCHED_MSG", "OFFSET_ILLEGAL"
 
 
+def _no_waiter(_status: str) -> None:
+    """A flush request nobody waits for (put_unwaited)."""
+
+
 class PullResult(NamedTuple):
     status: str
     next_begin_offset: int
@@ -76,7 +80,10 @@ class TransactionalMessageBridge:
     def put_back_half_message(self, half: MessageExt, props: dict[str, Any]) -> tuple[int, int]:
         """renewHalfMessageInner + putMessage (WAIT=false, so PUT_OK): the copy goes to the end."""
         size = record_bytes(RMQ_SYS_TRANS_HALF_TOPIC, half.body_bytes, half.tags, 0, props)
-        return self._put_half(half.msg_id, size, half.body_bytes, half.tags, props)
+        phys, offset = self.put_unwaited(half.msg_id, RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID, size, half.body_bytes,
+                                         half.tags, props)
+        self.unresolved[half.msg_id] = phys
+        return phys, offset
 
     def _put_half(self, msg_id: int, size: int, body_bytes: int, tags: str | None, props: dict) -> tuple[int, int]:
         phys, offset = self.broker.put_message(msg_id, RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID, size, body_bytes, tags,
@@ -84,11 +91,24 @@ class TransactionalMessageBridge:
         self.unresolved[msg_id] = phys
         return phys, offset
 
+    def put_unwaited(self, msg_id: int, topic: str, queue_id: int, size: int, body_bytes: int, tags: str | None,
+                     props: dict) -> tuple[int, int]:
+        """putMessage with WAIT=false (put-backs, op messages, commits, discards): PUT_OK at once.
+        With SYNC_FLUSH, Java's GroupCommitService flushes such writes on its idle 10 ms loop
+        (`doCommit` without requests: flush(0)); this store's GroupCommitService flushes only for
+        requests, so a request without a waiter stands for that idle flush (else a commit made
+        when no producer sends would never be flushed, and so never dispatched)."""
+        phys, offset = self.broker.put_message(msg_id, topic, queue_id, size, body_bytes, tags, 0, props)
+        group_commit = self.broker.group_commit
+        if group_commit is not None:
+            group_commit.put_request(phys + size, _no_waiter)
+        return phys, offset
+
     def write_op(self, queue_id: int, body: str) -> None:
         """writeOp: one op message carrying `body` (half queue offsets)."""
         props = {PROPERTY_OP_BODY: body}
         size = record_bytes(RMQ_SYS_TRANS_OP_HALF_TOPIC, len(body), REMOVE_TAG, 0, props)
-        self.broker.put_message(0, RMQ_SYS_TRANS_OP_HALF_TOPIC, queue_id, size, len(body), REMOVE_TAG, 0, props)
+        self.put_unwaited(0, RMQ_SYS_TRANS_OP_HALF_TOPIC, queue_id, size, len(body), REMOVE_TAG, props)
 
     def resolved(self, msg_id: int) -> None:
         """Ground truth: an end applied to this half (commit or rollback)."""

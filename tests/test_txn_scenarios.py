@@ -1,0 +1,172 @@
+"""Transactional messages, fault stories over several seeds (bounds and invariants, not pinned
+numbers), the bundled txn_* scenarios, and determinism of a transactional run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+import sim
+from models.records import (
+    BROKER_STORED,
+    PRODUCER_SENT,
+    TXN_CHECK_ANSWERED,
+    TXN_CHECKED,
+    TXN_DISCARDED,
+    TXN_ENDED,
+    TXN_LOCAL_DONE,
+)
+from sim.scenario import load
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ROOT / "scenarios"
+SEEDS = (1, 2, 3)
+
+
+def _run(name: str, seed: int, *overrides: str, keep: bool = False):
+    return sim.run(load(SCENARIOS / name, list(overrides)), seed=seed, keep_records=keep)
+
+
+def _both_brokers(key: str, value: object) -> list[str]:
+    return [f"cluster.brokers[{i}].broker.{key}={value}" for i in (0, 1)]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_no_faults_every_committed_message_visible_no_rolled_back_one(seed: int) -> None:
+    s = _run("txn_baseline.yaml", seed, "duration_ms=10s", "settle_ms=10s").summary
+    t = s["txn"]
+    assert s["txn_violations"] == 0 and s["verdict"] == "valid"
+    assert t["committed_visible"] == t["local_states"]["COMMIT_MESSAGE"] > 0
+    assert t["rolled_back_hidden"] == t["local_states"]["ROLLBACK_MESSAGE"] > 0
+    assert t["transactions"] == t["committed_visible"] + t["rolled_back_hidden"]
+    assert t["pending"] == t["discarded"] == t["double_commits"] == 0
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_lost_end_transaction_is_resolved_by_check_back_within_the_bound(seed: int) -> None:
+    """Every check resolves its half; half send → applied end ≤ transactionTimeOut (6 s) +
+    transactionCheckInterval (30 s) + one SLEEP_WHILE_NO_OP (1 s) + network time (0.2 s)."""
+    result = _run("txn_end_lost.yaml", seed, keep=True)
+    s = result.summary
+    assert s["txn_violations"] == 0 and s["txn"]["checks_max"] >= 1 and s["txn"]["pending"] == 0
+    born, checked, resolved = {}, set(), {}
+    for r in result.records:
+        if r[2] == PRODUCER_SENT:
+            born[r[3]] = r[10]
+        elif r[2] == TXN_CHECKED:
+            checked.add(r[3])
+        elif r[2] == TXN_ENDED and r[6] == 0:
+            resolved.setdefault(r[3], r[0])
+    assert checked and checked <= set(resolved)
+    worst = max(resolved[m] - born[m] for m in checked)
+    assert worst <= 6_000_000 + 30_000_000 + 1_000_000 + 200_000
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_producer_group_that_stays_down_has_its_halves_discarded_after_the_check_maximum(seed: int) -> None:
+    """No producer answers after the shutdown; each pending half is checked (written back) once a
+    round, exactly transactionCheckMax times, then discarded, and the checker reports it."""
+    result = _run("txn_producers_down.yaml", seed, "settle_ms=120s", *_both_brokers("transaction_check_interval_ms",
+                                                                                   5000), keep=True)
+    t = result.summary["txn"]
+    assert t["discarded"] > 0 and t["checks_max"] == 15 and t["rolled_back_visible"] == 0
+    assert t["committed_lost"] == t["committed_lost_causes"]["discarded"] > 0
+    checks: dict[int, int] = defaultdict(int)
+    discarded = set()
+    for r in result.records:
+        if r[2] == TXN_CHECKED:
+            checks[r[3]] += 1
+            assert r[5] == ""  # no channel of the group: the check goes nowhere, but it counts
+        elif r[2] == TXN_DISCARDED:
+            discarded.add(r[3])
+            assert r[4] == 15
+        elif r[2] == TXN_CHECK_ANSWERED:
+            pytest.fail("a shut-down producer answered a check")
+    assert discarded and all(checks[m] == 15 for m in discarded)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_application_answering_unknow_is_checked_up_to_the_maximum(seed: int) -> None:
+    result = _run("txn_unknown_answers.yaml", seed, "duration_ms=5s",
+                  "producers[0].transaction.check_unknow_probability=1.0", keep=True)
+    t = result.summary["txn"]
+    unknown = {r[3] for r in result.records if r[2] == TXN_LOCAL_DONE and r[5] in ("UNKNOW", "EXCEPTION")}
+    checks: dict[int, int] = defaultdict(int)
+    for r in result.records:
+        if r[2] == TXN_CHECKED:
+            checks[r[3]] += 1
+    discarded = {r[3] for r in result.records if r[2] == TXN_DISCARDED}
+    assert unknown and discarded == unknown  # every UNKNOW transaction, and only those
+    assert all(checks[m] == 15 for m in unknown) and t["checks_max"] == 15
+    assert set(t["check_answers"]) == {"UNKNOW"}
+
+
+def _power_loss(seed: int, flush: str):
+    data_overrides = [f"cluster.brokers[{i}].store.flush_disk_type={flush}" for i in (0, 1)]
+    faults = ["faults=[{at_ms: 15s, kind: power_loss, node: broker-a}, {at_ms: 20s, kind: restart, node: broker-a}]"]
+    return _run("txn_baseline.yaml", seed, "settle_ms=60s", *data_overrides, *faults).summary
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_power_loss_of_async_flush_broker_loses_committed_transactions_with_their_cause(seed: int) -> None:
+    """Unflushed halves and real messages die with the page cache (and buffered op records with
+    the heap): some committed transactions are lost, each with a cause; the rest committed twice."""
+    s = _power_loss(seed, "ASYNC_FLUSH")
+    t = s["txn"]
+    assert s["verdict"] == "invalid" and s["txn_violations"] >= 1
+    assert t["committed_lost"] == sum(t["committed_lost_causes"].values()) >= 1
+    assert set(k for k, v in t["committed_lost_causes"].items() if v) <= {"real_message_lost", "half_lost"}
+    assert t["double_commits"] > 0 and s["duplicate_causes"]["txn_double_commit"] > 0
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_power_loss_of_sync_flush_broker_loses_no_committed_transaction(seed: int) -> None:
+    """A SYNC_FLUSH half is on disk before the producer runs its local transaction, so a lost
+    commit is repeated by the check-back: duplicates, never a loss."""
+    s = _power_loss(seed, "SYNC_FLUSH")
+    assert s["txn_violations"] == 0 and s["txn"]["committed_visible"] > 0
+
+
+def test_bundled_txn_scenarios_meet_their_expectations() -> None:
+    for name, verdict in (("txn_baseline.yaml", "valid"), ("txn_end_lost.yaml", "valid"),
+                          ("txn_check_storm.yaml", "valid")):
+        s = _run(name, 1).summary
+        assert s["verdict"] == verdict, (name, s["failures"])
+        assert all(e["ok"] for e in s["expectations"]), name
+    storm = _run("txn_check_storm.yaml", 1).summary["txn"]
+    per_second = dict(storm["checks_per_second"])
+    assert storm["checks_per_s_max"] >= 1000 and len(per_second) >= 3  # a spike each round
+    for name in ("txn_producers_down.yaml", "txn_unknown_answers.yaml"):
+        s = _run(name, 1).summary
+        assert all(e["ok"] for e in s["expectations"]), name
+        assert s["verdict"] == "invalid" and s["txn"]["committed_lost_causes"]["discarded"] > 0  # RocketMQ gives up
+
+
+def test_no_transactional_producer_reports_null_not_zero() -> None:
+    s = sim.run(SCENARIOS / "baseline.yaml", seed=1).summary
+    assert s["txn"] is None and s["txn_violations"] is None
+    assert "txn_double_commit" not in s["duplicate_causes"]
+
+
+def test_half_messages_never_reach_the_real_topic_except_by_an_applied_commit() -> None:
+    result = _run("txn_end_lost.yaml", 2, keep=True)
+    commits = {(r[3], r[0]) for r in result.records if r[2] == TXN_ENDED and r[4] == "COMMIT" and r[6] == 0}
+    real = [(r[3], r[0]) for r in result.records if r[2] == BROKER_STORED and r[4] == "orders"]
+    assert real and set(real) == commits  # each real copy is written by an applied commit, at that instant
+
+
+def test_transactional_run_is_deterministic_across_processes() -> None:
+    code = ("import sim; from sim.scenario import load; print(sim.run(load('scenarios/txn_end_lost.yaml', "
+            "['duration_ms=15s', 'settle_ms=40s']), seed=5).summary['trace_sha256'])")
+    digests = set()
+    for hash_seed in ("0", "1"):
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": hash_seed})
+        digests.add(out.stdout.strip())
+    in_process = _run("txn_end_lost.yaml", 5, "duration_ms=15s", "settle_ms=40s").summary["trace_sha256"]
+    assert digests == {in_process}
