@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models.client_instance import topic_route_data_to_publish_info
 from models.consumer.allocate import (
     allocate,
     averagely,
@@ -22,7 +23,6 @@ from models.consumer.allocate import (
 )
 from models.consumer.process_queue import ProcessQueue
 from models.message import MessageExt, MessageQueue, msg_id_of
-from models.client_instance import topic_route_data_to_publish_info
 from models.producer.fault_strategy import MQFaultStrategy, ThreadLocalIndex
 from models.protocol import BrokerData, QueueData, TopicRouteData
 
