@@ -15,6 +15,10 @@ message). For each unit, over the messages of its subscribed topic:
   message gets a cause: `producer_retry` when the brokers stored it more than once (a send
   retried after a lost response), else `redelivery` (offset rollback: rebalance, crash, sliding
   window);
+- transactional producers (a `transaction:` section): their messages are judged by
+  analysis/txn_checker.py (visible iff the local transaction committed), not here: they count
+  for duplicates only, and a duplicate of a message stored twice in its topic gets the cause
+  `txn_double_commit` (two commits of one half; the key exists only with such a producer);
 - order_violations (orderly groups only; null elsewhere: order is not promised there): per
   (producer, sharding key), messages whose first successful consumption comes after that of a
   later-sent message (ties in consumption time are taken in message-id order);

@@ -41,7 +41,8 @@ EXTRA_COLUMNS = frozenset({"sweep_digest"})  # runs-table columns beyond run_row
 _PARAM_TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
 TXN_STRUCT = pa.struct([(k, pa.int64()) for k in TXN_COUNTS] + [(k, pa.float64()) for k in TXN_FIGURES]
                        + [("committed_lost_causes", pa.map_(pa.string(), pa.int64())),
-                          ("checks_second", pa.list_(pa.int64())), ("checks_count", pa.list_(pa.int64()))])
+                          ("checks_second", pa.list_(pa.int64())), ("checks_count", pa.list_(pa.int64())),
+                          ("checks_hist", pa.list_(pa.int64()))])
 FAULT_WINDOW = pa.struct([("kind", pa.string()), ("target", pa.string()), ("start_ms", pa.float64()),
                           ("end_ms", pa.float64())])
 

@@ -137,6 +137,7 @@ def txn_columns(summary: dict[str, Any]) -> dict[str, Any]:
     row_txn["committed_lost_causes"] = dict(txn["committed_lost_causes"])
     row_txn["checks_second"] = [s for s, _n in txn["checks_per_second"]]
     row_txn["checks_count"] = [n for _s, n in txn["checks_per_second"]]
+    row_txn["checks_hist"] = list(txn["checks_histogram"])
     return {"transaction_violations": summary["txn_violations"], "txn_violations": summary["txn_violations"],
             "txn": row_txn}
 

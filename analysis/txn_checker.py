@@ -23,7 +23,8 @@ message (a send that failed after a timed-out attempt had stored one counts too)
   their duplicates are attributed to `txn_double_commit`);
 - `checks_p50`, `checks_max`: checks per message; `resolution_ms_p50/p99`: half send() call →
   the first end applied to it, or its discard; `checks_per_second`: checks by second of the run
-  (check storms), with `checks_per_s_max`.
+  (check storms), with `checks_per_s_max`; `checks_histogram`: messages by number of checks
+  (index = checks, the last bin 16 and more).
 
 `txn_violations` = committed_lost + rolled_back_visible. Both are null when the scenario has no
 transactional producer.
@@ -38,7 +39,6 @@ from typing import Any
 
 import numpy as np
 
-from models.message import RMQ_SYS_TRANS_HALF_TOPIC
 from models.records import (
     BROKER_STORED,
     PRODUCER_SEND_FAILED,
@@ -52,11 +52,13 @@ from models.records import (
 )
 
 SEQ_BITS = 32
+RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"  # TopicValidator (models/message.py has it too)
 SEQ_MASK = (1 << SEQ_BITS) - 1
 GROW = 4096
 # per-message state bits
 HALF_STORED, COMMITTED, DECIDED, COMMIT_APPLIED, ROLLBACK_APPLIED = 1, 2, 4, 8, 16
 DISCARDED, HALF_LOST, COMMIT_FROM_CHECK, COMMIT_FROM_PRODUCER = 32, 64, 128, 256
+CHECKS_HIST_CAP = 16  # checks-per-message histogram: 16 and more in the last bin (the default maximum is 15)
 CAUSES_LOST = ("real_message_lost", "rolled_back", "discarded", "half_lost")
 CAUSES_VISIBLE = ("commit_by_check", "commit_by_producer")
 
@@ -226,6 +228,8 @@ class TxnLedger:
             "resolution_ms_p50": _ms(_nearest_rank(all_resolution, 0.5)),
             "resolution_ms_p99": _ms(_nearest_rank(all_resolution, 0.99)),
             "resolution_ms_max": _ms(int(all_resolution.max())) if len(all_resolution) else None,
+            "checks_histogram": np.bincount(np.minimum(all_checks, CHECKS_HIST_CAP),
+                                            minlength=CHECKS_HIST_CAP + 1).tolist(),
             "checks_per_s_max": max(per_second.values()) if per_second else 0,
             "checks_per_second": [[s, n] for s, n in per_second.items()],  # [second of the run, checks]
             "local_states": dict(sorted(self.local_states.items())),
