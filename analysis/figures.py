@@ -182,6 +182,7 @@ def txn_checks(data: dict[str, Any]) -> Figure:
     left.set_title("Checks per transactional message")
     per_second = data["per_second"]
     right.bar([s for s, _n in per_second], [n for _s, n in per_second], width=1.0, color="#d95f02")
+    right.set_xlim(left=0)
     right.set_xlabel("second of the run")
     right.set_ylabel("checks")
     right.set_title(f"Checks per second ({data['run']})")
