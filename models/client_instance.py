@@ -239,9 +239,20 @@ class MQClientInstance:
             yield from self._heartbeat_round()
             yield node.sleep_us(max(0, started + self.heartbeat_interval_us - node.env._now))
 
-    def send_heartbeat_to_all_broker_with_lock(self) -> None:
-        """sendHeartbeatToAllBrokerWithLock from a callback (consumer start): skipped if a round runs."""
-        self.node.env.process(self._heartbeat_round())
+    def send_heartbeat_to_all_broker_with_lock(self, then: Callable[[], None]) -> None:
+        """sendHeartbeatToAllBrokerWithLock from a callback (consumer start), then `then()`: the
+        Java caller blocks until the round is over (each heartbeat waits for its answer) and only
+        then rebalances; if a round already holds the lock, tryLock fails and `then()` runs at once."""
+        if self._heartbeat_running:
+            then()
+            return
+        self.node.env.process(self._heartbeat_then(then))
+
+    def _heartbeat_then(self, then: Callable[[], None]) -> Generator:
+        epoch = self.node.epoch
+        yield from self._heartbeat_round()
+        if self.node.epoch == epoch:
+            then()
 
     def _heartbeat_round(self) -> Generator:
         if self._heartbeat_running or (not self.producers and not self.consumers):

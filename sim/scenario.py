@@ -239,6 +239,9 @@ Expectation = Annotated[ExpectBounds, BeforeValidator(_exact)]
 class Scenario(BaseModel):
     model_config = _STRICT
     name: Name = "scenario"
+    # the RocketMQ line the models follow where 4.x (4.9.8) and 5.x (5.3.3) differ; the clients
+    # follow it unless `client_version` says otherwise
+    version: Literal["5.x", "4.x"] = "5.x"
     seed: Int = Field(1, ge=0, le=MAX_SEED)
     duration_ms: PositiveDurationMs = 60_000
     settle_ms: DurationMs = 30_000
@@ -250,7 +253,6 @@ class Scenario(BaseModel):
     random_faults: list[RandomFaultSpec] = []
     expect: dict[str, Expectation] = {}  # metric key path -> bounds (analysis/verdict.py)
     limits: Limits = Limits()
-    version: Literal["5.x", "4.x"] = "5.x"  # RocketMQ release the models follow (5.x = 5.3.3, 4.x = 4.9.8)
     client_version: Literal["5.x", "4.x"] | None = None  # the clients' release (null: as `version`)
 
     @property

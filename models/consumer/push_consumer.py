@@ -95,8 +95,7 @@ class PushConsumer:
     def _route_fetched(self, _known: bool) -> None:
         self._routes_pending -= 1
         if self._routes_pending == 0:
-            self.client.send_heartbeat_to_all_broker_with_lock()
-            self.rebalancer.wakeup()
+            self.client.send_heartbeat_to_all_broker_with_lock(self.rebalancer.wakeup)
 
     def update_topic_subscribe_info(self, topic: str, route: TopicRouteData) -> None:
         """MQConsumerInner.updateTopicSubscribeInfo: only for subscribed topics."""
