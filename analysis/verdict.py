@@ -39,7 +39,7 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "send_latency_ms.max", "send_latency_ms_in_faults.p50", "send_latency_ms_in_faults.p90",
     "send_latency_ms_in_faults.p99", "send_latency_ms_in_faults.p999", "send_latency_ms_in_faults.max",
     # transactional messages (analysis/txn_checker.py)
-    "txn_violations", "duplicate_causes.txn_double_commit", "txn.transactions", "txn.committed_visible",
+    "txn_violations", "txn.transactions", "txn.committed_visible",
     "txn.rolled_back_hidden", "txn.committed_lost", "txn.rolled_back_visible", "txn.pending", "txn.discarded",
     "txn.double_commits", "txn.checks", "txn.checks_p50", "txn.checks_max", "txn.resolution_ms_p50",
     "txn.resolution_ms_p99", "txn.checks_per_s_max",

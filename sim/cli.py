@@ -38,7 +38,7 @@ def _summary_table(summary: dict[str, Any]) -> str:
         ("  cause producer_retry", summary["duplicate_causes"]["producer_retry"]),
         ("  cause redelivery", summary["duplicate_causes"]["redelivery"]),
         *([("  cause txn_double_commit", summary["duplicate_causes"]["txn_double_commit"])]
-          if "txn_double_commit" in summary["duplicate_causes"] else []),
+          if summary["duplicate_causes"].get("txn_double_commit") is not None else []),
         ("order violations", "n/a (no orderly group)" if summary["order_violations"] is None
          else summary["order_violations"]),
     ]
