@@ -170,3 +170,66 @@ def test_transactional_run_is_deterministic_across_processes() -> None:
         digests.add(out.stdout.strip())
     in_process = _run("txn_end_lost.yaml", 5, "duration_ms=15s", "settle_ms=40s").summary["trace_sha256"]
     assert digests == {in_process}
+
+
+def test_flush_disk_timeout_on_the_half_rolls_back_without_running_the_local_transaction() -> None:
+    """SYNC_FLUSH and an fsync stall longer than syncFlushTimeout (here 1 s, below sendMsgTimeout):
+    the half send returns FLUSH_DISK_TIMEOUT, the client skips its local transaction and ends with
+    ROLLBACK."""
+    overrides = [*(f"cluster.brokers[{i}].store.flush_disk_type=SYNC_FLUSH" for i in (0, 1)),
+                 "cluster.brokers[0].store.sync_flush_timeout_ms=1000",
+                 "faults=[{at_ms: 5s, kind: fsync_stall, node: broker-a, duration_ms: 7s}]",
+                 "duration_ms=15s", "settle_ms=40s"]
+    result = _run("txn_baseline.yaml", 1, *overrides, keep=True)
+    skipped = {r[3] for r in result.records if r[2] == TXN_LOCAL_DONE and r[5] == "NOT_EXECUTED"}
+    assert skipped and all(r[4] == "ROLLBACK" for r in result.records if r[2] == TXN_LOCAL_DONE and r[3] in skipped)
+    assert {r[3] for r in result.records if r[2] == TXN_ENDED and r[4] == "ROLLBACK" and r[3] in skipped} == skipped
+    assert result.summary["txn_violations"] == 0
+
+
+@pytest.mark.parametrize("seed", (1, 2))
+def test_log_lost_with_a_producer_crash_makes_checks_roll_back_committed_transactions(seed: int) -> None:
+    """The transaction log is the instance's memory (`log_lost_on_crash`) and an unknown
+    transaction is answered ROLLBACK: transactions that ended UNKNOW before p-1's crash are
+    rolled back by the check-back although they committed — committed_lost, cause rolled_back."""
+    overrides = ["producers[0].transaction.unknow_probability=0.5",
+                 "producers[0].transaction.log_lost_on_crash=true",
+                 "producers[0].transaction.unknown_transaction_answer=ROLLBACK_MESSAGE",
+                 "faults=[{at_ms: 8s, kind: process_crash, node: p-1}, {at_ms: 9s, kind: restart, node: p-1}]",
+                 "duration_ms=10s", "settle_ms=50s"]
+    s = _run("txn_baseline.yaml", seed, *overrides).summary
+    t = s["txn"]
+    assert t["committed_lost_causes"]["rolled_back"] > 0 and s["verdict"] == "invalid"
+    assert t["rolled_back_visible"] == 0 and t["pending"] == 0
+
+
+@pytest.mark.parametrize("seed", (1, 2))
+def test_partition_during_a_check_round_loses_its_checks_and_the_next_round_resolves(seed: int) -> None:
+    """Checks are oneway over a channel the broker still holds: during a partition they are lost
+    (counted anyway); the next round after the heal resolves every half."""
+    overrides = ["faults=[{at_ms: 10s, kind: partition, groups: [[p-1, p-2], [broker-a]], duration_ms: 25s}]",
+                 "settle_ms=70s"]
+    result = _run("txn_end_lost.yaml", seed, *overrides, keep=True)
+    s = result.summary
+    assert s["txn_violations"] == 0 and s["txn"]["pending"] == 0 and s["txn"]["checks_max"] >= 2
+    first_round = [r for r in result.records if r[2] == TXN_CHECKED and r[1] == "broker-a" and r[0] < 35_000_000]
+    assert first_round and not [r for r in result.records if r[2] == TXN_CHECK_ANSWERED and r[0] < 35_000_000
+                                and r[3] in {c[3] for c in first_round}]
+
+
+def test_slow_local_transaction_is_checked_while_it_runs_and_then_committed_twice() -> None:
+    """A local transaction (45 s) longer than transactionTimeOut + the check interval: the first
+    round (30 s) finds it running (UNKNOW) and leaves a written-back copy; its own COMMIT then
+    resolves only the original half (the op record names the original's queue offset), so the
+    next round checks the copy and the answer COMMIT writes a second real message: no
+    idempotence, a duplicate attributed to txn_double_commit, no violation."""
+    overrides = ["producers[0].transaction.local_transaction_ms=45000", "producers[0].count=1",
+                 "producers[0].rate_per_s=2", "duration_ms=5s", "settle_ms=60s"]
+    result = _run("txn_baseline.yaml", 1, *overrides, keep=True)
+    first_round = {r[4] for r in result.records if r[2] == TXN_CHECK_ANSWERED and r[0] < 45_000_000}
+    assert first_round == {"UNKNOW"}
+    s = result.summary
+    t = s["txn"]
+    assert s["txn_violations"] == 0 and t["pending"] == 0 and t["checks_max"] >= 2
+    assert t["double_commits"] == t["local_states"]["COMMIT_MESSAGE"] > 0
+    assert s["duplicate_causes"]["txn_double_commit"] == t["double_commits"]
