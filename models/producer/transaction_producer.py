@@ -39,7 +39,6 @@ from models.message import (
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_TRANSACTION_PREPARED,
-    properties_bytes,
 )
 from models.producer.local_transaction import (
     COMMIT_MESSAGE,
@@ -94,13 +93,12 @@ class TransactionMQProducer(Producer):
     def send_message_in_transaction(self, msg: Any) -> None:
         if self.shut_down:
             return  # the service state is not OK: the application gets an exception, nothing is sent
-        props = dict(msg.props or {})
-        props[PROPERTY_TRANSACTION_PREPARED] = "true"
-        props[PROPERTY_PRODUCER_GROUP] = self.group
-        props[PROPERTY_BORN_TIMESTAMP] = msg.born_us
+        added = {PROPERTY_TRANSACTION_PREPARED: "true", PROPERTY_PRODUCER_GROUP: self.group,
+                 PROPERTY_BORN_TIMESTAMP: msg.born_us}
         if self.spec.check_immunity_time_s is not None:
-            props[PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS] = self.spec.check_immunity_time_s
-        extra = properties_bytes(None, 0, props) - properties_bytes(None, 0, msg.props)
+            added[PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS] = self.spec.check_immunity_time_s
+        extra = sum(len(name) + 2 + len(str(value)) for name, value in added.items())  # as properties_bytes counts
+        props = {**msg.props, **added} if msg.props else added
         self._send_sync(msg._replace(props=props, size_bytes=msg.size_bytes + extra, delay_level=0))
 
     def _on_response(self, msg: Any, info: Any, mq: Any, times: int, last: Any, steered: int, begin_us: int,
