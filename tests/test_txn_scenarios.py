@@ -233,3 +233,15 @@ def test_slow_local_transaction_is_checked_while_it_runs_and_then_committed_twic
     assert s["txn_violations"] == 0 and t["pending"] == 0 and t["checks_max"] >= 2
     assert t["double_commits"] == t["local_states"]["COMMIT_MESSAGE"] > 0
     assert s["duplicate_causes"]["txn_double_commit"] == t["double_commits"]
+
+
+def test_version_4x_checks_without_the_sleep_and_writes_each_op_at_once() -> None:
+    """4.9.8: the round checks at once (no SLEEP_WHILE_NO_OP: the checks come exactly at the
+    60 s interval of 4.9.8's default), and every end writes its own op message."""
+    interval = [f"cluster.brokers[{i}].broker.transaction_check_interval_ms=60000" for i in (0, 1)]
+    result = _run("txn_end_lost.yaml", 1, "version=4.x", *interval, keep=True)
+    checks = {r[0] for r in result.records if r[2] == TXN_CHECKED}
+    assert checks == {60_000_000} and result.summary["txn_violations"] == 0
+    applied = sum(1 for r in result.records if r[2] == TXN_ENDED and r[6] == 0)
+    ops = sum(1 for r in result.records if r[2] == BROKER_STORED and r[4] == "RMQ_SYS_TRANS_OP_HALF_TOPIC")
+    assert ops == applied

@@ -1,6 +1,6 @@
 """broker.processor.EndTransactionProcessor, the half-message branch of SendMessageProcessor, and
 the broker's transactional services wired together (5.3.3; `version: 4.x` writes op messages
-unbatched).
+unbatched and its check rounds without the 1 s sleep).
 
 Receiving a half message (a SEND_MESSAGE whose message carries TRAN_MSG=true):
 `rejectTransactionMessage` → NO_PERMISSION; else it is stored as a half message
@@ -63,13 +63,14 @@ class BrokerTransaction:
     """The broker's transactional message parts: bridge, op batching, check service, end processor."""
 
     def __init__(self, broker: Any, batched_ops: bool) -> None:
+        """`batched_ops`: 5.x (op batching, and the check round's 1 s sleep); False: 4.x."""
         self.broker = broker
         self.node = broker.node
         self.cfg = broker.cfg
         self.timeout_us = ms(self.cfg.transaction_timeout_ms)
         self.bridge = TransactionalMessageBridge(broker)
         self.ops = TransactionalOpBatchService(self.node, self.bridge, self.cfg, batched_ops)
-        self.check_service = TransactionalMessageCheckService(broker, self.bridge, self.cfg)
+        self.check_service = TransactionalMessageCheckService(broker, self.bridge, self.cfg, v5=batched_ops)
         self.node.handle(EndTransaction, self.on_end_transaction)
         self.node.handle(UnregisterClient, self.on_unregister_client)
 

@@ -18,14 +18,14 @@ the first round one interval after start) the broker runs one check round over t
      up by one (absent: 1);
    - stop when the half was stored after the round started (the copies this round wrote back);
    - immunity = `transactionTimeOut` (6 s), or CHECK_IMMUNITY_TIME_IN_SECONDS × 1000 if the half
-     carries it. Without the property, a half younger than that stops the scan (later ones are
-     younger still). With it and within it: a first copy is written back carrying
+     carries it. Without the property, a half younger than that (0 ≤ age < immunity in 5.3.3 and
+     4.9.8; develop has ≤) stops the scan (later ones are younger still). With it and within it: a first copy is written back carrying
      TRAN_PREPARED_QUEUE_OFFSET; a copy whose original offset is in removeMap is resolved;
    - check only when no op message was found by the last op pull and the half is older than the
      immunity (or the newest op was born more than `transactionTimeOut` after the round
      started, or the clock went back); otherwise pull the next 32 op messages and look at `i`
-     again (after a 1 s sleep when that pull finds none): a half is checked only after every
-     op record has been consulted;
+     again (5.x: after a 1 s sleep when that pull finds none; 4.9.8 at once): a half is checked
+     only after every op record has been consulted;
    - check: write the half back to the end of the half queue (with the new check count), then
      send CHECK_TRANSACTION_STATE about the *new copy* to one producer of its group.
 4. Store the new consume offsets: the half queue's past the scanned offsets, the op queue's past
@@ -85,8 +85,9 @@ GET_AVAILABLE_CHANNEL_RETRY_COUNT = 3  # ProducerManager.GET_AVAILABLE_CHANNEL_R
 
 
 class TransactionalMessageCheckService:
-    def __init__(self, broker: Any, bridge: TransactionalMessageBridge, cfg: Any) -> None:
+    def __init__(self, broker: Any, bridge: TransactionalMessageBridge, cfg: Any, v5: bool = True) -> None:
         self.broker = broker
+        self.sleep_while_no_op_us = SLEEP_WHILE_NO_OP_US if v5 else 0  # 4.9.8 pulls again at once
         self.node = broker.node
         self.bridge = bridge
         self.cfg = cfg
@@ -163,8 +164,8 @@ class TransactionalMessageCheckService:
             else:
                 next_op_offset = pull.next_begin_offset
                 pull = self._fill_op_remove_map(remove, next_op_offset, half_offset, op_map, done_op)
-                if pull.status in (NO_NEW_MSG, OFFSET_ILLEGAL, NO_MATCHED_MSG):
-                    yield node.sleep_us(SLEEP_WHILE_NO_OP_US)
+                if pull.status in (NO_NEW_MSG, OFFSET_ILLEGAL, NO_MATCHED_MSG) and self.sleep_while_no_op_us:
+                    yield node.sleep_us(self.sleep_while_no_op_us)
                 continue
             new_offset = i = i + 1
         if new_offset != half_offset:
