@@ -245,3 +245,18 @@ def test_version_4x_checks_without_the_sleep_and_writes_each_op_at_once() -> Non
     applied = sum(1 for r in result.records if r[2] == TXN_ENDED and r[6] == 0)
     ops = sum(1 for r in result.records if r[2] == BROKER_STORED and r[4] == "RMQ_SYS_TRANS_OP_HALF_TOPIC")
     assert ops == applied
+
+
+def test_bad_transaction_settings_are_reported_at_once_with_their_key_paths() -> None:
+    from sim.config import ConfigError
+    from sim.scenario import from_data
+
+    data = {"producers": [{"send_mode": "ASYNC", "transaction": {"commit_probability": 1.5, "unknow_probability": 0.7,
+                                                                  "exception_probability": 0.6, "typo": 1}}],
+            "cluster": {"brokers": [{"broker": {"transaction_check_max": -1}}]}}
+    with pytest.raises(ConfigError) as err:
+        from_data(data)
+    text = str(err.value)
+    for needle in ("producers[0].transaction.commit_probability", "producers[0].transaction.typo",
+                   "cluster.brokers[0].broker.transaction_check_max"):
+        assert needle in text, text
