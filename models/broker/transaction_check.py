@@ -95,7 +95,11 @@ class TransactionalMessageCheckService:
         self.timeout_us = ms(cfg.transaction_timeout_ms)
         self.check_max = cfg.transaction_check_max
         self.positive_counter = 0  # ProducerManager.positiveAtomicCounter (heap)
+        self.node.on_crash(self._lose_heap)
         self.node.add_service(self.run)
+
+    def _lose_heap(self) -> None:
+        self.positive_counter = 0
 
     def run(self) -> Generator:
         """ServiceThread loop: wait the interval, run one round, wait again."""
