@@ -4,10 +4,23 @@ A unit is a consumer group, or one member of a BROADCASTING group (each member m
 message). For each unit, over the messages of its subscribed topic:
 
 - lost: acknowledged SEND_OK, never consumed successfully, and not in the retry path or the DLQ
-  when the run ended;
+  when the run ended; each lost message gets a cause (`lost_by_cause`, adding up to `lost`), from
+  the simulator's ground truth, first match wins:
+  - `unflushed_at_power_loss`: a power loss destroyed the acknowledged copy on its master
+    (beyond the flushed position) and, if the group has slaves, one of them held it (no
+    failover brings it back: it stays on the slave);
+  - `replica_not_synced`: as above, and no slave of the group held it (replication lag);
+  - `truncated_on_recovery`: a process crash destroyed it (the transient store pool's
+    uncommitted buffer, cut off by recovery at the committed position);
+  - `offset_skipped_after_recovery`: stored at a queue offset assigned again after a
+    truncation, which the consumer's offset had already passed;
+  - `expired_file_deleted`: removed by retention (not modelled: always 0);
+  - `other`: none of these;
 - pending_retry: acknowledged, not consumed successfully, but a consumption failed and the
   message went back through %RETRY% / SCHEDULE_TOPIC_XXXX (or a local re-consumption): it is
-  still on its way, not lost;
+  still on its way, not lost — unless its retry-path copy was destroyed by a fault (or stored
+  at a reused offset) and not stored again since: then nothing will deliver it, and it is lost
+  (cause as above);
 - dlq: acknowledged, moved to the group's dead-letter queue after its retries (not lost, but not
   consumed by the group);
 - duplicates: successful consumptions of a message beyond the first, in the same unit; a
@@ -56,17 +69,60 @@ import numpy as np
 from analysis.ledger import (
     ACKED,
     DELIVERY_COUNT_CAP,
+    DESTROYED_CRASH,
+    DESTROYED_POWER,
+    GROUP_HAS_REPLICAS,
     IN_DLQ,
     IN_RETRY,
     LOST_SAMPLE,
     NO_RT,
     ONEWAY,
     PERCENTILES,
+    REPLICATED,
     SCHEDULED,
     SEQ_BITS,
     Ledger,
     display_key,
 )
+
+LOSS_CAUSES = ("unflushed_at_power_loss", "replica_not_synced", "truncated_on_recovery",
+               "offset_skipped_after_recovery", "expired_file_deleted", "other")
+(UNFLUSHED, NOT_SYNCED, TRUNCATED, SKIPPED, EXPIRED, OTHER) = range(len(LOSS_CAUSES))
+
+
+class _Facts:
+    """The sparse loss facts of a Ledger as sorted id arrays, for NumPy lookups."""
+
+    def __init__(self, destroyed: dict[int, int], reused: dict[int, None]) -> None:
+        ids = np.array(sorted(destroyed), np.int64)
+        self.destroyed_ids = ids
+        self.destroyed_bits = np.array([destroyed[i] for i in ids.tolist()], np.int64)
+        self.reused_ids = np.array(sorted(reused), np.int64)
+
+    def bits(self, ids: np.ndarray) -> np.ndarray:
+        return _lookup(self.destroyed_ids, self.destroyed_bits, ids)
+
+    def reused(self, ids: np.ndarray) -> np.ndarray:
+        if not len(self.reused_ids):
+            return np.zeros(len(ids), bool)
+        at = np.minimum(np.searchsorted(self.reused_ids, ids), len(self.reused_ids) - 1)
+        return self.reused_ids[at] == ids
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """values[keys == id] for each id (0 where absent); `keys` sorted."""
+    if not len(keys):
+        return np.zeros(len(ids), np.int64)
+    at = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
+    return np.where(keys[at] == ids, values[at], 0)
+
+
+def loss_causes(bits: np.ndarray, reused: np.ndarray) -> np.ndarray:
+    """The cause index (LOSS_CAUSES) of each lost message from its facts (module docstring)."""
+    power = (bits & DESTROYED_POWER) != 0
+    not_synced = power & ((bits & GROUP_HAS_REPLICAS) != 0) & ((bits & REPLICATED) == 0)
+    return np.select([not_synced, power, (bits & DESTROYED_CRASH) != 0, reused],
+                     [NOT_SYNCED, UNFLUSHED, TRUNCATED, SKIPPED], OTHER)
 
 
 def percentiles_ms(values_us: Any) -> dict[str, float | None]:
@@ -119,17 +175,25 @@ def _padded(arr: Any, dtype: Any, length: int, fill: int) -> np.ndarray:
 
 def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[str, Any]:
     prods = _Producers(ledger)
+    facts = _Facts(ledger.destroyed, ledger.reused)
     groups: dict[str, dict[str, Any]] = {}
     latencies: list[np.ndarray] = []
     for name in sorted(ledger.units):
-        result, unit_latencies = _judge_unit(ledger, ledger.units[name], prods, details)
+        result, unit_latencies = _judge_unit(ledger, ledger.units[name], prods, details, facts)
         groups[name] = result
         latencies.append(unit_latencies)
     return _totals(ledger, prods, groups, np.concatenate(latencies) if latencies else np.zeros(0, np.int64))
 
 
-def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
-                details: dict[str, Any] | None) -> tuple[dict[str, Any], np.ndarray]:
+def _retry_facts(ledger: Ledger, group: str) -> _Facts:
+    """A group's retry-path facts: copies destroyed (not stored again) or stored at reused offsets."""
+    return _Facts(ledger.retry_destroyed.get(group, {}), ledger.retry_reused.get(group, {}))
+
+
+def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str, Any] | None,
+                facts: _Facts) -> tuple[dict[str, Any], np.ndarray]:
+    retry_facts = _retry_facts(ledger, unit.group)
+    causes = np.zeros(len(LOSS_CAUSES), np.int64)
     lost_ids: list[np.ndarray] = []
     latencies: list[np.ndarray] = []
     c = {"lost": 0, "pending_retry": 0, "dlq": 0, "duplicates": 0, "duplicated_messages": 0,
@@ -155,9 +219,14 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
         missing = acked & ~consumed
         delayed = ((prods.state[p] & SCHEDULED) != 0) & (prods.copies[p] == 0) & (retry == 0)
         lost = missing & (retry == 0) & ~delayed
+        lost_causes = _causes(facts, p, np.nonzero(lost)[0])
+        pending = np.nonzero(missing & (retry == IN_RETRY))[0]
+        dead = _dead_retry(retry_facts, p, pending)  # its retry copy is gone: lost after all
+        lost[pending[dead >= 0]] = True
+        causes += np.bincount(np.concatenate([lost_causes, dead[dead >= 0]]), minlength=len(LOSS_CAUSES))
         c["lost"] += int(lost.sum())
         c["pending_delay"] += int((missing & delayed).sum())
-        c["pending_retry"] += int((missing & (retry == IN_RETRY)).sum())
+        c["pending_retry"] += int((dead < 0).sum())
         c["dlq"] += int((missing & (retry == IN_DLQ)).sum())
         lost_seqs = np.nonzero(lost)[0][:LOST_SAMPLE]
         lost_ids.append((lost_seqs.astype(np.int64), np.full(len(lost_seqs), p, np.int64)))
@@ -173,6 +242,7 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
     unit_latencies = np.concatenate(latencies) if latencies else np.zeros(0, np.int64)
     result = {
         "lost": c["lost"],
+        "lost_by_cause": dict(zip(LOSS_CAUSES, causes.tolist(), strict=True)),
         "lost_sample": _lost_sample(ledger, lost_ids),
         "pending_retry": c["pending_retry"],
         "pending_delay": c["pending_delay"],
@@ -187,6 +257,21 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
         "latency_ms": percentiles_ms(unit_latencies),
     }
     return result, unit_latencies
+
+
+def _causes(facts: _Facts, p: int, seqs: np.ndarray) -> np.ndarray:
+    """Cause index of each lost message `seqs` of producer `p`."""
+    ids = (np.int64(p) << SEQ_BITS) | seqs.astype(np.int64)
+    return loss_causes(facts.bits(ids), facts.reused(ids))
+
+
+def _dead_retry(retry_facts: _Facts, p: int, seqs: np.ndarray) -> np.ndarray:
+    """For each pending message: the cause index if its retry-path copy is gone, else -1."""
+    if not len(seqs) or (not len(retry_facts.destroyed_ids) and not len(retry_facts.reused_ids)):
+        return np.full(len(seqs), -1, np.int64)
+    ids = (np.int64(p) << SEQ_BITS) | seqs.astype(np.int64)
+    bits, reused = retry_facts.bits(ids), retry_facts.reused(ids)
+    return np.where((bits != 0) | reused, loss_causes(bits, reused), -1)
 
 
 def _lost_sample(ledger: Ledger, lost_ids: list[tuple[np.ndarray, np.ndarray]]) -> list[str]:
@@ -252,6 +337,7 @@ def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]]
         "stored_duplicates": stored_duplicates,
         "consumed": sum(g["consumed_ok_distinct"] + g["duplicates"] for g in groups.values()),
         "lost": sum(g["lost"] for g in groups.values()),
+        "lost_by_cause": {cause: sum(g["lost_by_cause"][cause] for g in groups.values()) for cause in LOSS_CAUSES},
         "pending_retry": sum(g["pending_retry"] for g in groups.values()),
         "pending_delay": sum(g["pending_delay"] for g in groups.values()),
         "dlq": sum(g["dlq"] for g in groups.values()),

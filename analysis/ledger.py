@@ -15,8 +15,12 @@ number, one set per producer (message ids are `producer_index << 32 | seq`, mode
   and message: the first successful consumption time, the number of successful consumptions,
   and whether the message went down the retry path (a failed consumption) or to the DLQ.
 
-That is about 14 bytes a message plus 11 per consumed message and unit, instead of the records
-themselves. `Tracer` hands each chunk of records to `feed`; `results()` computes every metric at
+That is about 10 bytes a message plus 11 per consumed message and unit, instead of the records
+themselves. The facts behind loss causes arrive only with faults and are kept sparse, by message
+id: copies a fault destroyed on a master (`commit_log.destroyed`: the fault, whether the group
+had slaves and whether one held the copy), a group's retry-path copy destroyed and not stored
+again since, and messages stored at a queue offset reused after a truncation
+(`consume_queue.offset_reused`). `Tracer` hands each chunk of records to `feed`; `results()` computes every metric at
 the end with NumPy over the arrays (see `results` for the definitions).
 """
 
@@ -31,7 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from models.records import BROKER_STORED, CONSUMER_CONSUMED, PRODUCER_SEND_FAILED, PRODUCER_SENT
+from models.records import (
+    BROKER_STORED,
+    COMMIT_LOG_DESTROYED,
+    CONSUMER_CONSUMED,
+    OFFSET_REUSED,
+    PRODUCER_SEND_FAILED,
+    PRODUCER_SENT,
+)
 
 SEQ_BITS = 32  # message ids: producer index << 32 | seq (models/message.py)
 SEQ_MASK = (1 << SEQ_BITS) - 1
@@ -44,6 +55,10 @@ NO_RT = 2**32 - 1  # send latencies are kept as uint32 µs; this value: no laten
 RT_CAP_US = NO_RT - 1  # 71.6 min: longer send latencies read as this
 # retry path (per unit and message)
 IN_RETRY, IN_DLQ = 1, 2
+# destroyed-copy facts (per message id, sparse)
+DESTROYED_POWER, DESTROYED_CRASH, GROUP_HAS_REPLICAS, REPLICATED = 1, 2, 4, 8
+RETRY_PREFIX = "%RETRY%"
+SCHEDULE_PREFIX = "SCHEDULE_"
 INTERNAL_TOPIC_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS", "TRANS_CHECK_MAX_TIME_TOPIC")
 DLQ_PREFIX = "%DLQ%"
 PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
@@ -53,8 +68,10 @@ _KIND = itemgetter(2)
 # (kind, handler, the record positions it reads); a kind's code is its index here
 _HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED, "_stored", (3, 4, 9)),
             (CONSUMER_CONSUMED, "_consumed", (0, 1, 3, 4, 9)),
-            (PRODUCER_SEND_FAILED, "_send_failed", (3, 6, 7, 8, 10)))
+            (PRODUCER_SEND_FAILED, "_send_failed", (3, 6, 7, 8, 10)),
+            (COMMIT_LOG_DESTROYED, "_destroyed", (3, 4, 7, 8, 9)), (OFFSET_REUSED, "_reused", (3, 4)))
 _KIND_CODES = {kind: code for code, (kind, _h, _c) in enumerate(_HANDLED)}
+_DESTROYED_CODE = _KIND_CODES[COMMIT_LOG_DESTROYED]
 _NO_CODES = itertools.repeat(-1)
 
 
@@ -114,6 +131,10 @@ class Ledger:
         self.shard = [array("i") for _ in range(n)] if self.orderly else None
         self.top_seq = [0] * n
         self.units: dict[str, _Unit] = {}
+        self.destroyed: dict[int, int] = {}  # msg id → DESTROYED_* | GROUP_HAS_REPLICAS | REPLICATED bits
+        self.retry_destroyed: dict[str, dict[int, int]] = {}  # group → {msg id: bits}, not re-stored since
+        self.reused: dict[int, None] = {}  # msg ids stored at a reused queue offset of a user topic
+        self.retry_reused: dict[str, dict[int, None]] = {}  # group → msg ids stored so in %RETRY%group
         self.counts = {"sent_attempts": 0, "sent_ok": 0, "sent_not_ok": 0, "send_failed": 0, "stored": 0}
         self.send_status: Counter = Counter()  # producer.sent records by status
         self.send_failures: Counter = Counter()  # producer.send_failed records by reason
@@ -138,8 +159,19 @@ class Ledger:
     # --- streaming --------------------------------------------------------------------------
     def feed(self, chunk: list[tuple]) -> None:
         """A Tracer chunk observer: update the arrays from one chunk of records, kind by kind, with
-        NumPy (the records of a kind are gathered, and the columns a handler reads extracted, in C)."""
+        NumPy (the records of a kind are gathered, and the columns a handler reads extracted, in C).
+        A chunk holding destroyed-copy facts is fed in parts around them, so that a retry copy
+        stored again after it was destroyed is seen in that order."""
         codes = np.fromiter(map(_KIND_CODES.get, map(_KIND, chunk), _NO_CODES), np.int8, len(chunk))
+        destroyed = codes == _DESTROYED_CODE
+        if not destroyed.any():
+            self._feed_kinds(chunk, codes)
+            return
+        cuts = np.flatnonzero(np.diff(destroyed.astype(np.int8))) + 1
+        for start, stop in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(chunk)].tolist(), strict=True):
+            self._feed_kinds(chunk[start:stop], codes[start:stop])
+
+    def _feed_kinds(self, chunk: list[tuple], codes: np.ndarray) -> None:
         order = np.argsort(codes, kind="stable")
         counts = np.bincount(codes + 1, minlength=len(_HANDLED) + 1)
         start = int(counts[0])  # records of kinds the ledger does not read sort first (code -1)
@@ -246,8 +278,39 @@ class Ledger:
                 self._mark_dlq(ids[of_topic], topic[len(DLQ_PREFIX):])
             elif topic == SCHEDULE_TOPIC:
                 self._mark_scheduled(ids[of_topic & first_copy])
+                if self.retry_destroyed:  # a retry copy parked for its back-off: on its way again
+                    self._retry_restored(ids[of_topic].tolist())
             elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
                 self._count_copies(ids[of_topic & first_copy])
+            elif self.retry_destroyed and topic.startswith((RETRY_PREFIX, SCHEDULE_PREFIX)):
+                self._retry_restored(ids[of_topic].tolist())
+
+    def _retry_restored(self, ids: list[int]) -> None:
+        """A retry-path copy was stored again (a redelivery from the schedule topic, a new
+        send-back): the message is on its way again."""
+        for table in self.retry_destroyed.values():
+            for msg_id in ids:
+                table.pop(msg_id, None)
+
+    def _destroyed(self, cols: dict[int, list]) -> None:
+        # (t, node, kind, msg_id, topic, queue_id, queue_offset, fault, replicas, replicated)
+        for msg_id, topic, fault, replicas, replicated in zip(cols[3], cols[4], cols[7], cols[8], cols[9],
+                                                              strict=True):
+            bits = (DESTROYED_POWER if fault == "power_loss" else DESTROYED_CRASH) | \
+                (GROUP_HAS_REPLICAS if replicas else 0) | (REPLICATED if replicated else 0)
+            if topic.startswith(RETRY_PREFIX):
+                table = self.retry_destroyed.setdefault(topic[len(RETRY_PREFIX):], {})
+                table[msg_id] = table.get(msg_id, 0) | bits
+            elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
+                self.destroyed[msg_id] = self.destroyed.get(msg_id, 0) | bits
+
+    def _reused(self, cols: dict[int, list]) -> None:
+        # (t, node, kind, msg_id, topic, queue_id, queue_offset)
+        for msg_id, topic in zip(cols[3], cols[4], strict=True):
+            if topic.startswith(RETRY_PREFIX):
+                self.retry_reused.setdefault(topic[len(RETRY_PREFIX):], {})[msg_id] = None
+            elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
+                self.reused[msg_id] = None
 
     def _mark_scheduled(self, ids: np.ndarray) -> None:
         """A delayed message parked by its send (not a consumer's retry: reconsume_times 0)."""

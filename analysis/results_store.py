@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from analysis.run_rows import (
     CAUSES,
     LATENCY_KEYS,
+    LOSS_CAUSES,
     SEND_COUNTS,
     SEND_LATENCIES,
     SEND_SHARES,
@@ -58,6 +59,7 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields += [(name, pa.int64()) for name in SUMMARY_COUNTS]
     fields += [("latency_ms", pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])),
                ("duplicate_causes", pa.struct([(c, pa.int64()) for c in CAUSES])),
+               ("lost_by_cause", pa.struct([(c, pa.int64()) for c in LOSS_CAUSES])),
                ("transaction_violations", pa.int64()),
                ("duplicate_rate", pa.float64()), ("loss_rate", pa.float64())]
     fields += [(f"dup_rate_{c}", pa.float64()) for c in CAUSES]

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.checks import latency_samples
+from analysis.checks import LOSS_CAUSES, latency_samples
 from sim.trace import FAULT_HEALED, FAULT_INJECTED
 
 LAT_BUCKETS_PER_OCTAVE = 64
@@ -52,7 +52,8 @@ RESERVED_COLUMNS = frozenset(
      "groups_json",
      "duplicate_rate", "loss_rate", "verdict", "verdict_failures", "stopped_by", "wall_s", "simulate_wall_s", "lat_hist_bucket", "lat_hist_count",
      "delivery_hist", "tl_second", "tl_p50_ms", "tl_p99_ms", "tl_max_ms", "fault_windows",
-     "sweep", "params_json", "dup_rate_producer_retry", "dup_rate_redelivery") + SUMMARY_COUNTS + SEND_COLUMNS)
+     "sweep", "params_json", "dup_rate_producer_retry", "dup_rate_redelivery", "lost_by_cause") + SUMMARY_COUNTS
+    + SEND_COLUMNS)
 # faults whose effect lasts until a later `restart` of the same node
 UNTIL_RESTART = ("process_crash", "power_loss")
 INSTANT = ("restart", "heal")
@@ -108,6 +109,7 @@ def runs_row(summary: dict[str, Any], details: dict[str, Any], fault_records: li
     for key in SEND_LATENCIES:
         row[key] = None if summary[key] is None else {k: summary[key][k] for k in LATENCY_KEYS}
     row.update(txn_columns(summary))
+    row["lost_by_cause"] = {c: summary["lost_by_cause"][c] for c in LOSS_CAUSES}
     units = max(1, len(summary["groups"]))
     acked = summary["sent_ok"] * units
     row["duplicate_rate"] = summary["duplicates"] / acked if acked else 0.0

@@ -43,6 +43,9 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "txn.rolled_back_hidden", "txn.committed_lost", "txn.rolled_back_visible", "txn.pending", "txn.discarded",
     "txn.double_commits", "txn.checks", "txn.checks_p50", "txn.checks_max", "txn.resolution_ms_p50",
     "txn.resolution_ms_p99", "txn.checks_per_s_max",
+    "lost_by_cause.unflushed_at_power_loss", "lost_by_cause.replica_not_synced",
+    "lost_by_cause.truncated_on_recovery", "lost_by_cause.offset_skipped_after_recovery",
+    "lost_by_cause.expired_file_deleted", "lost_by_cause.other",
 )
 # metrics keyed by a broker name: `send_share_by_broker.<broker>` (a broker of the scenario)
 EXPECTABLE_BROKER_METRICS: tuple[str, ...] = ("send_share_by_broker", "send_share_by_broker_in_faults")

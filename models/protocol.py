@@ -96,6 +96,7 @@ class PullResponse(NamedTuple):
     min_offset: int
     max_offset: int
     msgs: tuple[MessageExt, ...] = ()
+    suggest_which_broker_id: int = 0  # PullMessageResponseHeader.suggestWhichBrokerId
 
 
 class QueryConsumerOffset(NamedTuple):
@@ -197,3 +198,53 @@ class UnregisterClient(NamedTuple):
 
     client_id: str
     producer_group: str | None
+# --- HA (store.ha: the master's HA port; not remoting commands in RocketMQ, raw frames) ---------
+class HaConnect(NamedTuple):
+    """A slave's HAClient opens a connection to its master's HA port."""
+
+
+class HaReport(NamedTuple):
+    """DefaultHAClient.reportSlaveMaxOffset: the slave's CommitLog max offset (8 bytes)."""
+
+    offset: int
+
+
+class HaTransfer(NamedTuple):
+    """DefaultHAConnection.WriteSocketService frame: data from physical `offset`; `records` are
+    (physical offset, RECORD bytes, props) of whole records; `torn_bytes` > 0 when `offset` lies
+    inside a master record (a diverged slave: those bytes are the tail of a foreign record).
+    No records and no torn bytes: a heartbeat header."""
+
+    offset: int
+    records: tuple = ()
+    torn_bytes: int = 0
+
+
+class HaClose(NamedTuple):
+    """The HA connection is closed by this end (housekeeping or an offset mismatch)."""
+
+
+# --- slave metadata, offsets by time, reset ------------------------------------------------------
+class GetAllConsumerOffset(NamedTuple):
+    """GET_ALL_CONSUMER_OFFSET (SlaveSynchronize.syncConsumerOffset)."""
+
+
+class AllConsumerOffsets(NamedTuple):
+    code: int
+    entries: tuple[tuple[str, str, int, int], ...] = ()  # (group, topic, queue id, offset)
+
+
+class SearchOffset(NamedTuple):
+    """SEARCH_OFFSET_BY_TIMESTAMP (MQAdminImpl.searchOffset): a queue offset by store time."""
+
+    topic: str
+    queue_id: int
+    timestamp_us: int
+
+
+class ResetConsumerClientOffset(NamedTuple):
+    """RESET_CONSUMER_CLIENT_OFFSET (Broker2Client.resetOffset → MQClientInstance.resetOffset)."""
+
+    topic: str
+    group: str
+    offsets: tuple[tuple[str, int, int], ...]  # (broker name, queue id, offset)

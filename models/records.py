@@ -32,6 +32,18 @@ BROKER_RECOVERED = declare("broker.recovered", records=int, wrote_position=int, 
 COMMIT_LOG_FLUSHED = declare("commit_log.flushed", position=int)
 COMMIT_LOG_TRUNCATED = declare("commit_log.truncated", position=int, records_lost=int)
 CONSUMER_OFFSETS_PERSISTED = declare("broker.offsets_persisted", entries=int)
+CONSUMER_OFFSETS_LOADED = declare("broker.offsets_loaded", entries=int, source=str)  # source: file, bak, none
+BROKER_BUSY = declare("broker.busy", msg_id=int, reason=str)  # SYSTEM_BUSY answer (fast_failure.py)
+# ground truth for loss causes (commit_log.py): a record a fault destroyed on a master, and a
+# queue offset assigned again after a truncation
+COMMIT_LOG_DESTROYED = declare("commit_log.destroyed", msg_id=int, topic=str, queue_id=int, queue_offset=int,
+                               fault=str, replicas=int, replicated=bool)
+OFFSET_REUSED = declare("consume_queue.offset_reused", msg_id=int, topic=str, queue_id=int, queue_offset=int)
+HA_CONNECTED = declare("ha.connected", slave=str, offset=int)  # the master got a slave's first report
+HA_DISCONNECTED = declare("ha.disconnected", peer=str, reason=str)
+HA_DIVERGED = declare("ha.diverged", position=int, torn_bytes=int)  # a slave's dispatch stops here
+SLAVE_SYNCED = declare("broker.slave_synced", entries=int)
+ADMIN_OFFSET_RESET = declare("admin.offset_reset", group=str, topic=str, queues=int, server_side=bool)
 BROKER_CONSUMER_IDS_CHANGED = declare("broker.consumer_ids_changed", group=str, members=int, reason=str)
 SCHEDULE_DELIVERED = declare("schedule.delivered", msg_id=int, topic=str, delay_level=int)
 
@@ -63,3 +75,4 @@ TXN_CHECKED = declare("txn.checked", msg_id=int, check_times=int, producer=str)
 TXN_ENDED = declare("txn.ended", msg_id=int, action=str, from_check=bool, code=int)
 TXN_DISCARDED = declare("txn.discarded", msg_id=int, check_times=int)
 TXN_HALF_LOST = declare("txn.half_lost", msg_id=int)
+CONSUMER_OFFSET_RESET = declare("consumer.offset_reset", group=str, topic=str, queues=int)  # 4.x client-side reset

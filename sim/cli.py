@@ -42,6 +42,8 @@ def _summary_table(summary: dict[str, Any]) -> str:
         ("order violations", "n/a (no orderly group)" if summary["order_violations"] is None
          else summary["order_violations"]),
     ]
+    at = next(i for i, row in enumerate(rows) if row[0] == "lost") + 1  # its causes follow it (nonzero ones)
+    rows[at:at] = [(f"  cause {cause}", n) for cause, n in summary.get("lost_by_cause", {}).items() if n]
     rows += [(f"latency {k} ms", "-" if v is None else f"{v:.3f}") for k, v in lat.items()]
     rows += _send_rows(summary)
     rows += _txn_rows(summary)

@@ -33,7 +33,9 @@ from analysis.run_rows import fault_windows
 from analysis.trace_store import TraceWriter
 from analysis.txn_checker import TxnLedger
 from analysis.verdict import guarantees_for, judge
+from models.admin import MQAdmin
 from models.broker.broker import Broker
+from models.broker.config import BrokerRole
 from models.consumer.config import MessageModel
 from models.consumer.push_consumer import PushConsumer
 from models.namesrv import NameServer
@@ -49,6 +51,7 @@ from sim.limits import DEFAULT_MAX_EVENTS
 from sim.network import Network
 from sim.rng import Rng
 from sim.scenario import Scenario, instance_names
+from sim.scenario_checks import broker_group_nodes
 from sim.trace import Tracer
 
 SLICE_START_US = 1_000  # the first slice of simulated time between checks of the bounds
@@ -65,6 +68,7 @@ class World:
     models: dict[str, Any] = field(default_factory=dict)  # node name -> model object
     producers: list[ProducerInfo] = field(default_factory=list)  # by producer index (message ids)
     injector: FaultInjector | None = None
+    admin: MQAdmin | None = None
 
 
 @dataclass
@@ -86,9 +90,9 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
     namesrvs = [n.name for n in sc.cluster.nameservers]
     for ns in sc.cluster.nameservers:
         _add(world, NameServer(env, ns.name, ns.zone))
+    brokers = []
     for b in sc.cluster.brokers:
-        topics = {t.name: t.queues for t in sc.cluster.topics if t.brokers is None or b.name in t.brokers}
-        _add(world, Broker(env, b.name, b.zone, b.store, b.broker, b.disk, topics, namesrvs, version=sc.version))
+        brokers += _build_group(world, b, sc, namesrvs)
     duration_us = ms(sc.duration_ms)
     txn_logs: dict[str, TransactionLog] = {}  # producer group -> the application's shared transaction log
     for p in sc.producers:
@@ -113,6 +117,7 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
                                      c.consume_time_ms, c.failure_probability, zones))
     _wire_network(network, sc)
     world.injector = FaultInjector(env, world.nodes, list(sc.faults), list(sc.random_faults), duration_us)
+    world.admin = MQAdmin(env, brokers, {g: e["topic"] for g, e in consumer_groups(sc).items()})
     return world
 
 
@@ -123,6 +128,26 @@ def _transaction_producer(env: SimEnv, name: str, p: Any, namesrvs: list[str], c
     log = TransactionLog() if p.transaction.log_lost_on_crash else logs.setdefault(p.group, TransactionLog())
     return TransactionMQProducer(env, name, p.zone, p.client, namesrvs, [p.topic], group=p.group,
                                  client_version=client_version, spec=p.transaction, log=log)
+
+
+def _build_group(world: World, b: Any, sc: Scenario, namesrvs: list[str]) -> list[Broker]:
+    """The brokers of one broker group, master first; slaves share the master's intern tables,
+    and the master learns (for the loss checkers only) which records its slaves hold."""
+    topics = {t.name: t.queues for t in sc.cluster.topics if t.brokers is None or b.name in t.brokers}
+    group = []
+    for node, role, zone, broker_id in broker_group_nodes(b.name, b.zone, b.store.broker_role, b.replicas):
+        store = b.store.model_copy(update={"broker_role": BrokerRole(role)})
+        broker = Broker(world.env, node, zone, store, b.broker, b.disk, topics, namesrvs, broker_name=b.name,
+                        broker_id=broker_id, version=sc.version, master=b.name if broker_id else None)
+        if broker_id:
+            broker.commit_log.share_interns(group[0].commit_log)
+        group.append(broker)
+        _add(world, broker)
+    if len(group) > 1:
+        logs = [s.commit_log for s in group[1:]]
+        group[0].commit_log.replica_has = lambda phys, msg_id: any(log.holds(phys, msg_id) for log in logs)
+        group[0].commit_log.replicas = len(logs)
+    return group
 
 
 def _add(world: World, model: Any) -> None:
@@ -155,6 +180,7 @@ def start(world: World) -> None:
         else:
             node.start()
     world.injector.start()
+    world.admin.play(list(sc.actions), ms(sc.duration_ms))
 
 
 def consumer_groups(sc: Scenario) -> dict[str, dict[str, Any]]:

@@ -29,7 +29,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from models.broker.config import BrokerConfig, MessageStoreConfig
+from models.admin import ActionSpec
+from models.broker.config import BrokerConfig, BrokerRole, MessageStoreConfig
 from models.consumer.config import PushConsumerConfig
 from models.producer.config import ProducerConfig
 from models.producer.transaction_config import TransactionSpec
@@ -95,8 +96,21 @@ class NameServerSpec(BaseModel):
     zone: Zone = "zone-a"
 
 
+class ReplicaSpec(BaseModel):
+    """One broker of a group: its role and host zone (default: the group's zone)."""
+
+    model_config = _STRICT
+    role: BrokerRole
+    zone: Zone | None = None
+
+
 class BrokerSpec(BaseModel):
-    """A broker group's master (brokerId 0) on its own host."""
+    """A broker group (brokerName `name`). Without `replicas`, one master on its own host whose
+    role is `store.broker_role`. With `replicas`, one node per replica, each on its own host,
+    all sharing `store`/`broker`/`disk` except the role: the master (exactly one ASYNC_MASTER
+    or SYNC_MASTER, brokerId 0) is node `name`, the SLAVEs are nodes `name-s1`, `name-s2`, ...
+    (brokerId 1, 2, ... in list order). No automatic failover: a group whose master is down
+    has no master until it restarts (the controller and DLedger modes are out of scope)."""
 
     model_config = _STRICT
     name: NodeName = "broker-a"
@@ -104,6 +118,7 @@ class BrokerSpec(BaseModel):
     store: MessageStoreConfig = MessageStoreConfig()
     broker: BrokerConfig = BrokerConfig()
     disk: DiskConfig = DiskConfig()
+    replicas: list[ReplicaSpec] | None = Field(None, min_length=1, max_length=64)
 
 
 class TopicSpec(BaseModel):
@@ -239,8 +254,7 @@ Expectation = Annotated[ExpectBounds, BeforeValidator(_exact)]
 class Scenario(BaseModel):
     model_config = _STRICT
     name: Name = "scenario"
-    # the RocketMQ line the models follow where 4.x (4.9.8) and 5.x (5.3.3) differ; the clients
-    # follow it unless `client_version` says otherwise
+    # the RocketMQ line where 4.x (4.9.8) and 5.x (5.3.3) differ (models/broker/broker.py lists how)
     version: Literal["5.x", "4.x"] = "5.x"
     seed: Int = Field(1, ge=0, le=MAX_SEED)
     duration_ms: PositiveDurationMs = 60_000
@@ -251,6 +265,7 @@ class Scenario(BaseModel):
     consumers: list[ConsumerSpec] = []
     faults: list[FaultSpec] = []
     random_faults: list[RandomFaultSpec] = []
+    actions: list[ActionSpec] = []  # operator commands (models/admin.py), e.g. reset_offset
     expect: dict[str, Expectation] = {}  # metric key path -> bounds (analysis/verdict.py)
     limits: Limits = Limits()
     client_version: Literal["5.x", "4.x"] | None = None  # the clients' release (null: as `version`)

@@ -40,7 +40,6 @@ from models.message import (
     MessageExt,
     record_bytes,
 )
-from models.protocol import FLUSH_DISK_TIMEOUT as CODE_FLUSH_DISK_TIMEOUT
 from models.protocol import (
     ILLEGAL_OPERATION,
     NO_PERMISSION,
@@ -82,13 +81,11 @@ class BrokerTransaction:
             return
         msg = req.msg
         phys, queue_offset = self.bridge.put_half_message(msg, req.queue_id)
-        group_commit = self.broker.group_commit
-        if group_commit is None:
+        if not self.broker.waits:
             node.reply(src, req_id, SendResponse(SUCCESS, queue_offset, phys))
             return
         size = self.broker.store.look_message_by_offset(phys).size_bytes
-        group_commit.put_request(phys + size, lambda status: node.reply(
-            src, req_id, SendResponse(SUCCESS if status == "PUT_OK" else CODE_FLUSH_DISK_TIMEOUT, queue_offset, phys)))
+        self.broker._wait_store(src, req_id, queue_offset, phys, phys + size)  # flush and replicas, as any send
 
     # --- ClientManageProcessor.unregisterClient (producer side) -------------------------------
     def on_unregister_client(self, src: str, req_id: int, req: UnregisterClient) -> None:

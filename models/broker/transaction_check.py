@@ -242,7 +242,8 @@ class TransactionalMessageCheckService:
         channel = self.available_channel(group)
         self.node.trace(TXN_CHECKED, half.msg_id, props[PROPERTY_TRANSACTION_CHECK_TIMES], channel or "")
         if channel is not None:
-            self.node.send(channel, CheckTransactionState(group, queue_offset, phys, half.msg_id, self.broker.name))
+            self.node.send(channel, CheckTransactionState(group, queue_offset, phys, half.msg_id,
+                                                          self.broker.broker_name))
 
     def available_channel(self, group: str) -> str | None:
         """ProducerManager.getAvailableChannel: round robin over the group's channels (a channel

@@ -48,10 +48,6 @@ HALF_QUEUE_ID = 0  # parseHalfMessageInner: every half message goes to queue 0
 PULL_FOUND, NO_NEW_MSG, NO_MATCHED_MSG, OFFSET_ILLEGAL = "FOUND", "NO_NEW_MSG", "NO_MATCHED_MSG", "OFFSET_ILLEGAL"
 
 
-def _no_waiter(_status: str) -> None:
-    """A flush request nobody waits for (put_unwaited)."""
-
-
 class PullResult(NamedTuple):
     status: str
     next_begin_offset: int
@@ -93,16 +89,9 @@ class TransactionalMessageBridge:
 
     def put_unwaited(self, msg_id: int, topic: str, queue_id: int, size: int, body_bytes: int, tags: str | None,
                      props: dict) -> tuple[int, int]:
-        """putMessage with WAIT=false (put-backs, op messages, commits, discards): PUT_OK at once.
-        With SYNC_FLUSH, Java's GroupCommitService flushes such writes on its idle 10 ms loop
-        (`doCommit` without requests: flush(0)); this store's GroupCommitService flushes only for
-        requests, so a request without a waiter stands for that idle flush (else a commit made
-        when no producer sends would never be flushed, and so never dispatched)."""
-        phys, offset = self.broker.put_message(msg_id, topic, queue_id, size, body_bytes, tags, 0, props)
-        group_commit = self.broker.group_commit
-        if group_commit is not None:
-            group_commit.put_request(phys + size, _no_waiter)
-        return phys, offset
+        """putMessage with WAIT=false (put-backs, op messages, commits, discards): PUT_OK at once;
+        with SYNC_FLUSH the group commit's idle round flushes it (Broker.put_no_wait)."""
+        return self.broker.put_no_wait(msg_id, topic, queue_id, size, body_bytes, tags, 0, props)
 
     def write_op(self, queue_id: int, body: str) -> None:
         """writeOp: one op message carrying `body` (half queue offsets)."""

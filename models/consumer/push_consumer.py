@@ -13,6 +13,9 @@ master with the in-memory offset piggy-backed (commitOffset), suspend 15 s, RPC 
 FOUND → cache and submit, pull again; NO_NEW_MSG / NO_MATCHED_MSG → move on (and commit the new
 offset if nothing is cached); OFFSET_ILLEGAL → 5.2.0+ update-and-persist the corrected offset,
 drop the queue, rebalance now; errors → retry after `pullTimeDelayMillsWhenException` (1 s).
+When a route lists slaves, the node a queue is pulled from follows the brokers' suggestions and
+falls back to a slave when the master is gone (pull_api.py). A broker's
+RESET_CONSUMER_CLIENT_OFFSET is handled by reset_offset.py.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from models.client_instance import MQClientInstance, topic_route_data_to_subscri
 from models.consumer.allocate_setup import allocate_strategy
 from models.consumer.config import (
     BROKER_SUSPEND_MAX_TIME_US,
+    CONSUME_TIMESTAMP_BEFORE_START_US,
     CONSUMER_TIMEOUT_WHEN_SUSPEND_US,
     PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US,
     MessageModel,
@@ -31,7 +35,9 @@ from models.consumer.config import (
 from models.consumer.consume_service import ConsumeService
 from models.consumer.offset_store import OffsetStore
 from models.consumer.process_queue import ProcessQueue
+from models.consumer.pull_api import PullAPIWrapper
 from models.consumer.rebalance import Rebalancer
+from models.consumer.reset_offset import ClientResetOffset
 from models.message import MessageQueue, java_string_hash, retry_topic
 from models.protocol import (
     PULL_NOT_FOUND,
@@ -74,6 +80,11 @@ class PushConsumer:
         # zones: node name → zone, for MACHINE_ROOM_NEARBY by ZONE
         self.rebalancer = Rebalancer(self, allocate_strategy(cfg, topic, zones or {}))
         self.client.register_consumer(group, self, cfg.persist_consumer_offset_interval_ms)
+        self.pull_api = PullAPIWrapper(self.broker_addr_table)
+        self.consume_timestamp_us = ms(cfg.consume_timestamp_ms) if cfg.consume_timestamp_ms is not None else \
+            max(0, env._now - CONSUME_TIMESTAMP_BEFORE_START_US)
+        self._slave_reads = False  # a route lists a slave: pulls choose their node (pull_api.py)
+        ClientResetOffset(self)
         node.handle(NotifyConsumerIdsChanged, lambda src, rid, req: self.rebalancer.wakeup())
         node.on_crash(self._lose_heap)
         node.on_start(self._start)
@@ -98,9 +109,11 @@ class PushConsumer:
             self.client.send_heartbeat_to_all_broker_with_lock(self.rebalancer.wakeup)
 
     def update_topic_subscribe_info(self, topic: str, route: TopicRouteData) -> None:
-        """MQConsumerInner.updateTopicSubscribeInfo: only for subscribed topics."""
+        """MQConsumerInner.updateTopicSubscribeInfo: only for subscribed topics. A route listing a
+        slave makes pulls choose their node (pull_api.py)."""
         if topic in self.subscriptions:
             self.subscribe_info[topic] = topic_route_data_to_subscribe_info(route)
+        self._slave_reads = any(i != 0 for addrs in self.client.broker_addr_table.values() for i in addrs)
 
     def subscribe_topic_needs_update(self, topic: str) -> bool:
         return topic in self.subscriptions and topic not in self.subscribe_info
@@ -112,6 +125,10 @@ class PushConsumer:
     def persist_consumer_offset(self) -> None:
         """MQConsumerInner.persistConsumerOffset (the client instance's scheduled task)."""
         self.offset_store.persist_all(self.process_queues, self.broker_addr)
+
+    def broker_addr_table(self, broker_name: str) -> dict[int, str]:
+        """brokerAddrTable[brokerName]: broker id → address (the client instance's table)."""
+        return dict(sorted(self.client.broker_addr_table.get(broker_name, {}).items()))
 
     # --- queues ---------------------------------------------------------------------------------
     def drop_queue(self, mq: MessageQueue, pq: ProcessQueue) -> None:
@@ -140,6 +157,13 @@ class PushConsumer:
         if addr is None:
             return self._pull_failed(mq, pq, "no_broker_address")
         commit = self.offset_store.offsets.get(mq, -1) if not self.broadcasting else -1
+        if self._slave_reads:
+            target = self.pull_api.target(mq)
+            if target is None:
+                return self._pull_failed(mq, pq, "no_broker_address")
+            addr, slave = target
+            if slave:
+                commit = -1  # PullSysFlag.clearCommitOffsetFlag
         request = new_pull_message((self.group, mq.topic, mq.queue_id, pq.next_offset, cfg.pull_batch_size,
                                     commit if commit > 0 else -1, BROKER_SUSPEND_MAX_TIME_US,
                                     self.tag_codes.get(mq.topic)))
@@ -156,6 +180,8 @@ class PushConsumer:
         if response is None or response is CONNECT_FAILED:
             return self._pull_failed(mq, pq, "timeout" if response is None else "connect_failed")
         code = response.code
+        if self._slave_reads and code in (SUCCESS, PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED):
+            self.pull_api.update(mq, response.suggest_which_broker_id)
         if code == SUCCESS:
             pq.next_offset = response.next_begin_offset
             tags = self.subscriptions.get(mq.topic)

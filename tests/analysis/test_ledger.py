@@ -23,14 +23,16 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis.checks import check, latency_samples
+from analysis.checks import LOSS_CAUSES, check, latency_samples
 from analysis.ledger import DELIVERY_COUNT_CAP, Ledger, ProducerInfo, display_key
 from models.message import SEQ_BITS, SEQ_MASK, msg_id_of
 from models.records import (
     BROKER_STORED,
+    COMMIT_LOG_DESTROYED,
     COMMIT_LOG_FLUSHED,
     CONSUMER_CONSUMED,
     CONSUMER_SENT_BACK,
+    OFFSET_REUSED,
     PRODUCER_SEND_FAILED,
     PRODUCER_SENT,
 )
@@ -73,6 +75,10 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
     rts: list[int] = []
     retried = steered = 0
     dlq: set[tuple[str, int]] = set()  # (group, id) stored in %DLQ%group
+    destroyed: dict[int, dict[str, Any]] = {}  # id -> facts about its destroyed user-topic copies
+    reused: set[int] = set()  # ids stored at a reused user-topic offset
+    retry_gone: dict[tuple[str, int], dict[str, Any]] = {}  # (group, id) -> facts of its destroyed retry copy
+    retry_reused: set[tuple[str, int]] = set()
     # unit -> id -> [ok count, first ok time, attempts, failed]
     units: dict[str, dict[int, list]] = {}
     for group in subscriptions:
@@ -99,8 +105,26 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
         elif kind == PRODUCER_SEND_FAILED:
             counts["send_failed"] += 1
             reasons[_field(r, "reason")] += 1
+        elif kind == COMMIT_LOG_DESTROYED:
+            topic, msg_id = _field(r, "topic"), _field(r, "msg_id")
+            facts = {"power": _field(r, "fault") == "power_loss", "crash": _field(r, "fault") != "power_loss",
+                     "replicas": _field(r, "replicas") > 0, "replicated": _field(r, "replicated")}
+            if topic.startswith("%RETRY%"):
+                old = retry_gone.get((topic[7:], msg_id))
+                retry_gone[(topic[7:], msg_id)] = facts if old is None else _merge(old, facts)
+            elif not topic.startswith(INTERNAL):
+                destroyed[msg_id] = _merge(destroyed[msg_id], facts) if msg_id in destroyed else facts
+        elif kind == OFFSET_REUSED:
+            topic = _field(r, "topic")
+            if topic.startswith("%RETRY%"):
+                retry_reused.add((topic[7:], _field(r, "msg_id")))
+            elif not topic.startswith(INTERNAL):
+                reused.add(_field(r, "msg_id"))
         elif kind == BROKER_STORED:
             topic = _field(r, "topic")
+            if topic.startswith(("%RETRY%", "SCHEDULE_")):  # a retry copy stored again: on its way
+                for key in [k for k in retry_gone if k[1] == _field(r, "msg_id")]:
+                    del retry_gone[key]
             if topic.startswith("%DLQ%"):
                 dlq.add((topic[len("%DLQ%"):], _field(r, "msg_id")))
             elif topic == "SCHEDULE_TOPIC_XXXX" and _field(r, "reconsume_times") == 0:
@@ -127,6 +151,9 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
         group = unit.split("/", 1)[0]
         result, latencies = _oracle_unit(unit, units[unit], acked[subscriptions[group]], copies,
                                          dlq if group not in broadcasting else set(), group in orderly, names,
+                                         lambda m: _cause(destroyed.get(m), m in reused),
+                                         lambda m, g=group: ((g, m) in retry_gone or (g, m) in retry_reused,
+                                                             _cause(retry_gone.get((g, m)), (g, m) in retry_reused)),
                                          scheduled)
         groups[unit] = result
         all_latencies += latencies
@@ -152,6 +179,7 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
         "consumed": sum(g["consumed_ok_distinct"] + g["duplicates"] for g in groups.values()),
         **{key: sum(g[key] for g in groups.values())
            for key in ("lost", "pending_retry", "pending_delay", "dlq", "duplicates", "duplicated_messages")},
+        "lost_by_cause": {cause: sum(g["lost_by_cause"][cause] for g in groups.values()) for cause in LOSS_CAUSES},
         "duplicate_causes": {cause: sum(g["duplicate_causes"][cause] for g in groups.values())
                              for cause in ("producer_retry", "redelivery")},
         "order_violations": (sum(g["order_violations"] for g in groups.values() if g["order_violations"] is not None)
@@ -162,8 +190,22 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
     return metrics, {"delivery_counts": histogram, "samples": sorted(samples)}
 
 
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    return {key: a[key] or b[key] for key in a}
+
+
+def _cause(facts: dict[str, Any] | None, reused: bool) -> str:
+    """The loss cause of a message from its facts (the definition in analysis/checks.py)."""
+    if facts is not None and facts["power"]:
+        return "replica_not_synced" if facts["replicas"] and not facts["replicated"] else "unflushed_at_power_loss"
+    if facts is not None and facts["crash"]:
+        return "truncated_on_recovery"
+    return "offset_skipped_after_recovery" if reused else "other"
+
+
 def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[int, int]], copies: dict[int, int],
-                 dlq: set[tuple[str, int]], orderly: bool, names: list[str],
+                 dlq: set[tuple[str, int]], orderly: bool, names: list[str], cause_of: Any,
+                 retry_gone: Any,
                  scheduled: set[int]) -> tuple[dict[str, Any], list[int]]:
     duplicates = duplicated = distinct = attempts = 0
     causes = {"producer_retry": 0, "redelivery": 0}
@@ -176,6 +218,7 @@ def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[in
             duplicated += 1
             causes["producer_retry" if copies.get(msg_id, 0) > 1 else "redelivery"] += ok - 1
     lost, pending, dead, delayed = [], 0, 0, 0
+    by_cause = dict.fromkeys(LOSS_CAUSES, 0)
     latencies = []
     for msg_id, (born, _shard) in acked.items():
         entry = consumed.get(msg_id)
@@ -184,14 +227,21 @@ def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[in
         elif (unit, msg_id) in dlq:
             dead += 1
         elif entry is not None and entry[3]:
-            pending += 1
+            gone, cause = retry_gone(msg_id)
+            if gone:  # its retry copy was destroyed (or skipped) and not stored again: lost
+                lost.append(msg_id)
+                by_cause[cause] += 1
+            else:
+                pending += 1
         elif msg_id in scheduled and not copies.get(msg_id):
             delayed += 1
         else:
             lost.append(msg_id)
+            by_cause[cause_of(msg_id)] += 1
     lost.sort(key=lambda m: (m & SEQ_MASK, m >> SEQ_BITS))
     return {
         "lost": len(lost),
+        "lost_by_cause": by_cause,
         "lost_sample": [display_key(m, names) for m in lost[:LOST_SAMPLE]],
         "pending_retry": pending,
         "pending_delay": delayed,
@@ -271,6 +321,12 @@ def message_records(g: Genome, p: int, seq: int) -> list[tuple]:
     for i in range(g.pick([1, 1, 1, 2, 0, 3])):  # 2+ copies: a send retried after a lost response
         reconsume = g.pick([0, 0, 0, 1])
         out.append(_rec(born + i, "broker-a", BROKER_STORED, msg_id, info.topic, 1, seq, 100 * seq, 150, reconsume))
+    fact = g.pick(["none", "none", "none", "destroyed", "reused"])  # loss-cause facts
+    if fact == "destroyed":
+        out.append(_rec(born + 1, "broker-a", COMMIT_LOG_DESTROYED, msg_id, info.topic, 1, seq,
+                        g.pick(["power_loss", "process_crash"]), g.pick([0, 1]), g.pick([False, True])))
+    elif fact == "reused":
+        out.append(_rec(born, "broker-a", OFFSET_REUSED, msg_id, info.topic, 1, seq))
     for group, topic in SUBSCRIPTIONS.items():
         if topic != info.topic and g.int(0, 9) != 9:  # rarely, a consumption of another topic
             continue
@@ -292,6 +348,14 @@ def message_records(g: Genome, p: int, seq: int) -> list[tuple]:
                 out.append(_rec(when, "broker-a", BROKER_STORED, msg_id, "SCHEDULE_TOPIC_XXXX", 2, 0, 0, 150, 1))
             if path == "dlq":
                 out.append(_rec(when + 1, "broker-a", BROKER_STORED, msg_id, f"%DLQ%{group}", 0, 0, 0, 150, 17))
+            gone = g.pick(["kept", "kept", "destroyed", "restored", "reused"])  # the retry copy's fate
+            if gone in ("destroyed", "restored"):
+                out.append(_rec(when + 2, "broker-a", COMMIT_LOG_DESTROYED, msg_id, f"%RETRY%{group}", 0, 0,
+                                g.pick(["power_loss", "process_crash"]), 0, False))
+            if gone == "restored":
+                out.append(_rec(when + 3, "broker-a", BROKER_STORED, msg_id, f"%RETRY%{group}", 0, 1, 0, 150, 1))
+            if gone == "reused":
+                out.append(_rec(when + 2, "broker-a", OFFSET_REUSED, msg_id, f"%RETRY%{group}", 0, 0))
     return out
 
 
@@ -335,6 +399,7 @@ def _coverage(metrics: dict[str, Any], chunk_sizes: list[int]) -> list[str]:
     """The cases a stream exercises (the fuzzer must reach each of them often)."""
     cases = [key for key in ("lost", "pending_retry", "pending_delay", "dlq", "duplicates", "order_violations",
                              "send_failed", "sent_not_ok", "oneway_unstored", "send_steered_away") if metrics[key]]
+    cases += [cause for cause, n in metrics["lost_by_cause"].items() if n and cause != "expired_file_deleted"]
     cases += ["producer_retry"] if metrics["duplicate_causes"]["producer_retry"] else []
     cases += ["unknown_member"] if any(unit.endswith("/c-9") for unit in metrics["groups"]) else []
     cases += ["chunks"] if len(chunk_sizes) > 1 else []
@@ -364,8 +429,10 @@ def test_ledger_equals_the_record_scan_oracle():
     # the generator reaches every case that matters (else the equality above proves little)
     assert all(seen[case] >= 10 for case in ("lost", "pending_retry", "pending_delay", "dlq", "duplicates",
                                              "order_violations", "send_failed", "sent_not_ok", "producer_retry",
-                                             "unknown_member", "chunks", "oneway_unstored",
-                                             "send_steered_away")), dict(seen)
+                                             "unknown_member", "chunks", "oneway_unstored", "send_steered_away",
+                                             "unflushed_at_power_loss", "replica_not_synced",
+                                             "truncated_on_recovery", "offset_skipped_after_recovery",
+                                             "other")), dict(seen)
 
 
 def test_empty_stream():
