@@ -50,7 +50,8 @@ def test_no_faults_every_committed_message_visible_no_rolled_back_one(seed: int)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_lost_end_transaction_is_resolved_by_check_back_within_the_bound(seed: int) -> None:
     """Every check resolves its half; half send → applied end ≤ transactionTimeOut (6 s) +
-    transactionCheckInterval (30 s) + one SLEEP_WHILE_NO_OP (1 s) + network time (0.2 s)."""
+    transactionCheckInterval (30 s, counted from the broker's restart: + 3 s down and booting) +
+    one SLEEP_WHILE_NO_OP (1 s) + network time (0.2 s)."""
     result = _run("txn_end_lost.yaml", seed, keep=True)
     s = result.summary
     assert s["txn_violations"] == 0 and s["txn"]["checks_max"] >= 1 and s["txn"]["pending"] == 0
@@ -64,7 +65,7 @@ def test_lost_end_transaction_is_resolved_by_check_back_within_the_bound(seed: i
             resolved.setdefault(r[3], r[0])
     assert checked and checked <= set(resolved)
     worst = max(resolved[m] - born[m] for m in checked)
-    assert worst <= 6_000_000 + 30_000_000 + 1_000_000 + 200_000
+    assert worst <= 6_000_000 + 30_000_000 + 3_000_000 + 1_000_000 + 200_000
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -204,17 +205,18 @@ def test_log_lost_with_a_producer_crash_makes_checks_roll_back_committed_transac
 
 
 @pytest.mark.parametrize("seed", (1, 2))
-def test_partition_during_a_check_round_loses_its_checks_and_the_next_round_resolves(seed: int) -> None:
-    """Checks are oneway over a channel the broker still holds: during a partition they are lost
-    (counted anyway); the next round after the heal resolves every half."""
-    overrides = ["faults=[{at_ms: 10s, kind: partition, groups: [[p-1, p-2], [broker-a]], duration_ms: 25s}]",
-                 "settle_ms=70s"]
+def test_partition_during_a_check_round_delays_its_checks_until_the_heal(seed: int) -> None:
+    """Checks are oneway over a channel the broker still holds: sent into a partition, TCP keeps
+    them and retransmits after the heal (sim/network.py), so they are answered only then, and
+    every half is resolved without a violation."""
+    overrides = ["faults=[{at_ms: 25s, kind: partition, groups: [[p-1, p-2], [broker-a, broker-b]], duration_ms: 10s}]",
+                 "producers[0].transaction.unknow_probability=0.2", "settle_ms=70s"]
     result = _run("txn_end_lost.yaml", seed, *overrides, keep=True)
     s = result.summary
-    assert s["txn_violations"] == 0 and s["txn"]["pending"] == 0 and s["txn"]["checks_max"] >= 2
-    first_round = [r for r in result.records if r[2] == TXN_CHECKED and r[1] == "broker-a" and r[0] < 35_000_000]
-    assert first_round and not [r for r in result.records if r[2] == TXN_CHECK_ANSWERED and r[0] < 35_000_000
-                                and r[3] in {c[3] for c in first_round}]
+    assert s["txn_violations"] == 0 and s["txn"]["pending"] == 0 and s["txn"]["checks_max"] >= 1
+    in_partition = {r[3] for r in result.records if r[2] == TXN_CHECKED and 25_000_000 <= r[0] < 35_000_000}
+    answered = [r[0] for r in result.records if r[2] == TXN_CHECK_ANSWERED and r[3] in in_partition]
+    assert in_partition and answered and min(answered) >= 35_000_000
 
 
 def test_slow_local_transaction_is_checked_while_it_runs_and_then_committed_twice() -> None:
@@ -236,12 +238,14 @@ def test_slow_local_transaction_is_checked_while_it_runs_and_then_committed_twic
 
 
 def test_version_4x_checks_without_the_sleep_and_writes_each_op_at_once() -> None:
-    """4.9.8: the round checks at once (no SLEEP_WHILE_NO_OP: the checks come exactly at the
-    60 s interval of 4.9.8's default), and every end writes its own op message."""
+    """4.9.8: the round checks at once (no SLEEP_WHILE_NO_OP: the checks come exactly 60 s — 4.9.8's
+    default interval — after the restarted broker serves again), and every end writes its own op
+    message."""
     interval = [f"cluster.brokers[{i}].broker.transaction_check_interval_ms=60000" for i in (0, 1)]
     result = _run("txn_end_lost.yaml", 1, "version=4.x", *interval, keep=True)
     checks = {r[0] for r in result.records if r[2] == TXN_CHECKED}
-    assert checks == {60_000_000} and result.summary["txn_violations"] == 0
+    restarted = [r[0] for r in result.records if r[2] == "node.restarted" and r[1] == "broker-a"]
+    assert checks == {restarted[-1] + 60_000_000} and result.summary["txn_violations"] == 0
     applied = sum(1 for r in result.records if r[2] == TXN_ENDED and r[6] == 0)
     ops = sum(1 for r in result.records if r[2] == BROKER_STORED and r[4] == "RMQ_SYS_TRANS_OP_HALF_TOPIC")
     assert ops == applied
