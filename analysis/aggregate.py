@@ -140,3 +140,17 @@ def totals(spark: Any) -> dict[str, Any]:
                     "sum(duplicates) AS duplicates, sum(wall_s) AS wall_s, "
                     "sum(sim_time_ms) AS sim_time_ms FROM runs").collect()[0]
     return row.asDict()
+
+
+def txn_checks(spark: Any, run: str) -> dict[str, Any] | None:
+    """Transactional runs (analysis/txn_checker.py): messages by number of checks over every run,
+    and checks per second of run `run` (or of the first transactional run); None without any."""
+    hist = spark.sql("SELECT h.pos AS checks, sum(h.col) AS n FROM "
+                     "(SELECT posexplode(txn.checks_hist) AS (pos, col) FROM runs "
+                     " WHERE status = 'ok' AND txn IS NOT NULL) h GROUP BY h.pos ORDER BY h.pos").collect()
+    if not hist:
+        return None
+    rows = spark.sql("SELECT run_id, txn.checks_second AS s, txn.checks_count AS n FROM runs WHERE status = 'ok' "
+                     "AND txn IS NOT NULL ORDER BY (run_id = :run) DESC, run_id LIMIT 1", args={"run": run}).collect()
+    return {"histogram": [(r["checks"], r["n"]) for r in hist], "run": rows[0]["run_id"],
+            "per_second": list(zip(rows[0]["s"] or [], rows[0]["n"] or [], strict=True))}

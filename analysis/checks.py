@@ -30,6 +30,11 @@ message). For each unit, over the messages of its subscribed topic:
   send_back, txn_double_commit, other) and adds up to `duplicates`. The older two-way split
   `duplicate_causes` (`producer_retry` when the brokers stored the message more than once, else
   `redelivery`) is kept for sweeps and stored results;
+- transactional producers (a `transaction:` section): their messages are judged by
+  analysis/txn_checker.py (visible iff the local transaction committed), not here: they count
+  for duplicates only, and a duplicate of a message stored twice in its topic gets the cause
+  `txn_double_commit` (two commits of one half; in `duplicate_causes` the key exists only with such a
+  producer; `duplicates_by_cause` always has it);
 - order_violations (orderly groups only; null elsewhere: order is not promised there): per
   (producer, sharding key), messages whose first successful consumption comes after that of a
   later-sent message (ties in consumption time are taken in message-id order);
@@ -163,6 +168,7 @@ class _Producers:
         self.state = [_view(ledger.state[p], np.uint8, self.length[p]) for p in range(self.n)]
         self.copies = [_view(ledger.copies[p], np.uint8, self.length[p]) for p in range(self.n)]
         self.topics = [info.topic for info in ledger.producers]
+        self.transactional = [getattr(info, "transactional", False) for info in ledger.producers]
 
 
 def _padded_all(arrays: list[np.ndarray], prods: _Producers) -> list[np.ndarray]:
@@ -209,7 +215,7 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str,
     lost_ids: list[np.ndarray] = []
     latencies: list[np.ndarray] = []
     c = {"lost": 0, "pending_retry": 0, "dlq": 0, "duplicates": 0, "duplicated_messages": 0,
-         "consumed_ok_distinct": 0, "producer_retry": 0, "redelivery": 0, "pending_delay": 0}
+         "consumed_ok_distinct": 0, "producer_retry": 0, "redelivery": 0, "pending_delay": 0, "txn_double_commit": 0}
     order_rows: list[tuple[np.ndarray, ...]] = []
     for p in range(prods.n):
         length = prods.length[p]
@@ -222,10 +228,11 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str,
         c["duplicates"] += int(extra.sum())
         c["duplicated_messages"] += int((ok > 1).sum())
         stored_twice = prods.copies[p] > 1
-        c["producer_retry"] += int(extra[stored_twice].sum())
+        # a transactional producer's real messages are written by commits: two copies = two commits
+        c["txn_double_commit" if prods.transactional[p] else "producer_retry"] += int(extra[stored_twice].sum())
         c["redelivery"] += int(extra[~stored_twice].sum())
-        if prods.topics[p] != unit.topic:
-            continue
+        if prods.topics[p] != unit.topic or prods.transactional[p]:
+            continue  # transactional messages: judged by analysis/txn_checker.py (visible iff committed)
         acked = (prods.state[p] & ACKED) != 0
         missing = acked & ~consumed
         delayed = ((prods.state[p] & SCHEDULED) != 0) & (prods.copies[p] == 0) & (retry == 0)
@@ -260,7 +267,8 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str,
         "dlq": c["dlq"],
         "duplicates": c["duplicates"],
         "duplicated_messages": c["duplicated_messages"],
-        "duplicate_causes": {"producer_retry": c["producer_retry"], "redelivery": c["redelivery"]},
+        "duplicate_causes": {"producer_retry": c["producer_retry"], "redelivery": c["redelivery"]}
+        | ({"txn_double_commit": c["txn_double_commit"]} if any(prods.transactional) else {}),
         "consumed_ok_distinct": c["consumed_ok_distinct"],
         "consume_attempts": unit.attempts,
         "order_violations": _order_violations(order_rows) if unit.orderly else None,
@@ -337,7 +345,7 @@ def _sum_or_none(values: list[float | None]) -> float | None:
 
 def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]],
             latencies: np.ndarray) -> dict[str, Any]:
-    causes = {"producer_retry": 0, "redelivery": 0}
+    causes = {"producer_retry": 0, "redelivery": 0} | ({"txn_double_commit": 0} if any(prods.transactional) else {})
     for g in groups.values():
         for cause, n in g["duplicate_causes"].items():
             causes[cause] += n

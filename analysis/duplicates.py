@@ -8,6 +8,9 @@ offset, reconsume times). Its cause, `CAUSES`:
   - `send_back`: either copy came through the retry path (reconsume times > 0): a send-back or
     inner-producer re-send whose answer was lost, a local resubmission, cleanExpiredMsg;
   - `producer_retry`: the producer's send was retried and the brokers stored the message twice;
+  - `txn_double_commit`: the same for a transactional producer, whose real messages are written
+    by commits: one half committed twice (a late endTransaction plus a check answer, or a half
+    written back by a check round and committed again; analysis/txn_checker.py);
   - `other`: anything else;
 - a *re-read of the same stored copy* (the consumer's starting offset was behind what had been
   consumed). The re-reading consumer's queue ownership started at some time t0 (its latest
@@ -21,8 +24,7 @@ offset, reconsume times). Its cause, `CAUSES`:
     pull-expired (`rebalance`), dropped after OFFSET_ILLEGAL (`offset_reset`); still owning it
     at t0 (two owners at once during a rebalance) → `rebalance`;
   - `other` when none of these explains it.
-- `txn_double_commit` (a transactional message committed twice) cannot happen in this build (no
-  transactions in the models): 0 because the mechanism does not exist here. `failover` (a re-read
+- `failover` (a re-read
   from another replica, issue 11's slave reads) is not told apart yet: such a re-read gets the
   mechanism that moved the queue or its offset (or `other`), and `failover` stays 0.
 
@@ -117,8 +119,8 @@ def _cause(unit: Any, ledger: Any, copies: list[np.ndarray], timeline: Timeline,
         first_reconsume = (first_pos >> 32) & 0xFF
         if reconsume > 0 or first_reconsume > 0:
             return "send_back"
-        if seq < len(copies[p]) and copies[p][seq] > 1:
-            return "producer_retry"
+        if seq < len(copies[p]) and copies[p][seq] > 1:  # a transactional message's copies are commits
+            return "txn_double_commit" if getattr(ledger.producers[p], "transactional", False) else "producer_retry"
         return "other"
     group, retry = unit.group, reconsume > 0
     t_first = unit.first_ok_us[p][seq]

@@ -168,3 +168,23 @@ def delivery_histogram(counts: list[tuple[int, int]], cap: int) -> Figure:
     ax.set_title("Histogram of delivery counts per message")
     fig.tight_layout()
     return fig
+
+
+def txn_checks(data: dict[str, Any]) -> Figure:
+    """Transactional messages: messages by number of check-backs (all runs), and checks per second
+    of one run (check storms come in rounds, every transactionCheckInterval)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    hist = data["histogram"]
+    left.bar([c for c, _n in hist], [n for _c, n in hist], color="#7570b3")
+    left.set_yscale("log")
+    left.set_xlabel("checks of the message (last bin: 16 and more)")
+    left.set_ylabel("transactional messages")
+    left.set_title("Checks per transactional message")
+    per_second = data["per_second"]
+    right.bar([s for s, _n in per_second], [n for _s, n in per_second], width=1.0, color="#d95f02")
+    right.set_xlim(left=0)
+    right.set_xlabel("second of the run")
+    right.set_ylabel("checks")
+    right.set_title(f"Checks per second ({data['run']})")
+    fig.tight_layout()
+    return fig

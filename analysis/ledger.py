@@ -66,7 +66,7 @@ IN_RETRY, IN_DLQ = 1, 2
 DESTROYED_POWER, DESTROYED_CRASH, GROUP_HAS_REPLICAS, REPLICATED = 1, 2, 4, 8
 RETRY_PREFIX = "%RETRY%"
 SCHEDULE_PREFIX = "SCHEDULE_"
-INTERNAL_TOPIC_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS")
+INTERNAL_TOPIC_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS", "TRANS_CHECK_MAX_TIME_TOPIC")
 DLQ_PREFIX = "%DLQ%"
 PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
 DELIVERY_COUNT_CAP = 10  # delivery-count histograms put 10 and more in the last bin
@@ -96,6 +96,7 @@ def display_key(msg_id: int, producer_names: list[str]) -> str:
 class ProducerInfo:
     name: str
     topic: str
+    transactional: bool = False  # a TransactionMQProducer: judged by analysis/txn_checker.py, not at-least-once
 
 
 @dataclass

@@ -94,6 +94,7 @@ def _gather(spark: Any, manifest: dict[str, Any], timeline_run: str | None) -> d
         "heatmap": aggregate.grid_means(spark, params[0], params[1], "duplicate_rate") if len(params) >= 2 else None,
         "counts": aggregate.delivery_counts(spark), "failed": aggregate.failed_runs(spark),
         "totals": aggregate.totals(spark),
+        "txn": aggregate.txn_checks(spark, run),
     }
     data["points_json"] = [{**s, "latency_ms": pooled.get(s["point"], {})} for s in stats]
     return data
@@ -117,6 +118,8 @@ def _draw(data: dict[str, Any], manifest: dict[str, Any], report_dir: Path) -> l
         made.append(("latency_timeline", figures.latency_timeline(data["timeline"], data["run"])))
     made.append(("loss_per_point", figures.loss_per_point(data["stats"], labels)))
     made.append(("delivery_counts", figures.delivery_histogram(data["counts"], DELIVERY_COUNT_CAP)))
+    if data.get("txn") is not None:  # transactional producers: check-backs
+        made.append(("txn_checks", figures.txn_checks(data["txn"])))
     out = []
     for stem, fig in made:
         title = "; ".join(ax.get_title() for ax in fig.axes if ax.get_title())

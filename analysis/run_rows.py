@@ -43,9 +43,14 @@ SEND_SHARES = ("send_share_by_broker", "send_share_by_broker_in_faults")
 SEND_TALLIES = ("send_status", "send_failures_by_reason")
 SEND_COLUMNS = SEND_COUNTS + SEND_LATENCIES + SEND_SHARES + SEND_TALLIES
 CAUSES = ("producer_retry", "redelivery")
+# the `txn` struct (analysis/txn_checker.py): counts, then figures that may be null
+TXN_COUNTS = ("transactions", "committed_visible", "rolled_back_hidden", "committed_lost", "rolled_back_visible",
+              "pending", "discarded", "double_commits", "checks", "checks_per_s_max")
+TXN_FIGURES = ("checks_p50", "checks_max", "resolution_ms_p50", "resolution_ms_p99", "resolution_ms_max")
 RESERVED_COLUMNS = frozenset(
     ("run_id", "point", "point_key", "seed", "status", "error", "repro", "scenario", "scenario_sha256",
-     "trace_sha256", "latency_ms", "duplicate_causes", "transaction_violations", "groups_json",
+     "trace_sha256", "latency_ms", "duplicate_causes", "transaction_violations", "txn_violations", "txn",
+     "groups_json",
      "duplicate_rate", "loss_rate", "verdict", "verdict_failures", "stopped_by", "wall_s", "simulate_wall_s", "lat_hist_bucket", "lat_hist_count",
      "delivery_hist", "tl_second", "tl_p50_ms", "tl_p99_ms", "tl_max_ms", "fault_windows",
      "sweep", "params_json", "dup_rate_producer_retry", "dup_rate_redelivery", "duplicates_by_cause",
@@ -110,7 +115,7 @@ def runs_row(summary: dict[str, Any], details: dict[str, Any], fault_records: li
     row.update({k: summary[k] for k in SEND_COUNTS + SEND_SHARES + SEND_TALLIES})
     for key in SEND_LATENCIES:
         row[key] = None if summary[key] is None else {k: summary[key][k] for k in LATENCY_KEYS}
-    row["transaction_violations"] = None  # no transactional producers in this build
+    row.update(txn_columns(summary))
     units = max(1, len(summary["groups"]))
     acked = summary["sent_ok"] * units
     row["duplicate_rate"] = summary["duplicates"] / acked if acked else 0.0
@@ -127,6 +132,22 @@ def runs_row(summary: dict[str, Any], details: dict[str, Any], fault_records: li
     row.update(_timeline(samples["born_us"], samples["latency_us"]))
     row["fault_windows"] = fault_windows(fault_records, summary["sim_time_ms"])
     return row
+
+
+def txn_columns(summary: dict[str, Any]) -> dict[str, Any]:
+    """`transaction_violations` (= `txn_violations`), `txn_violations` and `txn` (the counts,
+    check and resolution figures of analysis/txn_checker.py; checks per second as two lists);
+    all null without a transactional producer."""
+    txn = summary.get("txn")
+    if txn is None:
+        return {"transaction_violations": None, "txn_violations": None, "txn": None}
+    row_txn = {k: txn[k] for k in TXN_COUNTS + TXN_FIGURES}
+    row_txn["committed_lost_causes"] = dict(txn["committed_lost_causes"])
+    row_txn["checks_second"] = [s for s, _n in txn["checks_per_second"]]
+    row_txn["checks_count"] = [n for _s, n in txn["checks_per_second"]]
+    row_txn["checks_hist"] = list(txn["checks_histogram"])
+    return {"transaction_violations": summary["txn_violations"], "txn_violations": summary["txn_violations"],
+            "txn": row_txn}
 
 
 def _histogram(latencies_us: np.ndarray) -> tuple[list[int], list[int]]:

@@ -47,6 +47,11 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "send_latency_ms.p50", "send_latency_ms.p90", "send_latency_ms.p99", "send_latency_ms.p999",
     "send_latency_ms.max", "send_latency_ms_in_faults.p50", "send_latency_ms_in_faults.p90",
     "send_latency_ms_in_faults.p99", "send_latency_ms_in_faults.p999", "send_latency_ms_in_faults.max",
+    # transactional messages (analysis/txn_checker.py)
+    "txn_violations", "txn.transactions", "txn.committed_visible",
+    "txn.rolled_back_hidden", "txn.committed_lost", "txn.rolled_back_visible", "txn.pending", "txn.discarded",
+    "txn.double_commits", "txn.checks", "txn.checks_p50", "txn.checks_max", "txn.resolution_ms_p50",
+    "txn.resolution_ms_p99", "txn.checks_per_s_max",
 )
 # metrics keyed by a broker name: `send_share_by_broker.<broker>` (a broker of the scenario)
 EXPECTABLE_BROKER_METRICS: tuple[str, ...] = ("send_share_by_broker", "send_share_by_broker_in_faults")
@@ -113,6 +118,17 @@ def _describe(low: Any, high: Any) -> str:
     return " and ".join(parts)
 
 
+def _txn_failures(summary: dict[str, Any]) -> list[str]:
+    """Transactional atomicity (analysis/txn_checker.py): a message visible iff its local
+    transaction committed; checked only where a transactional producer runs (else null)."""
+    violations = summary.get("txn_violations")
+    if not violations:
+        return []
+    txn = summary["txn"]
+    return [f"transactional atomicity: {violations} violation(s) (committed_lost {txn['committed_lost']} "
+            f"{txn['committed_lost_causes']}, rolled_back_visible {txn['rolled_back_visible']})"]
+
+
 def judge(summary: dict[str, Any], promises: list[dict[str, str]], expect: dict[str, Any],
           stopped_by: str | None = None) -> dict[str, Any]:
     """The verdict block of a summary: `verdict`, `guarantees`, `expectations`, `failures`."""
@@ -124,6 +140,7 @@ def judge(summary: dict[str, Any], promises: list[dict[str, str]], expect: dict[
     checks = [(f"{g['guarantee']}({g['group']})", g) for g in guarantees] + \
              [(f"expect {e['metric']}", e) for e in expectations]
     failures = [f"{name}: {c['why']}" for name, c in checks if c["ok"] is False]
+    failures += _txn_failures(summary)
     unknown = [f"{name}: {c['why']}" for name, c in checks if c["ok"] is None]
     verdict = INVALID if failures else UNKNOWN if unknown else VALID
     return {"verdict": verdict, "guarantees": guarantees, "expectations": expectations,

@@ -171,3 +171,20 @@ def java_string_hash(text: str) -> int:
     for i in range(0, len(data), 2):
         h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
+
+
+# transactional messages (MessageConst / TopicValidator / TransactionalMessageUtil)
+PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
+PROPERTY_PRODUCER_GROUP = "PGROUP"
+PROPERTY_TRANSACTION_ID = "__transactionId__"  # TransactionalMessageUtil.TRANSACTION_ID (5.x)
+PROPERTY_TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+# the record's bornTimestamp (a fixed header field in RocketMQ; this store keeps it as a property of
+# transactional records only, which the check-back reads: the record grows by ~30 bytes)
+PROPERTY_BORN_TIMESTAMP = "__bornTimestampUs"
+# the body of an op message ("<offset>,<offset>,"): this store keeps no bodies, so it rides here
+PROPERTY_OP_BODY = "__opBody"
+RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"

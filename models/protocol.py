@@ -128,13 +128,6 @@ class Heartbeat(NamedTuple):
     producer_groups: tuple[str, ...] = ()  # HeartbeatData.producerDataSet
 
 
-class UnregisterClient(NamedTuple):
-    """UNREGISTER_CLIENT: a consumer shutting down leaves its group on this broker."""
-
-    client_id: str
-    consumer_group: str
-
-
 class GetConsumerList(NamedTuple):
     group: str
 
@@ -168,6 +161,45 @@ new_send_message = fast_constructor(SendMessage)
 new_send_response = fast_constructor(SendResponse)
 new_pull_message = fast_constructor(PullMessage)
 new_pull_response = fast_constructor(PullResponse)
+
+
+# --- transactional messages (models/producer/transaction_producer.py, models/broker/end_transaction.py,
+# models/broker/transaction_check.py); MessageSysFlag's transaction types
+TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE = 0, 1 << 2
+TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE = 2 << 2, 3 << 2
+ILLEGAL_OPERATION = 604  # ResponseCode.ILLEGAL_OPERATION (5.1.1+: an end later than the immunity time)
+
+
+class EndTransaction(NamedTuple):
+    """END_TRANSACTION (EndTransactionRequestHeader), always oneway: the producer's end after its
+    local transaction (`from_transaction_check` False) or its answer to a check (True)."""
+
+    producer_group: str
+    tran_state_table_offset: int  # the half message's queue offset
+    commit_log_offset: int  # the half message's CommitLog offset
+    msg_id: int  # uniq key (= transactionId)
+    commit_or_rollback: int  # TRANSACTION_COMMIT_TYPE / _ROLLBACK_TYPE / _NOT_TYPE (UNKNOW)
+    from_transaction_check: bool
+
+
+class CheckTransactionState(NamedTuple):
+    """CHECK_TRANSACTION_STATE (CheckTransactionStateRequestHeader), broker → producer, oneway;
+    the offsets are those of the newest half copy (the one the check wrote back)."""
+
+    producer_group: str  # PGROUP of the half message (the client picks its producer by it)
+    tran_state_table_offset: int
+    commit_log_offset: int
+    msg_id: int
+    broker_name: str
+
+
+class UnregisterClient(NamedTuple):
+    """UNREGISTER_CLIENT (UnregisterClientRequestHeader): a producer or a consumer of a group shuts
+    down (MQClientInstance.unregisterClient); the other group field is None."""
+
+    client_id: str
+    producer_group: str | None = None
+    consumer_group: str | None = None
 
 
 # --- HA (store.ha: the master's HA port; not remoting commands in RocketMQ, raw frames) ---------

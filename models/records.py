@@ -70,4 +70,20 @@ CONSUMER_QUEUE_DROPPED = declare("consumer.queue_dropped", group=str, topic=str,
 CONSUMER_SHUTDOWN = declare("consumer.shutdown", group=str, queues=int)
 BROKER_OFFSET_ROLLED_BACK = declare("broker.offset_rolled_back", group=str, topic=str, queue_id=int,
                                     from_offset=int, to_offset=int)
+
+# transactional messages (analysis/txn_checker.py). Producer side: `txn.local_done` when the local
+# transaction's outcome is decided (ground truth: `outcome` COMMIT / ROLLBACK; `state` what
+# executeLocalTransaction returned: COMMIT_MESSAGE / ROLLBACK_MESSAGE / UNKNOW / EXCEPTION, or
+# NOT_EXECUTED after a stored-but-not-OK half send); `txn.check_answered` per check answered.
+TXN_LOCAL_DONE = declare("txn.local_done", msg_id=int, outcome=str, state=str)
+TXN_CHECK_ANSWERED = declare("txn.check_answered", msg_id=int, state=str)
+# broker side: `txn.checked` per check (the half written back with its new TRANSACTION_CHECK_TIMES;
+# `producer` the channel the check went to, "" if none); `txn.ended` per COMMIT/ROLLBACK end
+# processed (`code` 0 = applied; a commit's real message is a `broker.stored` of the real topic);
+# `txn.discarded` when a half reached transactionCheckMax; `txn.half_lost`: a power loss destroyed
+# the newest copy of an unresolved half (ground truth, not a RocketMQ event)
+TXN_CHECKED = declare("txn.checked", msg_id=int, check_times=int, producer=str)
+TXN_ENDED = declare("txn.ended", msg_id=int, action=str, from_check=bool, code=int)
+TXN_DISCARDED = declare("txn.discarded", msg_id=int, check_times=int)
+TXN_HALF_LOST = declare("txn.half_lost", msg_id=int)
 CONSUMER_OFFSET_RESET = declare("consumer.offset_reset", group=str, topic=str, queues=int)  # 4.x client-side reset

@@ -52,6 +52,7 @@ def _summary_table(summary: dict[str, Any]) -> str:
     rows[at:at] = [(f"  cause {cause}", n) for cause, n in summary.get("lost_by_cause", {}).items() if n]
     rows += [(f"latency {k} ms", "-" if v is None else f"{v:.3f}") for k, v in lat.items()]
     rows += _send_rows(summary)
+    rows += _txn_rows(summary)
     width = max(len(r[0]) for r in rows)
     lines = [f"  {name:<{width}}  {value}" for name, value in rows]
     for group, g in summary["groups"].items():
@@ -60,6 +61,38 @@ def _summary_table(summary: dict[str, Any]) -> str:
     lines.append(f"verdict: {summary['verdict']}")
     lines += [f"  {failure}" for failure in summary["failures"]]
     return "\n".join(lines)
+
+
+def _txn_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The transaction section (analysis/txn_checker.py): visible iff committed, checks, resolution."""
+    txn = summary.get("txn")
+    if txn is None:
+        return [("transaction violations", "n/a (no transactional producer)")]
+
+    def tally(counts: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in counts.items() if v) or "-"
+
+    def num(value: Any) -> str:
+        return "-" if value is None else f"{value:g}"
+
+    per_second = txn["checks_per_second"]
+    storm = ", ".join(f"{s}s: {n}" for s, n in per_second[:8]) + (" ..." if len(per_second) > 8 else "")
+    return [
+        ("transaction violations", summary["txn_violations"]),
+        ("  transactions (half stored)", txn["transactions"]),
+        ("  committed, visible", txn["committed_visible"]),
+        ("  rolled back, hidden", txn["rolled_back_hidden"]),
+        ("  committed, lost", f"{txn['committed_lost']} ({tally(txn['committed_lost_causes'])})"),
+        ("  rolled back, visible", f"{txn['rolled_back_visible']} ({tally(txn['rolled_back_visible_causes'])})"),
+        ("  pending (still being checked)", txn["pending"]),
+        ("  discarded (transactionCheckMax)", txn["discarded"]),
+        ("  committed twice (txn_double_commit)", txn["double_commits"]),
+        ("  checks (p50 / max per message)", f"{txn['checks']} ({num(txn['checks_p50'])} / {num(txn['checks_max'])})"),
+        ("  check answers", tally(txn["check_answers"])),
+        ("  resolution ms p50 / p99 / max", f"{num(txn['resolution_ms_p50'])} / {num(txn['resolution_ms_p99'])} / "
+                                            f"{num(txn['resolution_ms_max'])}"),
+        ("  checks per second (max; by second)", f"{txn['checks_per_s_max']}; {storm or '-'}"),
+    ]
 
 
 def _send_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:

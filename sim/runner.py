@@ -31,6 +31,7 @@ from analysis.checks import send_metrics_in_faults
 from analysis.ledger import Ledger, ProducerInfo
 from analysis.run_rows import fault_windows
 from analysis.trace_store import TraceWriter
+from analysis.txn_checker import TxnLedger
 from analysis.verdict import guarantees_for, judge
 from models.admin import MQAdmin
 from models.broker.broker import Broker
@@ -38,7 +39,9 @@ from models.broker.config import BrokerRole
 from models.consumer.config import MessageModel
 from models.consumer.push_consumer import PushConsumer
 from models.namesrv import NameServer
+from models.producer.local_transaction import TransactionLog
 from models.producer.producer import Producer
+from models.producer.transaction_producer import TransactionMQProducer
 from models.producer.workload import Workload
 from sim import scenario as scenario_mod
 from sim import trace
@@ -91,14 +94,20 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
     for b in sc.cluster.brokers:
         brokers += _build_group(world, b, sc, namesrvs)
     duration_us = ms(sc.duration_ms)
+    txn_logs: dict[str, TransactionLog] = {}  # producer group -> the application's shared transaction log
     for p in sc.producers:
         selector = "hash" if p.send_mode == "ORDERLY" else p.selector
         for name in instance_names(p.name, p.count):
-            producer = Producer(env, name, p.zone, p.client, namesrvs, [p.topic], p.send_mode, group=p.group,
-                                client_version=sc.resolved_client_version, selector=selector)
+            if p.transaction is not None:
+                producer = _transaction_producer(env, name, p, namesrvs, sc.resolved_client_version, txn_logs)
+            else:
+                producer = Producer(env, name, p.zone, p.client, namesrvs, [p.topic], p.send_mode, group=p.group,
+                                    client_version=sc.resolved_client_version, selector=selector)
             stop = ms(p.stop_ms) if p.stop_ms is not None else duration_us
+            if p.transaction is not None and p.transaction.shutdown_ms is not None:
+                stop = min(stop, ms(p.transaction.shutdown_ms))  # the application is gone
             Workload(producer, len(world.producers), p, ms(p.start_ms), min(stop, duration_us))
-            world.producers.append(ProducerInfo(name, p.topic))
+            world.producers.append(ProducerInfo(name, p.topic, p.transaction is not None))
             _add(world, producer)
     zones = {b.name: b.zone for b in sc.cluster.brokers}  # MACHINE_ROOM_NEARBY by ZONE
     zones |= {name: c.zone for c in sc.consumers for name in instance_names(c.name, c.count)}
@@ -113,6 +122,15 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
     world.injector = FaultInjector(env, world.nodes, list(sc.faults), list(sc.random_faults), duration_us)
     world.admin = MQAdmin(env, brokers, {g: e["topic"] for g, e in consumer_groups(sc).items()})
     return world
+
+
+def _transaction_producer(env: SimEnv, name: str, p: Any, namesrvs: list[str], client_version: str,
+                          logs: dict[str, TransactionLog]) -> TransactionMQProducer:
+    """A TransactionMQProducer; its application's log is the group's (a database) unless it is
+    each instance's memory (`log_lost_on_crash`)."""
+    log = TransactionLog() if p.transaction.log_lost_on_crash else logs.setdefault(p.group, TransactionLog())
+    return TransactionMQProducer(env, name, p.zone, p.client, namesrvs, [p.topic], group=p.group,
+                                 client_version=client_version, spec=p.transaction, log=log)
 
 
 def _build_group(world: World, b: Any, sc: Scenario, namesrvs: list[str]) -> list[Broker]:
@@ -205,8 +223,10 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     world = build(sc, seed, keep_records)
     env, tracer = world.env, world.env.tracer
     ledger = make_ledger(world)
+    txn_ledger = TxnLedger(world.producers)
     writer = TraceWriter(Path(trace_dir)) if trace_dir is not None else None
-    tracer.observers += [ledger.feed, *observers, *([writer] if writer is not None else [])]
+    tracer.observers += [ledger.feed, *([txn_ledger.feed] if txn_ledger.enabled else []), *observers,
+                         *([writer] if writer is not None else [])]
     start(world)
     end_us = ms(sc.duration_ms) + ms(sc.settle_ms)
     gc_was_enabled = gc.isenabled()
@@ -219,7 +239,7 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
             writer.close()
         sim_wall_s = time.perf_counter() - wall_start
         facts: dict[str, Any] | None = {} if details else None
-        summary = summarize(world, seed, ledger, digest, tracer.count, env.now, stopped_by, facts)
+        summary = summarize(world, seed, ledger, digest, tracer.count, env.now, stopped_by, facts, txn_ledger)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -261,9 +281,11 @@ def _run(env: SimEnv, end_us: int, wall_start: float, max_events: int | None, ma
 
 
 def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int, now_us: int,
-              stopped_by: str | None, details: dict[str, Any] | None = None) -> dict[str, Any]:
+              stopped_by: str | None, details: dict[str, Any] | None = None,
+              txn_ledger: TxnLedger | None = None) -> dict[str, Any]:
     sc = world.scenario
     metrics = ledger.results(details)
+    metrics.update((txn_ledger or TxnLedger(world.producers)).results(ledger))  # txn, txn_violations
     windows = fault_windows(world.injector.log, now_us / 1000) if world.injector is not None else []
     metrics.update(send_metrics_in_faults(ledger, windows))
     for key in ("send_share_by_broker", "send_share_by_broker_in_faults"):  # brokers sent nothing: 0

@@ -47,6 +47,7 @@ from models.broker.config import (
     Version,
 )
 from models.broker.consumer_manager import ConsumerManager
+from models.broker.end_transaction import BrokerTransaction
 from models.broker.fast_failure import SendMessageExecutor
 from models.broker.flush_service import WakeableFlushService, make_flush_service
 from models.broker.ha_client import HAClient, SlaveSynchronize
@@ -72,6 +73,7 @@ from models.message import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
     PROPERTY_RETRY_TOPIC,
+    PROPERTY_TRANSACTION_PREPARED,
     RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
     dlq_topic,
@@ -176,6 +178,8 @@ class Broker:
             SendMessageExecutor(node, broker_cfg, store_cfg, self._process_send_request)
         self._register_handlers()
         node.add_service(self.register_loop)
+        # transactional messages on a master: half/op topics, end processor, check-back (end_transaction.py)
+        self.transaction = None if self.slave else BrokerTransaction(self, batched_ops=self.version is Version.V5)
 
     # --- construction ------------------------------------------------------------------------
     def _build_store(self) -> None:
@@ -286,6 +290,8 @@ class Broker:
         if msg.reconsume_times:  # only retry messages re-sent by a client carry RECONSUME_TIME
             msg, req = self._retry_or_dlq(msg, req)
         props = msg.props
+        if props is not None and PROPERTY_TRANSACTION_PREPARED in props:
+            return self.transaction.on_half_send(src, req_id, req)
         if msg.delay_level > 0:
             props = dict(props or {}, **{PROPERTY_DELAY_TIME_LEVEL: msg.delay_level})
         phys, queue_offset = self.put_message(msg.msg_id, msg.topic, req.queue_id, msg.size_bytes, msg.body_bytes,
@@ -336,8 +342,8 @@ class Broker:
     def on_send_batch(self, src: str, req_id: int, req: SendBatchMessage) -> None:
         """SEND_BATCH_MESSAGE (CommitLog.asyncPutMessages): the checks apply to the whole batch (its
         size is the encoded batch), then every message is appended under one lock, with consecutive
-        queue offsets: all or nothing. The answer carries the first queue offset and, with
-        SYNC_FLUSH, waits for the flush of the batch's end."""
+        queue offsets: all or nothing. The answer carries the first queue offset and waits, like a
+        single send, for the flush and the replicas of the batch's end."""
         msgs = req.msgs
         first = msgs[0]
         size = sum(m.size_bytes for m in msgs)
@@ -488,8 +494,13 @@ class Broker:
         self.node.reply(src, req_id, CodeResponse(SUCCESS))
 
     def on_unregister_client(self, src: str, req_id: int, req: UnregisterClient) -> None:
-        self.consumers.unregister(req.client_id, req.consumer_group)
-        self.node.reply(src, req_id, CodeResponse(SUCCESS))
+        """ClientManageProcessor.unregisterClient: the producer and/or consumer group named."""
+        if req.producer_group is not None:
+            self.producers.unregister_producer(req.producer_group, req.client_id)
+        if req.consumer_group is not None:
+            self.consumers.unregister(req.client_id, req.consumer_group)
+        if req_id:  # a one-way request has no answer
+            self.node.reply(src, req_id, CodeResponse(SUCCESS))
 
     def on_get_consumer_list(self, src: str, req_id: int, req: GetConsumerList) -> None:
         self.node.reply(src, req_id, ConsumerList(SUCCESS, self.consumers.client_ids(req.group)))

@@ -146,3 +146,10 @@ class BrokerConfig(BaseModel):
     send_put_time_ms: Dist = Constant(value=0.0)
     default_topic_queue_nums: Int = Field(8, gt=0, le=1024)  # defaultTopicQueueNums (broker side)
     startup_ms: NonNegativeIntMs = 2_000  # not a Java field: JVM start + store recovery time
+    # transactional messages (models/broker/transaction_check.py, end_transaction.py); 5.3.3 defaults
+    reject_transaction_message: bool = False  # rejectTransactionMessage
+    transaction_timeout_ms: NonNegativeIntMs = 6_000  # transactionTimeOut
+    transaction_check_max: Int = Field(15, ge=0, le=INTEGER_MAX_VALUE)  # transactionCheckMax
+    transaction_check_interval_ms: PositiveIntMs = 30_000  # transactionCheckInterval (60000 up to 5.1.0)
+    transaction_op_msg_max_size_bytes: Int = Field(4_096, gt=0, le=INTEGER_MAX_VALUE)  # transactionOpMsgMaxSize
+    transaction_op_batch_interval_ms: PositiveIntMs = 3_000  # transactionOpBatchInterval

@@ -30,6 +30,12 @@ class ProducerManager:
             self.node.env.network.watch(self.node, client_id, self.do_channel_close_event)
         members[client_id] = self.node.env._now
 
+    def unregister_producer(self, group: str, client_id: str) -> None:
+        """unregisterProducer: the client's channel leaves the group's table."""
+        members = self.groups.get(group)
+        if members is not None:
+            members.pop(client_id, None)
+
     def channels(self, group: str) -> tuple[str, ...]:
         return tuple(self.groups.get(group, {}))
 

@@ -160,7 +160,7 @@ class PushConsumer:
                 self._exit()
 
         for addr in addrs:
-            self.node.rpc(addr, UnregisterClient(self.client_id, self.group), ms(self.cfg.mq_client_api_timeout_ms),
+            self.node.rpc(addr, UnregisterClient(self.client_id, consumer_group=self.group), ms(self.cfg.mq_client_api_timeout_ms),
                           answered)
 
     def _exit(self) -> None:
