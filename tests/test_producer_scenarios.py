@@ -67,13 +67,20 @@ def test_fault_latency_steers_sends_away_from_a_slow_broker(version: str, seed: 
 
 # --- lost responses: producer_retry duplicates vs ONEWAY loss ------------------------------------------
 
+BROKER_RESTART_CAUSES = ("rebalance", "broker_offset_rollback")
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_lost_responses_make_producer_retry_duplicates(seed: int) -> None:
     s = run("response_loss_producer_retry", seed).summary
-    assert s["duplicate_causes"]["producer_retry"] >= 500 and s["duplicate_causes"]["redelivery"] == 0
-    # every duplicate is a second stored copy (a second copy the power loss destroyed unflushed, before
-    # its answer, is stored but never consumed)
-    assert s["duplicates"] <= s["stored_duplicates"] <= s["duplicates"] + 20
+    by_cause = s["duplicates_by_cause"]
+    assert by_cause["producer_retry"] >= 500
+    # every producer_retry duplicate is a second stored copy (a second copy the power loss destroyed
+    # unflushed, before its answer, is stored but never consumed)
+    assert by_cause["producer_retry"] <= s["stored_duplicates"] <= by_cause["producer_retry"] + 20
+    # the rest comes from the broker's restart: until every consumer's heartbeat reached it, the
+    # restarted broker lists part of the group, a rebalance there gives a queue two owners
+    assert {c for c, n in by_cause.items() if n} <= set(BROKER_RESTART_CAUSES) | {"producer_retry"}, by_cause
     assert s["lost"] == 0 and s["send_failed"] == 0 and s["oneway_unstored"] == 0
     assert s["send_retried"] >= s["stored_duplicates"]  # retried: the duplicates plus the cut requests
     assert s["sends"] == s["sent_ok"] + s["sent_not_ok"] + s["send_failed"]
@@ -83,7 +90,9 @@ def test_lost_responses_make_producer_retry_duplicates(seed: int) -> None:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_oneway_loses_instead_of_duplicating(seed: int) -> None:
     s = run("response_loss_producer_retry", seed, "producers[0].send_mode=ONEWAY").summary
-    assert s["duplicates"] == 0 and s["stored_duplicates"] == 0
+    # no retry, so no second stored copy; duplicates only from the broker's restart (see above)
+    assert s["stored_duplicates"] == 0 and s["duplicates_by_cause"]["producer_retry"] == 0
+    assert {c for c, n in s["duplicates_by_cause"].items() if n} <= set(BROKER_RESTART_CAUSES), s["duplicates_by_cause"]
     assert s["oneway_unstored"] >= 500  # the writes into the dead host's connections
     assert s["sent_ok"] == 0 and s["lost"] == 0  # nothing acknowledged, so nothing counted lost
     # after the reboot the host resets the old connections: the client knows, those sends fail
