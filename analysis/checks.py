@@ -18,7 +18,9 @@ message). For each unit, over the messages of its subscribed topic:
 - order_violations (orderly groups only; null elsewhere: order is not promised there): per
   (producer, sharding key), messages whose first successful consumption comes after that of a
   later-sent message (ties in consumption time are taken in message-id order);
-- latency: send (first attempt) → first successful consumption, pooled over units.
+- latency: send (first attempt) → first successful consumption, pooled over units, of the
+  messages sent at or after the warm-up (`Ledger.warmup_us`, the scenario's `warmup_ms`; the
+  counts above cover every message).
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
         delivered = acked & consumed
         seqs = np.nonzero(delivered)[0]
         unit_lat = first[seqs] - prods.born[p][seqs]
-        latencies.append(unit_lat)
+        latencies.append(unit_lat[prods.born[p][seqs] >= ledger.warmup_us])  # warm-up: not measured
         if unit.orderly:
             order_rows.append((first[seqs], np.full(len(seqs), p, np.int64), seqs,
                                np.asarray(ledger.shard[p])[seqs]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,16 +52,51 @@ def _summary_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _warn(sc: Any, source: str) -> None:
+    from sim.scenario_warnings import scenario_warnings
+
+    for line in scenario_warnings(sc):
+        print(f"warning: {source}: {line}", file=sys.stderr)
+
+
+def _utc_stamp() -> str:
+    """The output directory's time stamp (wall clock: it names a directory, it never enters a run)."""
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")  # noqa: TID251
+
+
+def _output_dir(args: argparse.Namespace, name: str, seed: int) -> Path:
+    """`--out` (refused if it holds a run, unless --replace), else a fresh runs/<name>/<time>-seed-<n>."""
+    from sim import run_store
+
+    if args.out:
+        return run_store.claim_out_dir(writable_dir(Path(args.out)), args.replace)
+    root = writable_dir(Path("runs"))
+    out = writable_dir(run_store.fresh_run_dir(root, name, seed, _utc_stamp()))
+    run_store.link_latest(out, root)
+    return out
+
+
+def reproduce_line(scenario: str, seed: int, overrides: list[str]) -> str:
+    """The command that reruns this run, each word shell-quoted."""
+    words = ["rmqsim", "run", scenario, "--seed", str(seed)]
+    for item in overrides:
+        words += ["--set", item]
+    return shlex.join(words)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from sim import scenario as scenario_mod
     from sim.runner import run_scenario
 
     sc = scenario_mod.load(args.scenario, args.set)
+    _warn(sc, args.scenario)
     seed = sc.seed if args.seed is None else args.seed
-    out = writable_dir(Path(args.out) if args.out else _run_dir(sc.name, seed))  # before simulating
+    out = _output_dir(args, sc.name, seed)  # before simulating
     print(f"seed: {seed}")
     print(f"scenario: {sc.name}  resolved sha256: {sc.digest()}")
-    print(f"reproduce: rmqsim run {args.scenario} --seed {seed}" + "".join(f" --set {s}" for s in args.set or []))
+    print(f"reproduce: {reproduce_line(args.scenario, seed, args.set or [])}")
     result = run_scenario(sc, seed=seed, trace_dir=out / "trace" if args.trace else None,
                           max_wall_s=args.max_wall_s, max_events=args.max_events)
     print(_summary_table(result.summary))
@@ -88,11 +124,6 @@ def _seed(text: str) -> int:
     return value
 
 
-def _run_dir(name: str, seed: int) -> Path:
-    """runs/<name>/seed-<n>."""
-    return _inside(Path("runs"), name, f"seed-{seed}")
-
-
 def _inside(root: Path, *parts: str) -> Path:
     """root/parts, from validated plain names; refused if it still resolves outside `root`
     (a symbolic link placed there): an output directory derived from a name stays in its root."""
@@ -118,6 +149,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from sim import scenario as scenario_mod
 
     sc = scenario_mod.load(args.scenario, args.set)
+    _warn(sc, args.scenario)
     print(f"{args.scenario}: ok (scenario {sc.name!r}, resolved sha256 {sc.digest()})")
     return 0
 
@@ -190,6 +222,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rmqsim", description="Deterministic simulator of Apache RocketMQ",
                                 epilog="exit codes of `run`: 0 valid, 1 invalid, 2 bad input, 3 unknown "
                                        "(the verdict; `run --help`)")
+    p.add_argument("--version", action=_Version, nargs=0,
+                   help="print the version and the digest of the simulator's sources (sim/, models/)")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a scenario and print its summary and verdict",
                          epilog="exit codes: 0 valid (every guarantee and expectation held), 1 invalid "
@@ -199,7 +233,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=_seed)
     run.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                      help="override a scenario value (YAML syntax), repeatable")
-    run.add_argument("--out", help="output directory (default runs/<scenario>/seed-<n>)")
+    run.add_argument("--out", help="output directory (default: a fresh runs/<scenario>/<UTC time>-seed-<n>, "
+                                   "linked as runs/<scenario>/latest and runs/latest); refused if it holds a run")
+    run.add_argument("--replace", action="store_true",
+                     help="with --out: delete the run files an earlier run left there (summary, trace, report)")
     run.add_argument("--trace", action="store_true",
                      help="also write the trace: OUT/trace/<kind>.parquet, one file per record kind")
     run.add_argument("--max-events", type=_positive(int), default=DEFAULT_MAX_EVENTS, metavar="N",
@@ -235,16 +272,57 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def version_line() -> str:
+    """`rmqsim <version> simulator <sha256 of sim/ and models/>`: two runs with the same line, scenario
+    and seed have the same trace digest."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from analysis.sweep import simulator_sha256
+
     try:
-        return args.func(args)
-    except ConfigError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 2
-    except OutputError as exc:
-        print(f"rmqsim {args.command}: {exc}", file=sys.stderr)
-        return 2
+        number = version("rmqsim")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        number = "unknown"
+    return f"rmqsim {number} simulator {simulator_sha256()}"
+
+
+class _Version(argparse.Action):
+    def __call__(self, p: argparse.ArgumentParser, namespace: Any, values: Any, option: Any = None) -> None:
+        print(version_line())
+        p.exit(0)
+
+
+EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+        try:
+            code = args.func(args)
+        except ConfigError as exc:
+            print(exc.render(), file=sys.stderr)
+            code = 2
+        except OutputError as exc:
+            print(f"rmqsim {args.command}: {exc}", file=sys.stderr)
+            code = 2
+        sys.stdout.flush()  # here, not at exit: a closed pipe is then caught below
+        return code
+    except BrokenPipeError:
+        return _pipe_closed()
+
+
+def _pipe_closed() -> int:
+    """The reader of stdout went away (`| head`): end quietly, without a traceback, and without
+    Python's own complaint when it flushes stdout at exit."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file (a test's capture)
+        pass
+    return EXIT_PIPE_CLOSED
 
 
 if __name__ == "__main__":

@@ -148,10 +148,12 @@ def consumer_groups(sc: Scenario) -> dict[str, dict[str, Any]]:
 
 def make_ledger(world: World) -> Ledger:
     groups = consumer_groups(world.scenario)
-    return Ledger(world.producers, {g: e["topic"] for g, e in groups.items()},
-                  broadcasting=tuple(g for g, e in groups.items() if e["broadcasting"]),
-                  orderly=tuple(g for g, e in groups.items() if e["orderly"]),
-                  members={g: e["members"] for g, e in groups.items()})
+    ledger = Ledger(world.producers, {g: e["topic"] for g, e in groups.items()},
+                    broadcasting=tuple(g for g, e in groups.items() if e["broadcasting"]),
+                    orderly=tuple(g for g, e in groups.items() if e["orderly"]),
+                    members={g: e["members"] for g, e in groups.items()})
+    ledger.warmup_us = ms(world.scenario.warmup_ms)
+    return ledger
 
 
 def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: list[str] | None = None,
@@ -239,6 +241,7 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
         "trace_sha256": digest,
         "records": records,
         "sim_time_ms": now_us // 1000,
+        "warmup_ms": sc.warmup_ms,
         "stopped_by": stopped_by,
         "stopped_at_ms": now_us // 1000 if stopped_by else None,
         **metrics,

@@ -35,7 +35,7 @@ from models.producer.config import ProducerConfig
 from sim import keypath
 from sim.config import ConfigError, DurationMs, Float, Int, Name, NodeName, PositiveDurationMs, format_errors
 from sim.disk import DiskConfig
-from sim.dist import Constant, Dist, Lognormal
+from sim.dist import Constant, Dist, Lognormal, SizeDist
 from sim.faults import FaultSpec, RandomFaultSpec
 from sim.inputs import InputProblem, load_yaml, read_text
 from sim.limits import (
@@ -150,7 +150,7 @@ class ProducerSpec(BaseModel):
     topic: TopicName = "TopicTest"
     rate_per_s: Float = Field(1000.0, ge=MIN_RATE_PER_S, le=HARD_MAX_RATE_PER_S)  # limits.max_rate_per_s
     arrival: Literal["poisson", "constant"] = "poisson"
-    message_bytes: Dist = Constant(value=1024)
+    message_bytes: SizeDist = Constant(value=1024)
     tags: list[Tag] = Field([], max_length=1_000)
     keys: Int = Field(0, ge=0, le=2**31 - 1)  # number of distinct sharding keys (0: none)
     send_mode: Literal["SYNC", "ONEWAY"] = "SYNC"
@@ -205,6 +205,11 @@ class Scenario(BaseModel):
     seed: Int = Field(1, ge=0, le=MAX_SEED)
     duration_ms: PositiveDurationMs = 60_000
     settle_ms: DurationMs = 30_000
+    # messages sent before this simulated time are left out of latency and throughput statistics
+    # (OMB's warmupDurationMinutes); every correctness check (lost, duplicates, order) still covers
+    # them. The default covers client start-up: the default clients start at 1 s, fetch routes and
+    # finish their first rebalance about 1.5 s later (sim/warmup.py).
+    warmup_ms: DurationMs = 5_000
     cluster: ClusterSpec = ClusterSpec()
     network: NetworkSpec = NetworkSpec()
     producers: list[ProducerSpec] = []
