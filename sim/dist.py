@@ -126,9 +126,19 @@ class _Batched(_DistBase):
         return _popping(self.block_sampler(stream, scale))
 
 
+def _ms(value: object) -> object:
+    """A parameter in ms: a number, a numeric string (YAML 1.1 reads `1e-3` as one), or a duration."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return parse_duration_ms(value)
+    return value
+
+
 # a parameter in ms (or bytes, `SizeDist`); duration strings read as ms
-Param = Annotated[Float, BeforeValidator(parse_duration_ms), Field(ge=0, le=MAX_DIST_VALUE)]  # may be 0
-PositiveParam = Annotated[Float, BeforeValidator(parse_duration_ms), Field(gt=0, le=MAX_DIST_VALUE)]
+Param = Annotated[Float, BeforeValidator(_ms), Field(ge=0, le=MAX_DIST_VALUE)]  # may be 0
+PositiveParam = Annotated[Float, BeforeValidator(_ms), Field(gt=0, le=MAX_DIST_VALUE)]
 
 
 class Constant(_DistBase):
@@ -255,7 +265,7 @@ def index_sampler(stream: random.Random, n: int, blocks: bool = False) -> Callab
 
 def _coerce(value: object) -> object:
     if isinstance(value, str):  # '2ms': a constant duration (ValueError naming a bad unit)
-        value = parse_duration_ms(value)
+        value = _ms(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return {"dist": "constant", "value": value}
     return value

@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from analysis.checks import latency_samples
 from analysis.run_rows import (
     LAT_BUCKETS_PER_OCTAVE,
     bucket_value_ms,
@@ -114,9 +115,11 @@ def _fits_runs_schema(row: dict) -> None:
     """The row's metric columns convert to the runs table's types and read back unchanged."""
     import pyarrow as pa
 
-    from analysis.results_store import runs_schema
+    from analysis.results_store import flatten_row, runs_schema
 
     schema = runs_schema({})
+    row = flatten_row(row)
+    assert {"latency_ms_p99", "duplicate_causes_redelivery", "warmup_ms"} <= set(row) & set(schema.names)
     columns = [name for name in schema.names if name in row]
     table = pa.Table.from_pylist([{name: row[name] for name in columns}],
                                  schema=pa.schema([schema.field(name) for name in columns]))
@@ -131,7 +134,12 @@ def test_runs_row_verdict_and_retry_columns(listener_fails) -> None:
     assert row["order_violations"] is None  # not judged: no orderly group
     assert row["loss_rate"] == 0.0  # in back-off is not lost
     assert sum(row["delivery_hist"]) == s["sent_ok"] and row["delivery_hist"][0] == s["pending_retry"]
-    assert sum(row["lat_hist_count"]) == s["sent_ok"] - s["pending_retry"]
+    samples = latency_samples(listener_fails.details)
+    assert len(samples["born_us"]) == s["sent_ok"] - s["pending_retry"]
+    measured = int((samples["born_us"] >= s["warmup_ms"] * 1000).sum())
+    assert 0 < measured < len(samples["born_us"])  # the warm-up's messages are not in the histogram
+    assert sum(row["lat_hist_count"]) == measured and row["warmup_ms"] == s["warmup_ms"]
+    assert row["acked_deliveries"] == s["sent_ok"] * len(s["groups"])
     _fits_runs_schema(row)
 
 
