@@ -4,8 +4,8 @@ in headless Chromium with every figure (scripts/setup.sh --test installs Chromiu
 from __future__ import annotations
 
 import math
-import re
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -159,3 +159,10 @@ def _assert_figures_visible(shot: Path) -> None:
     colorful = [float((band.max(axis=2) - band.min(axis=2) > 0.2).mean()) for band in bands]
     assert sum(1 for f in inked if f > 0.02) >= 12, inked
     assert sum(1 for c in colorful if c > 0.005) >= 6, colorful  # coloured plot marks, not just text
+
+
+def test_spark_sql_reads_the_documented_flat_columns(swept: Path, spark) -> None:
+    rows = spark.sql("SELECT latency_ms_p99, duplicate_causes_redelivery, acked_deliveries, warmup_ms "
+                     "FROM runs WHERE status = 'ok'").collect()
+    assert len(rows) == 8 and all(r["latency_ms_p99"] > 0 and r["acked_deliveries"] > 0 for r in rows)
+    assert {r["warmup_ms"] for r in rows} == {5000.0}
