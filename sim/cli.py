@@ -161,6 +161,13 @@ def cmd_defaults(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    from sim.schema import dump_schema
+
+    sys.stdout.write(dump_schema())
+    return 0
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from analysis.sweep import SweepAborted, run_sweep
     from analysis.sweep_dir import ForeignDirectory
@@ -250,6 +257,9 @@ def parser() -> argparse.ArgumentParser:
     val.set_defaults(func=cmd_validate)
     dfl = sub.add_parser("defaults", help="print every scenario field with its default")
     dfl.set_defaults(func=cmd_defaults)
+    sch = sub.add_parser("schema", help="print the JSON Schemas of scenario and sweep files, as one JSON document "
+                                        "with the keys `scenario` and `sweep`")
+    sch.set_defaults(func=cmd_schema)
     swp = sub.add_parser("sweep", help="run a parameter grid × seeds on Spark, results in Parquet")
     swp.add_argument("sweep", help="sweep file (scenarios/sweeps/*.yaml)")
     swp.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
