@@ -97,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"seed: {seed}")
     print(f"scenario: {sc.name}  resolved sha256: {sc.digest()}")
     print(f"reproduce: {reproduce_line(args.scenario, seed, args.set or [])}")
-    result = run_scenario(sc, seed=seed, trace_dir=out / "trace" if args.trace else None,
+    result = run_scenario(sc, seed=seed, trace_dir=out / "trace" if args.trace or args.report else None,
                           max_wall_s=args.max_wall_s, max_events=args.max_events)
     print(_summary_table(result.summary))
     print(f"trace sha256: {result.summary['trace_sha256']}")
@@ -105,6 +105,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     atomic_write_text(out / "run_meta.json", json.dumps(result.meta, indent=1))
     atomic_write_text(out / "summary.json", json.dumps(result.summary, indent=1, sort_keys=True))
     print(f"wrote {out}/summary.json ({result.meta['wall_s']} s wall, {result.meta['sim_to_wall']}× real time)")
+    if args.report:
+        from analysis.run_report import build_run_report
+
+        print(f"report: {build_run_report(out)}")
     stopped_by = result.summary["stopped_by"]
     if stopped_by:
         bound = f"--max-events {args.max_events}" if stopped_by == "max_events" else f"--max-wall-s {args.max_wall_s}"
@@ -215,6 +219,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import ReportError, build_report
 
+    if (Path(args.dir) / "summary.json").is_file():  # one run's directory: no Spark needed
+        from analysis.run_report import RunDataError, build_run_report
+
+        try:
+            out = build_run_report(Path(args.dir), Path(args.out) if args.out else None)
+        except RunDataError as exc:
+            print(f"rmqsim report: {exc}", file=sys.stderr)
+            return 2
+        print(f"report: {out}")
+        return 0
     try:
         out = build_report(Path(args.dir), Path(args.out) if args.out else None, master=args.master,
                            timeline_run=args.run)
@@ -246,6 +260,8 @@ def parser() -> argparse.ArgumentParser:
                      help="with --out: delete the run files an earlier run left there (summary, trace, report)")
     run.add_argument("--trace", action="store_true",
                      help="also write the trace: OUT/trace/<kind>.parquet, one file per record kind")
+    run.add_argument("--report", action="store_true",
+                     help="also write OUT/report/index.html with PNG and SVG figures (implies --trace)")
     run.add_argument("--max-events", type=_positive(int), default=DEFAULT_MAX_EVENTS, metavar="N",
                      help=f"stop after about N events, verdict unknown (exit 3; default {DEFAULT_MAX_EVENTS:,})")
     run.add_argument("--max-wall-s", type=_positive(float), default=DEFAULT_MAX_WALL_S, metavar="S",
@@ -273,8 +289,8 @@ def parser() -> argparse.ArgumentParser:
                           "afresh (only a directory holding nothing but an rmqsim sweep)")
     swp.add_argument("--yes", action="store_true", help=f"run a sweep of more than {CONFIRM_RUNS:,} runs")
     swp.set_defaults(func=cmd_sweep)
-    rep = sub.add_parser("report", help="figures and an HTML page from a sweep's results")
-    rep.add_argument("dir", help="a sweep output directory")
+    rep = sub.add_parser("report", help="figures and an HTML page from a sweep's results, or from one run's directory")
+    rep.add_argument("dir", help="a sweep output directory, or a run directory written with --trace")
     rep.add_argument("--out", help="report directory (default DIR/report)")
     rep.add_argument("--master", default="local[1]", help="Spark master for the SQL (default local[1])")
     rep.add_argument("--run", help="run id for the latency-over-time figure (default: the sweep's timeline run)")
