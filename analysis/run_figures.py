@@ -24,7 +24,7 @@ CAUSE_COLORS = {"producer_retry": "#d95f02", "redelivery": "#7570b3"}
 LABEL_CHARS_PER_S = 0.9  # rough label width: characters × axis seconds per character
 
 
-def fault_bands(ax: Axes, data: rd.RunData) -> None:
+def fault_bands(ax: Axes, data: rd.RunData) -> int:
     """Shade each fault window and the warm-up; labels go in rows above the plot, a label moving
     to the next row when it would overlap one already placed (greedy interval packing)."""
     x0, x1 = 0.0, max(data.end_s, 1.0)
@@ -48,6 +48,12 @@ def fault_bands(ax: Axes, data: rd.RunData) -> None:
         ax.annotate(text, xy=(start, 1.0), xycoords=("data", "axes fraction"), xytext=(2, 3 + 11 * row),
                     textcoords="offset points", fontsize=7, color=FAULT_COLORS.get(w["kind"], "#555555"),
                     annotation_clip=False)
+    return len(rows)
+
+
+def _title(ax: Axes, text: str, label_rows: int) -> None:
+    """The axes title, above the fault labels' rows."""
+    ax.set_title(text, pad=8 + 11 * label_rows)
 
 
 def _spectrum_panel(ax: Axes, values_ms: np.ndarray, what: str) -> None:
@@ -92,11 +98,11 @@ def rates_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
                                      if consumed else np.zeros(0, np.int64)))):
         counts = rd.per_second(t, data.end_s)
         ax.plot(np.arange(len(counts)) + 0.5, counts, marker=MARKERS[i], markersize=3, label=label)
-    fault_bands(ax, data)
+    rows = fault_bands(ax, data)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("messages per second")
-    ax.set_title("Publish and consume rate over time", pad=30)
+    _title(ax, "Publish and consume rate over time", rows)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig, "Did throughput hold through the faults, and did consumers keep up with producers?"
@@ -116,11 +122,11 @@ def latency_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
             xs.append(s + 0.5)
             ys.append(values[max(0, int(np.ceil(q * len(values))) - 1)])
         ax.plot(xs, ys, marker=MARKERS[i], markersize=3, label=f"publish {name}")
-    fault_bands(ax, data)
+    rows = fault_bands(ax, data)
     ax.set_yscale("log")
     ax.set_xlabel("send time (simulated s)")
     ax.set_ylabel("send call latency (ms)")
-    ax.set_title("Publish latency over time", pad=30)
+    _title(ax, "Publish latency over time", rows)
     ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig, "When did sends slow down, and does that line up with a fault?"
@@ -133,11 +139,11 @@ def send_share(data: rd.RunData) -> tuple[Figure, str] | None:
     fig, ax = plt.subplots(figsize=(11, 4.2))
     for i, (broker, share) in enumerate(shares.items()):
         ax.plot(np.arange(len(share)) + 0.5, share, marker=MARKERS[i % len(MARKERS)], markersize=3, label=broker)
-    fault_bands(ax, data)
+    rows = fault_bands(ax, data)
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("share of the second's SEND_OK")
-    ax.set_title("Send share per broker over time", pad=30)
+    _title(ax, "Send share per broker over time", rows)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig, "Which broker do producers favour, and do they move away from a slow or failed one?"
@@ -153,11 +159,11 @@ def backlog(data: rd.RunData) -> tuple[Figure, str] | None:
     marks = rd.rebalances(data)
     for j, (t, _group) in enumerate(marks):
         ax.axvline(t, color="#666666", lw=0.6, ls=":", label="rebalance" if j == 0 else None)
-    fault_bands(ax, data)
+    rows = fault_bands(ax, data)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("messages stored, not yet consumed")
-    ax.set_title("Consumer lag (backlog) per group, rebalances marked", pad=30)
+    _title(ax, "Consumer lag (backlog) per group, rebalances marked", rows)
     ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig, "Does each group keep up, and how long does it take to drain after a fault or rebalance?"
@@ -173,11 +179,11 @@ def duplicates_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
         ax.bar(np.arange(len(values)) + 0.5, values, width=0.9, bottom=bottom[:len(values)],
                color=CAUSE_COLORS.get(cause), label=f"cause: {cause}")
         bottom[:len(values)] += values
-    fault_bands(ax, data)
+    rows = fault_bands(ax, data)
     ax.set_xlabel("consumption time (simulated s)")
     ax.set_ylabel("duplicate deliveries per second")
     total = int(bottom.sum())
-    ax.set_title(f"Duplicates over time by cause ({total:,} in all)", pad=30)
+    _title(ax, f"Duplicates over time by cause ({total:,} in all)", rows)
     ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig, "When did duplicates happen, and what caused them?"
