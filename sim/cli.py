@@ -97,8 +97,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"seed: {seed}")
     print(f"scenario: {sc.name}  resolved sha256: {sc.digest()}")
     print(f"reproduce: {reproduce_line(args.scenario, seed, args.set or [])}")
-    result = run_scenario(sc, seed=seed, trace_dir=out / "trace" if args.trace or args.report else None,
-                          max_wall_s=args.max_wall_s, max_events=args.max_events)
+    from sim.progress import ProgressLine
+
+    progress = ProgressLine(sys.stderr)  # quiet unless stderr is a terminal
+    try:
+        result = run_scenario(sc, seed=seed, trace_dir=out / "trace" if args.trace or args.report else None,
+                              max_wall_s=args.max_wall_s, max_events=args.max_events,
+                              progress=progress if progress.enabled else None)
+    finally:
+        progress.close()
     print(_summary_table(result.summary))
     print(f"trace sha256: {result.summary['trace_sha256']}")
     atomic_write_text(out / "scenario.resolved.json", json.dumps(sc.model_dump(mode="json"), indent=1))
