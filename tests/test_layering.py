@@ -10,7 +10,7 @@ from tests.conftest import ROOT
 KERNEL = ["env", "rng", "dist", "node", "network", "disk", "faults", "config", "trace", "files", "limits",
           "inputs", "keypath"]
 ASSEMBLY = {"scenario", "scenario_checks", "runner", "cli", "__init__", "schema", "scenario_warnings", "run_store",
-            "progress"}
+            "progress", "reference", "field_docs"}
 
 
 def _imports(path: Path) -> list[str]:
