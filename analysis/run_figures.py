@@ -51,9 +51,14 @@ def fault_bands(ax: Axes, data: rd.RunData) -> int:
     return len(rows)
 
 
-def _title(ax: Axes, text: str, label_rows: int) -> None:
-    """The axes title, above the fault labels' rows."""
-    ax.set_title(text, pad=8 + 11 * label_rows)
+def _finish(fig: Figure, ax: Axes, data: rd.RunData, xlabel: str, ylabel: str, title: str, legend: str) -> None:
+    """A time figure's common part: fault bands, labels, the title above the fault labels' rows."""
+    rows = fault_bands(ax, data)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, pad=8 + 11 * rows)
+    ax.legend(fontsize=8, loc=legend)
+    fig.tight_layout()
 
 
 def _spectrum_panel(ax: Axes, values_ms: np.ndarray, what: str) -> None:
@@ -98,13 +103,8 @@ def rates_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
                                      if consumed else np.zeros(0, np.int64)))):
         counts = rd.per_second(t, data.end_s)
         ax.plot(np.arange(len(counts)) + 0.5, counts, marker=MARKERS[i], markersize=3, label=label)
-    rows = fault_bands(ax, data)
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("messages per second")
-    _title(ax, "Publish and consume rate over time", rows)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    _finish(fig, ax, data, "simulated time (s)", "messages per second", "Publish and consume rate over time", "lower right")
     return fig, "Did throughput hold through the faults, and did consumers keep up with producers?"
 
 
@@ -130,30 +130,26 @@ def latency_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
         mine = sent["broker"] == broker
         xs, ys = _per_second_quantile(second[mine], publish[mine], 0.99)
         ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], markersize=3, label=f"p99, sends to {broker}")
-    rows = fault_bands(ax, data)
     ax.set_yscale("log")
-    ax.set_xlabel("send time (simulated s)")
-    ax.set_ylabel("send call latency (ms)")
-    _title(ax, "Publish latency over time, p99 per broker", rows)
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
+    _finish(fig, ax, data, "send time (simulated s)", "send call latency (ms)", "Publish latency over time, p99 per broker", "upper right")
     return fig, "When did sends slow down, to which broker, and does that line up with a fault?"
+
+
+def _per_second_lines(series: dict[str, np.ndarray], offset_s: float) -> tuple[Figure, Axes]:
+    """A time figure with one marked line per series of per-second values (`offset_s` into the second)."""
+    fig, ax = plt.subplots(figsize=(11, 4.2))
+    for i, (label, values) in enumerate(series.items()):
+        ax.plot(np.arange(len(values)) + offset_s, values, marker=MARKERS[i % len(MARKERS)], markersize=3, label=label)
+    return fig, ax
 
 
 def send_share(data: rd.RunData) -> tuple[Figure, str] | None:
     shares = rd.send_share_by_broker(data)
     if len(shares) < 2:
         return None
-    fig, ax = plt.subplots(figsize=(11, 4.2))
-    for i, (broker, share) in enumerate(shares.items()):
-        ax.plot(np.arange(len(share)) + 0.5, share, marker=MARKERS[i % len(MARKERS)], markersize=3, label=broker)
-    rows = fault_bands(ax, data)
+    fig, ax = _per_second_lines(shares, 0.5)
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("share of the second's SEND_OK")
-    _title(ax, "Send share per broker over time", rows)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    _finish(fig, ax, data, "simulated time (s)", "share of the second's SEND_OK", "Send share per broker over time", "lower right")
     return fig, "Which broker do producers favour, and do they move away from a slow or failed one?"
 
 
@@ -161,19 +157,12 @@ def backlog(data: rd.RunData) -> tuple[Figure, str] | None:
     lag = rd.backlog_by_group(data)
     if not lag:
         return None
-    fig, ax = plt.subplots(figsize=(11, 4.2))
-    for i, (group, values) in enumerate(lag.items()):
-        ax.plot(np.arange(len(values)) + 1, values, marker=MARKERS[i % len(MARKERS)], markersize=3, label=group)
+    fig, ax = _per_second_lines(lag, 1.0)  # the backlog at each second's end
     marks = rd.rebalances(data)
     for j, (t, _group) in enumerate(marks):
         ax.axvline(t, color="#666666", lw=0.6, ls=":", label="rebalance" if j == 0 else None)
-    rows = fault_bands(ax, data)
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("messages stored, not yet consumed")
-    _title(ax, "Consumer lag (backlog) per group, rebalances marked", rows)
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
+    _finish(fig, ax, data, "simulated time (s)", "messages stored, not yet consumed", "Consumer lag (backlog) per group, rebalances marked", "upper right")
     return fig, "Does each group keep up, and how long does it take to drain after a fault or rebalance?"
 
 
@@ -187,13 +176,8 @@ def duplicates_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
         ax.bar(np.arange(len(values)) + 0.5, values, width=0.9, bottom=bottom[:len(values)],
                color=CAUSE_COLORS.get(cause), label=f"cause: {cause}")
         bottom[:len(values)] += values
-    rows = fault_bands(ax, data)
-    ax.set_xlabel("consumption time (simulated s)")
-    ax.set_ylabel("duplicate deliveries per second")
     total = int(bottom.sum())
-    _title(ax, f"Duplicates over time by cause ({total:,} in all)", rows)
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
+    _finish(fig, ax, data, "consumption time (simulated s)", "duplicate deliveries per second", f"Duplicates over time by cause ({total:,} in all)", "upper right")
     return fig, "When did duplicates happen, and what caused them?"
 
 
