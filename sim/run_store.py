@@ -25,9 +25,9 @@ def fresh_run_dir(root: Path, name: str, seed: int, stamp: str) -> Path:
     """A new, empty `root/name/<stamp>-seed-<seed>[-k]`, created; refused if it would resolve
     outside `root` (a symbolic link placed there)."""
     parent = root / name
-    parent.mkdir(parents=True, exist_ok=True)
-    if not parent.resolve().is_relative_to(root.resolve()):
+    if not parent.resolve().is_relative_to(root.resolve()):  # checked before anything is created
         raise OutputError(f"{parent} resolves outside {root}/ (a symbolic link?); pass --out to write there")
+    parent.mkdir(parents=True, exist_ok=True)
     for k in range(1, 1000):
         candidate = parent / (f"{stamp}-seed-{seed}" + (f"-{k}" if k > 1 else ""))
         try:
