@@ -4,10 +4,23 @@ A unit is a consumer group, or one member of a BROADCASTING group (each member m
 message). For each unit, over the messages of its subscribed topic:
 
 - lost: acknowledged SEND_OK, never consumed successfully, and not in the retry path or the DLQ
-  when the run ended;
+  when the run ended; each lost message gets a cause (`lost_by_cause`, adding up to `lost`), from
+  the simulator's ground truth, first match wins:
+  - `unflushed_at_power_loss`: a power loss destroyed the acknowledged copy on its master
+    (beyond the flushed position) and, if the group has slaves, one of them held it (no
+    failover brings it back: it stays on the slave);
+  - `replica_not_synced`: as above, and no slave of the group held it (replication lag);
+  - `truncated_on_recovery`: a process crash destroyed it (the transient store pool's
+    uncommitted buffer, cut off by recovery at the committed position);
+  - `offset_skipped_after_recovery`: stored at a queue offset assigned again after a
+    truncation, which the consumer's offset had already passed;
+  - `expired_file_deleted`: removed by retention (not modelled: always 0);
+  - `other`: none of these;
 - pending_retry: acknowledged, not consumed successfully, but a consumption failed and the
   message went back through %RETRY% / SCHEDULE_TOPIC_XXXX (or a local re-consumption): it is
-  still on its way, not lost;
+  still on its way, not lost — unless its retry-path copy was destroyed by a fault (or stored
+  at a reused offset) and not stored again since: then nothing will deliver it, and it is lost
+  (cause as above);
 - dlq: acknowledged, moved to the group's dead-letter queue after its retries (not lost, but not
   consumed by the group);
 - duplicates: successful consumptions of a message beyond the first, in the same unit; a
@@ -18,9 +31,29 @@ message). For each unit, over the messages of its subscribed topic:
 - order_violations (orderly groups only; null elsewhere: order is not promised there): per
   (producer, sharding key), messages whose first successful consumption comes after that of a
   later-sent message (ties in consumption time are taken in message-id order);
-- latency: send (first attempt) → first successful consumption, pooled over units, of the
-  messages sent at or after the warm-up (`Ledger.warmup_us`, the scenario's `warmup_ms`; the
-  counts above cover every message).
+- pending_delay: acknowledged, not consumed, and so far stored only in SCHEDULE_TOPIC_XXXX (a
+  delayed message whose delay had not run out when the run ended, or whose scheduled copy was
+  never delivered): not counted as lost;
+- latency: send() call → first successful consumption, pooled over units, of the messages
+  sent at or after the warm-up (`Ledger.warmup_us`, the scenario's `warmup_ms`; the counts
+  above cover every message).
+
+Send side (from the producer records, per message; a batch's outcome counts once per message):
+
+- sends = sent_ok + sent_not_ok + send_failed: every message whose send() has an outcome
+  (`sent_not_ok` holds the other store statuses and ONEWAY; `send_status` splits `sent_ok` +
+  `sent_not_ok` by status, `send_failures_by_reason` splits `send_failed`); `sent_attempts` sums
+  the requests those sends made; `send_retried` counts sends that needed more than one;
+- send_latency_ms: RT (send() call → its result) of every send that returned a result (any store
+  status; not ONEWAY, not failed), nearest-rank percentiles;
+- send_share_by_broker: each broker's fraction of `producer.sent` records (the broker of the final
+  attempt; ONEWAY included); `send_share_by_broker_in_faults` and `send_latency_ms_in_faults`:
+  the share and the send latency over the sends born in a second that lies wholly inside a fault
+  window (null without fault windows);
+- send_steered_away: sends with at least one attempt steered away from a broker the fault
+  strategy held unavailable (models/producer/producer.py);
+- oneway_unstored: ONEWAY messages no broker ever stored (lost in transit; never in `lost`,
+  which counts acknowledged messages only).
 """
 
 from __future__ import annotations
@@ -34,14 +67,60 @@ import numpy as np
 from analysis.ledger import (
     ACKED,
     DELIVERY_COUNT_CAP,
+    DESTROYED_CRASH,
+    DESTROYED_POWER,
+    GROUP_HAS_REPLICAS,
     IN_DLQ,
     IN_RETRY,
     LOST_SAMPLE,
+    NO_RT,
+    ONEWAY,
     PERCENTILES,
+    REPLICATED,
+    SCHEDULED,
     SEQ_BITS,
     Ledger,
     display_key,
 )
+
+LOSS_CAUSES = ("unflushed_at_power_loss", "replica_not_synced", "truncated_on_recovery",
+               "offset_skipped_after_recovery", "expired_file_deleted", "other")
+(UNFLUSHED, NOT_SYNCED, TRUNCATED, SKIPPED, EXPIRED, OTHER) = range(len(LOSS_CAUSES))
+
+
+class _Facts:
+    """The sparse loss facts of a Ledger as sorted id arrays, for NumPy lookups."""
+
+    def __init__(self, destroyed: dict[int, int], reused: dict[int, None]) -> None:
+        ids = np.array(sorted(destroyed), np.int64)
+        self.destroyed_ids = ids
+        self.destroyed_bits = np.array([destroyed[i] for i in ids.tolist()], np.int64)
+        self.reused_ids = np.array(sorted(reused), np.int64)
+
+    def bits(self, ids: np.ndarray) -> np.ndarray:
+        return _lookup(self.destroyed_ids, self.destroyed_bits, ids)
+
+    def reused(self, ids: np.ndarray) -> np.ndarray:
+        if not len(self.reused_ids):
+            return np.zeros(len(ids), bool)
+        at = np.minimum(np.searchsorted(self.reused_ids, ids), len(self.reused_ids) - 1)
+        return self.reused_ids[at] == ids
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """values[keys == id] for each id (0 where absent); `keys` sorted."""
+    if not len(keys):
+        return np.zeros(len(ids), np.int64)
+    at = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
+    return np.where(keys[at] == ids, values[at], 0)
+
+
+def loss_causes(bits: np.ndarray, reused: np.ndarray) -> np.ndarray:
+    """The cause index (LOSS_CAUSES) of each lost message from its facts (module docstring)."""
+    power = (bits & DESTROYED_POWER) != 0
+    not_synced = power & ((bits & GROUP_HAS_REPLICAS) != 0) & ((bits & REPLICATED) == 0)
+    return np.select([not_synced, power, (bits & DESTROYED_CRASH) != 0, reused],
+                     [NOT_SYNCED, UNFLUSHED, TRUNCATED, SKIPPED], OTHER)
 
 
 def percentiles_ms(values_us: Any) -> dict[str, float | None]:
@@ -93,21 +172,29 @@ def _padded(arr: Any, dtype: Any, length: int, fill: int) -> np.ndarray:
 
 def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[str, Any]:
     prods = _Producers(ledger)
+    facts = _Facts(ledger.destroyed, ledger.reused)
     groups: dict[str, dict[str, Any]] = {}
     latencies: list[np.ndarray] = []
     for name in sorted(ledger.units):
-        result, unit_latencies = _judge_unit(ledger, ledger.units[name], prods, details)
+        result, unit_latencies = _judge_unit(ledger, ledger.units[name], prods, details, facts)
         groups[name] = result
         latencies.append(unit_latencies)
     return _totals(ledger, prods, groups, np.concatenate(latencies) if latencies else np.zeros(0, np.int64))
 
 
-def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
-                details: dict[str, Any] | None) -> tuple[dict[str, Any], np.ndarray]:
+def _retry_facts(ledger: Ledger, group: str) -> _Facts:
+    """A group's retry-path facts: copies destroyed (not stored again) or stored at reused offsets."""
+    return _Facts(ledger.retry_destroyed.get(group, {}), ledger.retry_reused.get(group, {}))
+
+
+def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str, Any] | None,
+                facts: _Facts) -> tuple[dict[str, Any], np.ndarray]:
+    retry_facts = _retry_facts(ledger, unit.group)
+    causes = np.zeros(len(LOSS_CAUSES), np.int64)
     lost_ids: list[np.ndarray] = []
     latencies: list[np.ndarray] = []
     c = {"lost": 0, "pending_retry": 0, "dlq": 0, "duplicates": 0, "duplicated_messages": 0,
-         "consumed_ok_distinct": 0, "producer_retry": 0, "redelivery": 0}
+         "consumed_ok_distinct": 0, "producer_retry": 0, "redelivery": 0, "pending_delay": 0}
     order_rows: list[tuple[np.ndarray, ...]] = []
     for p in range(prods.n):
         length = prods.length[p]
@@ -126,10 +213,18 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
             continue
         acked = (prods.state[p] & ACKED) != 0
         missing = acked & ~consumed
-        c["lost"] += int((missing & (retry == 0)).sum())
-        c["pending_retry"] += int((missing & (retry == IN_RETRY)).sum())
+        delayed = ((prods.state[p] & SCHEDULED) != 0) & (prods.copies[p] == 0) & (retry == 0)
+        lost = missing & (retry == 0) & ~delayed
+        lost_causes = _causes(facts, p, np.nonzero(lost)[0])
+        pending = np.nonzero(missing & (retry == IN_RETRY))[0]
+        dead = _dead_retry(retry_facts, p, pending)  # its retry copy is gone: lost after all
+        lost[pending[dead >= 0]] = True
+        causes += np.bincount(np.concatenate([lost_causes, dead[dead >= 0]]), minlength=len(LOSS_CAUSES))
+        c["lost"] += int(lost.sum())
+        c["pending_delay"] += int((missing & delayed).sum())
+        c["pending_retry"] += int((dead < 0).sum())
         c["dlq"] += int((missing & (retry == IN_DLQ)).sum())
-        lost_seqs = np.nonzero(missing & (retry == 0))[0][:LOST_SAMPLE]
+        lost_seqs = np.nonzero(lost)[0][:LOST_SAMPLE]
         lost_ids.append((lost_seqs.astype(np.int64), np.full(len(lost_seqs), p, np.int64)))
         delivered = acked & consumed
         seqs = np.nonzero(delivered)[0]
@@ -143,8 +238,10 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
     unit_latencies = np.concatenate(latencies) if latencies else np.zeros(0, np.int64)
     result = {
         "lost": c["lost"],
+        "lost_by_cause": dict(zip(LOSS_CAUSES, causes.tolist(), strict=True)),
         "lost_sample": _lost_sample(ledger, lost_ids),
         "pending_retry": c["pending_retry"],
+        "pending_delay": c["pending_delay"],
         "dlq": c["dlq"],
         "duplicates": c["duplicates"],
         "duplicated_messages": c["duplicated_messages"],
@@ -155,6 +252,21 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers,
         "latency_ms": percentiles_ms(unit_latencies),
     }
     return result, unit_latencies
+
+
+def _causes(facts: _Facts, p: int, seqs: np.ndarray) -> np.ndarray:
+    """Cause index of each lost message `seqs` of producer `p`."""
+    ids = (np.int64(p) << SEQ_BITS) | seqs.astype(np.int64)
+    return loss_causes(facts.bits(ids), facts.reused(ids))
+
+
+def _dead_retry(retry_facts: _Facts, p: int, seqs: np.ndarray) -> np.ndarray:
+    """For each pending message: the cause index if its retry-path copy is gone, else -1."""
+    if not len(seqs) or (not len(retry_facts.destroyed_ids) and not len(retry_facts.reused_ids)):
+        return np.full(len(seqs), -1, np.int64)
+    ids = (np.int64(p) << SEQ_BITS) | seqs.astype(np.int64)
+    bits, reused = retry_facts.bits(ids), retry_facts.reused(ids)
+    return np.where((bits != 0) | reused, loss_causes(bits, reused), -1)
 
 
 def _lost_sample(ledger: Ledger, lost_ids: list[tuple[np.ndarray, np.ndarray]]) -> list[str]:
@@ -211,12 +323,18 @@ def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]]
             causes[cause] += n
     orderly = [g["order_violations"] for g in groups.values() if g["order_violations"] is not None]
     stored_duplicates = sum(int(np.maximum(c.astype(np.int64) - 1, 0).sum()) for c in prods.copies)
+    oneway_unstored = sum(int((((s & ONEWAY) != 0) & ((s & SCHEDULED) == 0) & (c == 0)).sum())
+                          for s, c in zip(prods.state, prods.copies, strict=True))
     return {
         **ledger.counts,
+        **send_metrics(ledger),
+        "oneway_unstored": oneway_unstored,
         "stored_duplicates": stored_duplicates,
         "consumed": sum(g["consumed_ok_distinct"] + g["duplicates"] for g in groups.values()),
         "lost": sum(g["lost"] for g in groups.values()),
+        "lost_by_cause": {cause: sum(g["lost_by_cause"][cause] for g in groups.values()) for cause in LOSS_CAUSES},
         "pending_retry": sum(g["pending_retry"] for g in groups.values()),
+        "pending_delay": sum(g["pending_delay"] for g in groups.values()),
         "dlq": sum(g["dlq"] for g in groups.values()),
         "duplicates": sum(g["duplicates"] for g in groups.values()),
         "duplicated_messages": sum(g["duplicated_messages"] for g in groups.values()),
@@ -225,3 +343,59 @@ def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]]
         "latency_ms": percentiles_ms(latencies),
         "groups": groups,
     }
+
+
+def send_metrics(ledger: Ledger) -> dict[str, Any]:
+    """The send-side summary keys (module docstring)."""
+    counts = ledger.counts
+    return {
+        "sends": counts["sent_ok"] + counts["sent_not_ok"] + counts["send_failed"],
+        "send_retried": ledger.send_retried,
+        "send_steered_away": ledger.send_steered,
+        "send_status": dict(sorted(ledger.send_status.items())),
+        "send_failures_by_reason": dict(sorted(ledger.send_failures.items())),
+        "send_latency_ms": percentiles_ms(_send_latencies(ledger, None)),
+        "send_share_by_broker": _shares(ledger.sends_by_second.items()),
+    }
+
+
+def _send_latencies(ledger: Ledger, seconds: set[int] | None) -> np.ndarray:
+    """RT (µs) of every send that returned a result; with `seconds`, of those born in them."""
+    parts = []
+    for p in range(len(ledger.producers)):
+        n = ledger.top_seq[p] + 1 if ledger.top_seq[p] else 0
+        rt = np.frombuffer(ledger.rt_us[p], np.uint32)[:n]
+        keep = rt != NO_RT
+        if seconds is not None:
+            born_s = np.frombuffer(ledger.born_us[p], np.int64)[:n] // 1_000_000
+            keep &= np.isin(born_s, np.fromiter(seconds, np.int64, len(seconds)))
+        parts.append(rt[keep].astype(np.int64))
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _shares(counts: Iterable[tuple[tuple[int, str], int]]) -> dict[str, float]:
+    by_broker: dict[str, int] = {}
+    for (_second, broker), n in counts:
+        by_broker[broker] = by_broker.get(broker, 0) + n
+    total = sum(by_broker.values())
+    return {b: round(n / total, 6) for b, n in sorted(by_broker.items())} if total else {}
+
+
+def fault_seconds(windows: list[dict[str, Any]]) -> set[int] | None:
+    """The seconds of simulated time wholly inside a fault window [start, end) (`windows` as
+    analysis/run_rows.py fault_windows gives them); None without a window."""
+    spans = [(w["start_ms"], w["end_ms"]) for w in windows if w["end_ms"] is not None and w["end_ms"] > w["start_ms"]]
+    if not spans:
+        return None
+    return {s for start, end in spans for s in range(math.ceil(start / 1000), math.floor(end / 1000))}
+
+
+def send_metrics_in_faults(ledger: Ledger, windows: list[dict[str, Any]]) -> dict[str, Any]:
+    """`send_share_by_broker_in_faults` and `send_latency_ms_in_faults`: the same metrics over the
+    sends born in a second wholly inside a fault window (null without fault windows)."""
+    seconds = fault_seconds(windows)
+    if seconds is None:
+        return {"send_share_by_broker_in_faults": None, "send_latency_ms_in_faults": None}
+    return {"send_share_by_broker_in_faults": _shares((k, n) for k, n in ledger.sends_by_second.items()
+                                                      if k[0] in seconds),
+            "send_latency_ms_in_faults": percentiles_ms(_send_latencies(ledger, seconds))}

@@ -4,14 +4,23 @@ The checkers of Maelstrom's queue vocabulary (lost, duplicated, reordered) need,
 only a few facts; the `Ledger` keeps exactly those, in arrays indexed by the message's sequence
 number, one set per producer (message ids are `producer_index << 32 | seq`, models/message.py):
 
-- per message: the first attempt's time (`born_us`), the send outcome (SEND_OK, another store
-  status, failed, oneway) and how many copies the brokers stored under the user topic;
+- per message: the send() call's time (`born_us`), the send outcome (SEND_OK, another store
+  status, failed, oneway), whether it was parked in SCHEDULE_TOPIC_XXXX (a delayed message) and
+  how many copies the brokers stored under the user topic;
+- per message: its send latency (RT = outcome time - born_us) when the send returned a result
+  (not ONEWAY, not failed), 4 bytes; per run, counts of send outcomes by status, by failure
+  reason, by broker and second of birth (the per-broker send share), retried and steered-away
+  sends;
 - per consumption *unit* (a consumer group; each member of a BROADCASTING group is its own unit)
   and message: the first successful consumption time, the number of successful consumptions,
   and whether the message went down the retry path (a failed consumption) or to the DLQ.
 
-That is about 10 bytes a message plus 11 per consumed message and unit, instead of the records
-themselves. `Tracer` hands each chunk of records to `feed`; `results()` computes every metric at
+That is about 14 bytes a message plus 11 per consumed message and unit, instead of the records
+themselves. The facts behind loss causes arrive only with faults and are kept sparse, by message
+id: copies a fault destroyed on a master (`commit_log.destroyed`: the fault, whether the group
+had slaves and whether one held the copy), a group's retry-path copy destroyed and not stored
+again since, and messages stored at a queue offset reused after a truncation
+(`consume_queue.offset_reused`). `Tracer` hands each chunk of records to `feed`; `results()` computes every metric at
 the end with NumPy over the arrays (see `results` for the definitions).
 """
 
@@ -19,22 +28,37 @@ from __future__ import annotations
 
 import itertools
 from array import array
+from collections import Counter
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
-from models.records import BROKER_STORED, CONSUMER_CONSUMED, PRODUCER_SEND_FAILED, PRODUCER_SENT
+from models.records import (
+    BROKER_STORED,
+    COMMIT_LOG_DESTROYED,
+    CONSUMER_CONSUMED,
+    OFFSET_REUSED,
+    PRODUCER_SEND_FAILED,
+    PRODUCER_SENT,
+)
 
 SEQ_BITS = 32  # message ids: producer index << 32 | seq (models/message.py)
 SEQ_MASK = (1 << SEQ_BITS) - 1
 GROW = 4096  # arrays grow in steps of this many messages
 
-# send outcome bits (per message)
-ACKED, NOT_OK, FAILED, ONEWAY = 1, 2, 4, 8
+# send outcome bits (per message); SCHEDULED: stored in SCHEDULE_TOPIC_XXXX by its send (delayed)
+ACKED, NOT_OK, FAILED, ONEWAY, SCHEDULED = 1, 2, 4, 8, 16
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+NO_RT = 2**32 - 1  # send latencies are kept as uint32 µs; this value: no latency (no result)
+RT_CAP_US = NO_RT - 1  # 71.6 min: longer send latencies read as this
 # retry path (per unit and message)
 IN_RETRY, IN_DLQ = 1, 2
+# destroyed-copy facts (per message id, sparse)
+DESTROYED_POWER, DESTROYED_CRASH, GROUP_HAS_REPLICAS, REPLICATED = 1, 2, 4, 8
+RETRY_PREFIX = "%RETRY%"
+SCHEDULE_PREFIX = "SCHEDULE_"
 INTERNAL_TOPIC_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS")
 DLQ_PREFIX = "%DLQ%"
 PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
@@ -42,9 +66,12 @@ DELIVERY_COUNT_CAP = 10  # delivery-count histograms put 10 and more in the last
 LOST_SAMPLE = 10
 _KIND = itemgetter(2)
 # (kind, handler, the record positions it reads); a kind's code is its index here
-_HANDLED = ((PRODUCER_SENT, "_sent", (3, 5, 8, 9, 10)), (BROKER_STORED, "_stored", (3, 4, 9)),
-            (CONSUMER_CONSUMED, "_consumed", (0, 1, 3, 4, 9)), (PRODUCER_SEND_FAILED, "_send_failed", (3, 6, 8)))
+_HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED, "_stored", (3, 4, 9)),
+            (CONSUMER_CONSUMED, "_consumed", (0, 1, 3, 4, 9)),
+            (PRODUCER_SEND_FAILED, "_send_failed", (3, 6, 7, 8, 10)),
+            (COMMIT_LOG_DESTROYED, "_destroyed", (3, 4, 7, 8, 9)), (OFFSET_REUSED, "_reused", (3, 4)))
 _KIND_CODES = {kind: code for code, (kind, _h, _c) in enumerate(_HANDLED)}
+_DESTROYED_CODE = _KIND_CODES[COMMIT_LOG_DESTROYED]
 _NO_CODES = itertools.repeat(-1)
 
 
@@ -101,10 +128,21 @@ class Ledger:
         self.born_us = [array("q") for _ in range(n)]
         self.state = [bytearray() for _ in range(n)]
         self.copies = [bytearray() for _ in range(n)]
+        self.rt_us = [array("I") for _ in range(n)]  # send latency of a send that returned a result
         self.shard = [array("i") for _ in range(n)] if self.orderly else None
         self.top_seq = [0] * n
         self.units: dict[str, _Unit] = {}
+        self.destroyed: dict[int, int] = {}  # msg id → DESTROYED_* | GROUP_HAS_REPLICAS | REPLICATED bits
+        self.retry_destroyed: dict[str, dict[int, int]] = {}  # group → {msg id: bits}, not re-stored since
+        self.reused: dict[int, None] = {}  # msg ids stored at a reused queue offset of a user topic
+        self.retry_reused: dict[str, dict[int, None]] = {}  # group → msg ids stored so in %RETRY%group
         self.counts = {"sent_attempts": 0, "sent_ok": 0, "sent_not_ok": 0, "send_failed": 0, "stored": 0}
+        self.send_status: Counter = Counter()  # producer.sent records by status
+        self.send_failures: Counter = Counter()  # producer.send_failed records by reason
+        self.sends_by_second: Counter = Counter()  # (second of born_us, broker) -> producer.sent records
+        self.send_retried = 0  # send outcomes that took more than one attempt
+        self.send_steered = 0  # send outcomes with at least one attempt steered away
+        self._brokers: dict[str, None] = {}  # brokers seen in send outcomes
         for group, topic in subscriptions.items():
             if group in self.broadcasting:
                 for member in (members or {}).get(group, []):
@@ -122,8 +160,19 @@ class Ledger:
     # --- streaming --------------------------------------------------------------------------
     def feed(self, chunk: list[tuple]) -> None:
         """A Tracer chunk observer: update the arrays from one chunk of records, kind by kind, with
-        NumPy (the records of a kind are gathered, and the columns a handler reads extracted, in C)."""
+        NumPy (the records of a kind are gathered, and the columns a handler reads extracted, in C).
+        A chunk holding destroyed-copy facts is fed in parts around them, so that a retry copy
+        stored again after it was destroyed is seen in that order."""
         codes = np.fromiter(map(_KIND_CODES.get, map(_KIND, chunk), _NO_CODES), np.int8, len(chunk))
+        destroyed = codes == _DESTROYED_CODE
+        if not destroyed.any():
+            self._feed_kinds(chunk, codes)
+            return
+        cuts = np.flatnonzero(np.diff(destroyed.astype(np.int8))) + 1
+        for start, stop in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(chunk)].tolist(), strict=True):
+            self._feed_kinds(chunk[start:stop], codes[start:stop])
+
+    def _feed_kinds(self, chunk: list[tuple], codes: np.ndarray) -> None:
         order = np.argsort(codes, kind="stable")
         counts = np.bincount(codes + 1, minlength=len(_HANDLED) + 1)
         start = int(counts[0])  # records of kinds the ledger does not read sort first (code -1)
@@ -140,6 +189,7 @@ class Ledger:
             _grow(self.born_us[p], top, -1)
             _grow(self.state[p], top, 0)
             _grow(self.copies[p], top, 0)
+            _grow(self.rt_us[p], top, NO_RT)
             if self.shard is not None:
                 _grow(self.shard[p], top, -1)
         if top > self.top_seq[p]:
@@ -160,26 +210,60 @@ class Ledger:
         return out
 
     def _sent(self, cols: dict[int, list]) -> None:
-        # (t, node, kind, msg_id, topic, shard, broker, queue_id, status, attempts, born_us)
+        # (t, node, kind, msg_id, topic, shard, broker, queue_id, status, attempts, born_us, steered)
         ids, status = np.array(cols[3], np.int64), np.array(cols[8], object)
         ok = status == "SEND_OK"
+        oneway = status == "ONEWAY"
         n_ok = int(ok.sum())
-        self.counts["sent_attempts"] += sum(cols[9])
+        self._count_send(cols[9], cols[11])
         self.counts["sent_ok"] += n_ok
         self.counts["sent_not_ok"] += len(ids) - n_ok
-        bits = np.where(ok, ACKED, np.where(status == "ONEWAY", ONEWAY, NOT_OK)).astype(np.uint8)
-        born, shard = np.array(cols[10], np.int64), np.array(cols[5], np.int32)
+        if n_ok:
+            self.send_status["SEND_OK"] += n_ok
+        if n_ok < len(ids):
+            self.send_status.update(itertools.compress(cols[8], (~ok).tolist()))
+        born = np.array(cols[10], np.int64)
+        self._count_by_second(born // 1_000_000, cols[6])
+        rt = np.where(oneway, NO_RT, np.minimum(np.array(cols[0], np.int64) - born, RT_CAP_US)).astype(np.uint32)
+        bits = np.where(ok, ACKED, np.where(oneway, ONEWAY, NOT_OK)).astype(np.uint8)
+        shard = np.array(cols[5], np.int32)
         for p, sel, seqs in self._by_producer(ids):
             np.frombuffer(self.born_us[p], np.int64)[seqs] = born[sel]
             np.bitwise_or.at(np.frombuffer(self.state[p], np.uint8), seqs, bits[sel])
+            np.frombuffer(self.rt_us[p], np.uint32)[seqs] = rt[sel]
             if self.shard is not None:
                 np.frombuffer(self.shard[p], np.int32)[seqs] = shard[sel]
 
+    def _count_send(self, attempts: list[int], steered: list[int]) -> None:
+        """Attempts, retried and steered-away sends of a chunk's outcomes (list.count: in C)."""
+        n = len(attempts)
+        self.counts["sent_attempts"] += sum(attempts)
+        self.send_retried += n - attempts.count(1) - attempts.count(0)
+        self.send_steered += n - steered.count(0)
+
+    def _count_by_second(self, seconds: np.ndarray, brokers: list[str]) -> None:
+        """sends_by_second += the (second, broker) pairs (a chunk spans a second or two; the brokers
+        seen so far are counted with list.count, in C)."""
+        first, last = int(seconds.min()), int(seconds.max())
+        for second in [first] if first == last else np.unique(seconds).tolist():
+            of_second = brokers if first == last else list(itertools.compress(brokers, (seconds == second).tolist()))
+            left = len(of_second)
+            for broker in self._brokers:
+                n = of_second.count(broker)
+                if n:
+                    self.sends_by_second[(second, broker)] += n
+                    left -= n
+            if left:  # a broker not seen before
+                for broker, n in Counter(b for b in of_second if b not in self._brokers).items():
+                    self._brokers[broker] = None
+                    self.sends_by_second[(second, broker)] += n
+
     def _send_failed(self, cols: dict[int, list]) -> None:
-        # (t, node, kind, msg_id, topic, shard, attempts, reason, born_us)
+        # (t, node, kind, msg_id, topic, shard, attempts, reason, born_us, broker, steered)
         ids = np.array(cols[3], np.int64)
-        self.counts["sent_attempts"] += sum(cols[6])
+        self._count_send(cols[6], cols[10])
         self.counts["send_failed"] += len(ids)
+        self.send_failures.update(cols[7])
         born = np.array(cols[8], np.int64)
         for p, sel, seqs in self._by_producer(ids):
             np.frombuffer(self.born_us[p], np.int64)[seqs] = born[sel]
@@ -195,6 +279,45 @@ class Ledger:
                 self._mark_dlq(ids[of_topic], topic[len(DLQ_PREFIX):])
             elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
                 self._count_copies(ids[of_topic & first_copy])
+                continue
+            if topic == SCHEDULE_TOPIC:  # a delayed send parked by its send, or a retry copy on its way
+                self._mark_scheduled(ids[of_topic & first_copy])
+            if self.retry_destroyed and topic.startswith((RETRY_PREFIX, SCHEDULE_PREFIX)):
+                self._retry_restored(ids[of_topic].tolist())
+
+    def _retry_restored(self, ids: list[int]) -> None:
+        """A retry-path copy was stored again (a redelivery from the schedule topic, a new
+        send-back): the message is on its way again."""
+        for table in self.retry_destroyed.values():
+            for msg_id in ids:
+                table.pop(msg_id, None)
+
+    def _destroyed(self, cols: dict[int, list]) -> None:
+        # (t, node, kind, msg_id, topic, queue_id, queue_offset, fault, replicas, replicated)
+        for msg_id, topic, fault, replicas, replicated in zip(cols[3], cols[4], cols[7], cols[8], cols[9],
+                                                              strict=True):
+            bits = (DESTROYED_POWER if fault == "power_loss" else DESTROYED_CRASH) | \
+                (GROUP_HAS_REPLICAS if replicas else 0) | (REPLICATED if replicated else 0)
+            if topic.startswith(RETRY_PREFIX):
+                table = self.retry_destroyed.setdefault(topic[len(RETRY_PREFIX):], {})
+                table[msg_id] = table.get(msg_id, 0) | bits
+            elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
+                self.destroyed[msg_id] = self.destroyed.get(msg_id, 0) | bits
+
+    def _reused(self, cols: dict[int, list]) -> None:
+        # (t, node, kind, msg_id, topic, queue_id, queue_offset)
+        for msg_id, topic in zip(cols[3], cols[4], strict=True):
+            if topic.startswith(RETRY_PREFIX):
+                self.retry_reused.setdefault(topic[len(RETRY_PREFIX):], {})[msg_id] = None
+            elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
+                self.reused[msg_id] = None
+
+    def _mark_scheduled(self, ids: np.ndarray) -> None:
+        """A delayed message parked by its send (not a consumer's retry: reconsume_times 0)."""
+        if not len(ids):
+            return
+        for p, _sel, seqs in self._by_producer(ids):
+            np.bitwise_or.at(np.frombuffer(self.state[p], np.uint8), seqs, SCHEDULED)
 
     def _count_copies(self, ids: np.ndarray) -> None:
         if not len(ids):

@@ -24,7 +24,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.run_rows import CAUSES, LATENCY_KEYS, SUMMARY_COUNTS
+from analysis.run_rows import (
+    CAUSES,
+    LATENCY_KEYS,
+    LOSS_CAUSES,
+    SEND_COUNTS,
+    SEND_LATENCIES,
+    SEND_SHARES,
+    SEND_TALLIES,
+    SUMMARY_COUNTS,
+)
 from analysis.sweep_dir import TABLES
 from sim.files import atomic_path
 
@@ -58,11 +67,12 @@ def _flat_fields(name: str, kind: pa.DataType) -> list[pa.Field]:
     return [pa.field(name, kind)]
 
 
-def flatten_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A row whose dict values (summary sub-trees) are spread into `<key>_<sub>` columns."""
+def flatten_row(row: dict[str, Any], keep: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+    """A row whose dict values (summary sub-trees) are spread into `<key>_<sub>` columns; a key in
+    `keep` (a map column of the schema) stays as it is."""
     out: dict[str, Any] = {}
     for key, value in row.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and key not in keep:
             out.update(flatten_row({flat_name(key, str(k)): v for k, v in value.items()}))
         else:
             out[key] = value
@@ -80,6 +90,7 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields += [(name, pa.int64()) for name in SUMMARY_COUNTS]
     fields += [("latency_ms", pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])),
                ("duplicate_causes", pa.struct([(c, pa.int64()) for c in CAUSES])),
+               ("lost_by_cause", pa.struct([(c, pa.int64()) for c in LOSS_CAUSES])),
                ("transaction_violations", pa.int64()),
                ("duplicate_rate", pa.float64()), ("loss_rate", pa.float64())]
     fields += [(f"dup_rate_{c}", pa.float64()) for c in CAUSES]
@@ -89,6 +100,10 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
                ("delivery_hist", pa.list_(pa.int64())), ("tl_second", pa.list_(pa.int64())),
                ("tl_p50_ms", pa.list_(pa.float64())), ("tl_p99_ms", pa.list_(pa.float64())),
                ("tl_max_ms", pa.list_(pa.float64())), ("fault_windows", pa.list_(FAULT_WINDOW))]
+    fields += [(name, pa.int64()) for name in SEND_COUNTS]
+    fields += [(name, pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])) for name in SEND_LATENCIES]
+    fields += [(name, pa.map_(pa.string(), pa.float64())) for name in SEND_SHARES]
+    fields += [(name, pa.map_(pa.string(), pa.int64())) for name in SEND_TALLIES]
     fields += [("acked_deliveries", pa.int64()), ("warmup_ms", pa.float64())]
     return flatten_schema(pa.schema(fields))
 
@@ -113,6 +128,6 @@ def write_table(out_dir: Path, table: str, run_id: str, columns: dict[str, list]
 
 def write_run_row(out_dir: Path, row: dict[str, Any], schema: pa.Schema) -> None:
     """The commit point of a run (see module docstring)."""
-    flat = flatten_row(row)
+    flat = flatten_row(row, keep=set(schema.names))
     columns = {name: [flat.get(name)] for name in schema.names}
     write_table(out_dir, RUNS, row["run_id"], columns, schema)

@@ -15,7 +15,11 @@ analysis/results_store.py), the point's parameters as columns, verdicts, `acked_
 - `tl_second`/`tl_p50_ms`/`tl_p99_ms`/`tl_max_ms`: latency by second of send time;
 - `verdict` (valid / invalid / unknown, analysis/verdict.py) with `verdict_failures`, and
   `stopped_by` (a run bound that stopped the run, else null);
-- `fault_windows`: each injected fault's kind, target and [start, end) in simulated ms.
+- `fault_windows`: each injected fault's kind, target and [start, end) in simulated ms;
+- the send side: `sends`, `send_retried`, `send_steered_away`, `oneway_unstored`, `pending_delay`,
+  `send_latency_ms` and `send_latency_ms_in_faults` (structs like `latency_ms`),
+  `send_share_by_broker` and `send_share_by_broker_in_faults` (maps broker → fraction),
+  `send_status` and `send_failures_by_reason` (maps to counts).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.checks import latency_samples
+from analysis.checks import LOSS_CAUSES, latency_samples
 from sim.trace import FAULT_HEALED, FAULT_INJECTED
 
 LAT_BUCKETS_PER_OCTAVE = 64
@@ -34,14 +38,20 @@ SUMMARY_COUNTS = ("records", "sim_time_ms", "sent_attempts", "sent_ok", "sent_no
                   "stored", "stored_duplicates", "consumed", "lost", "pending_retry", "dlq", "duplicates",
                   "duplicated_messages", "order_violations")
 LATENCY_KEYS = ("p50", "p90", "p99", "p999", "max")
+# send-side metrics (analysis/checks.py): counts, latency structs, and maps keyed by broker / status / reason
+SEND_COUNTS = ("sends", "send_retried", "send_steered_away", "oneway_unstored", "pending_delay")
+SEND_LATENCIES = ("send_latency_ms", "send_latency_ms_in_faults")
+SEND_SHARES = ("send_share_by_broker", "send_share_by_broker_in_faults")
+SEND_TALLIES = ("send_status", "send_failures_by_reason")
+SEND_COLUMNS = SEND_COUNTS + SEND_LATENCIES + SEND_SHARES + SEND_TALLIES
 CAUSES = ("producer_retry", "redelivery")
 RESERVED_COLUMNS = frozenset(
     ("run_id", "point", "point_key", "seed", "status", "error", "repro", "scenario", "scenario_sha256",
      "trace_sha256", "latency_ms", "duplicate_causes", "transaction_violations", "groups_json",
      "duplicate_rate", "loss_rate", "verdict", "verdict_failures", "stopped_by", "wall_s", "simulate_wall_s", "lat_hist_bucket", "lat_hist_count",
      "delivery_hist", "tl_second", "tl_p50_ms", "tl_p99_ms", "tl_max_ms", "fault_windows",
-     "sweep", "params_json", "dup_rate_producer_retry", "dup_rate_redelivery") + SUMMARY_COUNTS
-    + ("acked_deliveries", "warmup_ms") + tuple(f"latency_ms_{k}" for k in LATENCY_KEYS)
+     "sweep", "params_json", "dup_rate_producer_retry", "dup_rate_redelivery", "lost_by_cause") + SUMMARY_COUNTS
+    + SEND_COLUMNS + ("acked_deliveries", "warmup_ms") + tuple(f"latency_ms_{k}" for k in LATENCY_KEYS)
     + tuple(f"duplicate_causes_{c}" for c in CAUSES))
 # faults whose effect lasts until a later `restart` of the same node
 UNTIL_RESTART = ("process_crash", "power_loss")
@@ -94,6 +104,10 @@ def runs_row(summary: dict[str, Any], details: dict[str, Any], fault_records: li
     row["trace_sha256"] = summary["trace_sha256"]
     row["latency_ms"] = {k: summary["latency_ms"][k] for k in LATENCY_KEYS}
     row["duplicate_causes"] = {c: summary["duplicate_causes"][c] for c in CAUSES}
+    row["lost_by_cause"] = {c: summary["lost_by_cause"][c] for c in LOSS_CAUSES}
+    row.update({k: summary[k] for k in SEND_COUNTS + SEND_SHARES + SEND_TALLIES})
+    for key in SEND_LATENCIES:
+        row[key] = None if summary[key] is None else {k: summary[key][k] for k in LATENCY_KEYS}
     row["transaction_violations"] = None  # no transactional producers in this build
     units = max(1, len(summary["groups"]))
     acked = summary["sent_ok"] * units

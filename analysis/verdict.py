@@ -33,7 +33,17 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "lost", "pending_retry", "dlq", "duplicates", "duplicated_messages",
     "duplicate_causes.producer_retry", "duplicate_causes.redelivery", "order_violations",
     "latency_ms.p50", "latency_ms.p90", "latency_ms.p99", "latency_ms.p999", "latency_ms.max",
+    "lost_by_cause.unflushed_at_power_loss", "lost_by_cause.replica_not_synced",
+    "lost_by_cause.truncated_on_recovery", "lost_by_cause.offset_skipped_after_recovery",
+    "lost_by_cause.expired_file_deleted", "lost_by_cause.other",
+    # send side (analysis/checks.py)
+    "sends", "send_retried", "send_steered_away", "oneway_unstored", "pending_delay",
+    "send_latency_ms.p50", "send_latency_ms.p90", "send_latency_ms.p99", "send_latency_ms.p999",
+    "send_latency_ms.max", "send_latency_ms_in_faults.p50", "send_latency_ms_in_faults.p90",
+    "send_latency_ms_in_faults.p99", "send_latency_ms_in_faults.p999", "send_latency_ms_in_faults.max",
 )
+# metrics keyed by a broker name: `send_share_by_broker.<broker>` (a broker of the scenario)
+EXPECTABLE_BROKER_METRICS: tuple[str, ...] = ("send_share_by_broker", "send_share_by_broker_in_faults")
 
 
 def metric_value(summary: dict[str, Any], path: str) -> Any:

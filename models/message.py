@@ -74,6 +74,27 @@ class Message(NamedTuple):
     props: dict[str, Any] | None = None
 
 
+class MessageBatch(NamedTuple):
+    """common.message.MessageBatch: messages of one topic sent in one request and stored all or
+    nothing; each keeps its own id (uniq key). `size_bytes` is the sum of the records' sizes (the
+    encoded batch body the client checks against maxMessageSize)."""
+
+    msgs: tuple[Message, ...]
+    topic: str
+    born_us: int
+    size_bytes: int
+    shard: int = -1
+
+    @property
+    def msg_id(self) -> int:
+        return self.msgs[0].msg_id
+
+    @property
+    def body_bytes(self) -> int:
+        """The batch's body: its messages encoded (what Validators.checkMessage measures)."""
+        return self.size_bytes
+
+
 class MessageExt(NamedTuple):
     """common.message.MessageExt: a stored message as getMessage returns it."""
 

@@ -17,15 +17,19 @@ FLUSH_DISK_TIMEOUT, SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT = 10, 11, 12
 MESSAGE_ILLEGAL, SERVICE_NOT_AVAILABLE, NO_PERMISSION, TOPIC_NOT_EXIST = 13, 14, 16, 17
 PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED, QUERY_NOT_FOUND = 19, 20, 21, 22
 INVALID_PARAMETER = 29
+NO_BUYER_ID, NOT_IN_CURRENT_UNIT = 204, 205
+GO_AWAY = 1500  # 5.3.1+: a server shutting down gracefully (NettyRemotingAbstract)
 
 # SendStatus (client)
 SEND_OK = "SEND_OK"
 SEND_STATUS_BY_CODE = {SUCCESS: SEND_OK, FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
                        FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
                        SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE"}
-# DefaultMQProducer.retryResponseCodes (5.3.3: SYSTEM_BUSY added in 5.3.0)
-RETRY_RESPONSE_CODES = frozenset({TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR,
-                                  NO_PERMISSION, 204, 205, SYSTEM_BUSY})
+# DefaultMQProducer.retryResponseCodes: 4.9.8, and 5.3.3 (SYSTEM_BUSY since 5.3.0, GO_AWAY since 5.3.1)
+RETRY_RESPONSE_CODES_4X = frozenset({TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR, NO_PERMISSION,
+                                     NO_BUYER_ID, NOT_IN_CURRENT_UNIT})
+RETRY_RESPONSE_CODES = RETRY_RESPONSE_CODES_4X | {SYSTEM_BUSY, GO_AWAY}
+RETRY_RESPONSE_CODES_BY_VERSION = {"4.x": RETRY_RESPONSE_CODES_4X, "5.x": RETRY_RESPONSE_CODES}
 
 
 class QueueData(NamedTuple):
@@ -62,6 +66,13 @@ class SendMessage(NamedTuple):
     queue_id: int
 
 
+class SendBatchMessage(NamedTuple):
+    """SEND_BATCH_MESSAGE: one request carrying a MessageBatch, stored all or nothing."""
+
+    msgs: tuple[Message, ...]
+    queue_id: int
+
+
 class SendResponse(NamedTuple):
     code: int
     queue_offset: int = -1
@@ -85,6 +96,7 @@ class PullResponse(NamedTuple):
     min_offset: int
     max_offset: int
     msgs: tuple[MessageExt, ...] = ()
+    suggest_which_broker_id: int = 0  # PullMessageResponseHeader.suggestWhichBrokerId
 
 
 class QueryConsumerOffset(NamedTuple):
@@ -113,6 +125,7 @@ class UpdateConsumerOffset(NamedTuple):
 class Heartbeat(NamedTuple):
     client_id: str
     consumer_groups: tuple[tuple[str, tuple[str, ...]], ...]  # (group, subscribed topics)
+    producer_groups: tuple[str, ...] = ()  # HeartbeatData.producerDataSet
 
 
 class GetConsumerList(NamedTuple):
@@ -148,3 +161,55 @@ new_send_message = fast_constructor(SendMessage)
 new_send_response = fast_constructor(SendResponse)
 new_pull_message = fast_constructor(PullMessage)
 new_pull_response = fast_constructor(PullResponse)
+
+
+# --- HA (store.ha: the master's HA port; not remoting commands in RocketMQ, raw frames) ---------
+class HaConnect(NamedTuple):
+    """A slave's HAClient opens a connection to its master's HA port."""
+
+
+class HaReport(NamedTuple):
+    """DefaultHAClient.reportSlaveMaxOffset: the slave's CommitLog max offset (8 bytes)."""
+
+    offset: int
+
+
+class HaTransfer(NamedTuple):
+    """DefaultHAConnection.WriteSocketService frame: data from physical `offset`; `records` are
+    (physical offset, RECORD bytes, props) of whole records; `torn_bytes` > 0 when `offset` lies
+    inside a master record (a diverged slave: those bytes are the tail of a foreign record).
+    No records and no torn bytes: a heartbeat header."""
+
+    offset: int
+    records: tuple = ()
+    torn_bytes: int = 0
+
+
+class HaClose(NamedTuple):
+    """The HA connection is closed by this end (housekeeping or an offset mismatch)."""
+
+
+# --- slave metadata, offsets by time, reset ------------------------------------------------------
+class GetAllConsumerOffset(NamedTuple):
+    """GET_ALL_CONSUMER_OFFSET (SlaveSynchronize.syncConsumerOffset)."""
+
+
+class AllConsumerOffsets(NamedTuple):
+    code: int
+    entries: tuple[tuple[str, str, int, int], ...] = ()  # (group, topic, queue id, offset)
+
+
+class SearchOffset(NamedTuple):
+    """SEARCH_OFFSET_BY_TIMESTAMP (MQAdminImpl.searchOffset): a queue offset by store time."""
+
+    topic: str
+    queue_id: int
+    timestamp_us: int
+
+
+class ResetConsumerClientOffset(NamedTuple):
+    """RESET_CONSUMER_CLIENT_OFFSET (Broker2Client.resetOffset → MQClientInstance.resetOffset)."""
+
+    topic: str
+    group: str
+    offsets: tuple[tuple[str, int, int], ...]  # (broker name, queue id, offset)

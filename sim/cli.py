@@ -41,7 +41,10 @@ def _summary_table(summary: dict[str, Any]) -> str:
         ("order violations", "n/a (no orderly group)" if summary["order_violations"] is None
          else summary["order_violations"]),
     ]
+    at = next(i for i, row in enumerate(rows) if row[0] == "lost") + 1  # its causes follow it (nonzero ones)
+    rows[at:at] = [(f"  cause {cause}", n) for cause, n in summary.get("lost_by_cause", {}).items() if n]
     rows += [(f"latency {k} ms", "-" if v is None else f"{v:.3f}") for k, v in lat.items()]
+    rows += _send_rows(summary)
     width = max(len(r[0]) for r in rows)
     lines = [f"  {name:<{width}}  {value}" for name, value in rows]
     for group, g in summary["groups"].items():
@@ -84,6 +87,33 @@ def reproduce_line(scenario: str, seed: int, overrides: list[str]) -> str:
     for item in overrides:
         words += ["--set", item]
     return shlex.join(words)
+
+
+def _send_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The send side: outcomes that add up, latency, where the sends went."""
+    def tally(counts: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
+
+    def shares(by_broker: dict[str, float] | None) -> str:
+        return "n/a (no fault window)" if by_broker is None else \
+            ", ".join(f"{b} {100 * v:.1f} %" for b, v in by_broker.items()) or "-"
+
+    rows: list[tuple[str, Any]] = [
+        ("sends (= sent_ok + other status + failed)", summary["sends"]),
+        ("  by status", tally(summary["send_status"])),
+        ("  failed by reason", tally(summary["send_failures_by_reason"])),
+        ("  retried (> 1 attempt)", summary["send_retried"]),
+        ("  steered away from an unavailable broker", summary["send_steered_away"]),
+        ("  ONEWAY never stored", summary["oneway_unstored"]),
+        ("pending delay (still in SCHEDULE_TOPIC_XXXX)", summary["pending_delay"]),
+    ]
+    rows += [(f"send latency {k} ms", "-" if v is None else f"{v:.3f}") for k, v in summary["send_latency_ms"].items()]
+    in_faults = summary["send_latency_ms_in_faults"]
+    rows.append(("send latency p99 ms in faults", "n/a (no fault window)" if in_faults is None else
+                 "-" if in_faults["p99"] is None else f"{in_faults['p99']:.3f}"))
+    rows.append(("send share by broker", shares(summary["send_share_by_broker"])))
+    rows.append(("send share by broker in faults", shares(summary["send_share_by_broker_in_faults"])))
+    return rows
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -4,6 +4,8 @@ Only durable I/O costs time here: page-cache writes (a broker appending into its
 memory copies and are free. `fsync_duration_us(n)` returns how long forcing `n` dirty bytes takes
 from now: the fsync latency draw plus `n / bandwidth`, multiplied by the `disk_slow` factor,
 starting when the device is free (one flush at a time) and not before an `fsync_stall` ends.
+Small files written without fsync (a broker's JSON config files) live in `files`, a page cache
+with the kernel's age-based writeback (sim/page_cache.py, `dirty_expire_ms`/`dirty_writeback_ms`).
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sim.config import Int
+from sim.config import Int, PositiveIntMs
 from sim.dist import Constant, Dist
+from sim.env import ms
+from sim.page_cache import PageCache
 
 MAX_BANDWIDTH_BYTES_PER_S = 10**12  # 1 TB/s, beyond any device
 
@@ -26,6 +30,8 @@ class DiskConfig(BaseModel):
     write_latency_ms: Dist = Constant(value=0.02)
     fsync_latency_ms: Dist = Constant(value=2.0)
     bandwidth_bytes_per_s: Int = Field(default=500 * 1024 * 1024, gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)
+    dirty_expire_ms: PositiveIntMs = 30_000  # Linux vm.dirty_expire_centisecs (page cache writeback age)
+    dirty_writeback_ms: PositiveIntMs = 5_000  # Linux vm.dirty_writeback_centisecs (flusher wake-ups)
 
 
 class Disk:
@@ -36,6 +42,7 @@ class Disk:
         self.slow_factor = 1.0
         self.stall_until_us = 0
         self.busy_until_us = 0
+        self.files = PageCache(ms(cfg.dirty_expire_ms), ms(cfg.dirty_writeback_ms), cfg.bandwidth_bytes_per_s)
 
     def _transfer_us(self, nbytes: int) -> int:
         return nbytes * 1_000_000 // self.cfg.bandwidth_bytes_per_s

@@ -263,6 +263,22 @@ def index_sampler(stream: random.Random, n: int, blocks: bool = False) -> Callab
     return block if blocks else _popping(block)
 
 
+MAX_ZIPF_SUPPORT = 1_000_000  # a skewed index sampler keeps its cumulative table (8 bytes each)
+
+
+def zipf_index_sampler(stream: random.Random, n: int, exponent: float) -> Callable[[], list[int]]:
+    """Blocks of whole numbers in [0, n) with P(i) ∝ 1 / (i + 1)^exponent (Zipf over a finite set;
+    exponent 0 is uniform), last draw first, from a NumPy generator seeded once from `stream`.
+    `n` is at most MAX_ZIPF_SUPPORT."""
+    if not 1 <= n <= MAX_ZIPF_SUPPORT:
+        raise ValueError(f"a skewed index sampler takes 1 to {MAX_ZIPF_SUPPORT} values, not {n}")
+    gen = _generator(stream)
+    cdf = np.cumsum(1.0 / np.arange(1, n + 1, dtype=np.float64) ** exponent)
+    cdf /= cdf[-1]
+    last = n - 1
+    return lambda: np.minimum(np.searchsorted(cdf, gen.random(BATCH), side="right"), last)[::-1].tolist()
+
+
 def _coerce(value: object) -> object:
     if isinstance(value, str):  # '2ms': a constant duration (ValueError naming a bad unit)
         value = _ms(value)

@@ -13,7 +13,10 @@
 | fsync_stall   | the node's disk completes nothing for `duration_ms`                        | self     |
 | pause         | GC / VM stall: the node does nothing for `duration_ms`                      | self     |
 
-A scripted fault with `duration_ms` heals itself after that time (a crash restarts). Random
+A scripted fault with `duration_ms` heals itself after that time (a crash restarts); with
+`jitter_ms` it happens at `at_ms` plus a uniform draw in [0, jitter_ms) from the injector's
+stream `faults.jitter` (one draw per jittered fault, in `at_ms` order), so seeds spread a
+fault over a cycle (a flush interval) instead of hitting one phase. Random
 faults (`random_faults`) alternate up and down phases per entry: up for
 `max(min_up_ms, Exp(rate_per_hour))`, then the fault for a `down_ms` draw, each entry with its
 own stream `faults.<index>`. At the end of the scenario's duration `heal_all()` heals everything
@@ -52,6 +55,7 @@ class FaultSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     at_ms: DurationMs
+    jitter_ms: DurationMs = 0  # the fault happens at at_ms + U[0, jitter_ms), seeded (module docstring)
     kind: FaultKind
     node: NodeName | None = None
     groups: list[list[NodeName]] | None = None
@@ -117,9 +121,13 @@ class FaultInjector:
         self.log: list[tuple] = []  # the fault records it emitted (fault windows for reports)
 
     def start(self) -> None:
+        jitter = self.env.rng.stream("faults.jitter") if any(s.jitter_ms for s in self.scripted) else None
         for spec in self.scripted:
-            if ms(spec.at_ms) < self.duration_us:
-                self.env.call_later(ms(spec.at_ms), self.inject, spec)
+            at_us = ms(spec.at_ms)
+            if spec.jitter_ms and jitter is not None:
+                at_us += int(jitter.random() * ms(spec.jitter_ms))
+            if at_us < self.duration_us:
+                self.env.call_later(at_us, self.inject, spec)
         for index, spec in enumerate(self.random_specs):
             self.env.process(self._random_loop(index, spec))
         self.env.call_later(self.duration_us, self.heal_all)

@@ -2,12 +2,17 @@
 
 `describe(model, field)` is the field's pydantic `description` when it has one, else the entry
 here under `"<Model>.<field>"`: meaning, unit, and the RocketMQ (Java) name where there is one
-(5.3.3). A field without either is a test failure naming it (tests/test_reference.py), so a
-new field must say what it is: add `Field(description=...)` beside it, or a line here.
+(5.3.3), else the comment written beside the field in its class. A field with none of these is
+a test failure naming it (tests/test_reference.py), so a new field must say what it is.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import io
+import re
+import tokenize
 from typing import Any
 
 FIELD_DOCS: dict[str, str] = {
@@ -179,15 +184,49 @@ FIELD_DOCS: dict[str, str] = {
     "RandomFaultSpec.factor": "disk_slow: disk times multiplied by this",
     "RandomFaultSpec.extra_latency_ms": "link_latency: ms added per message (a distribution)",
     "RandomFaultSpec.probability": "packet_loss: chance a segment is lost",
+    # added by other features (their source comments above the field, said here in one line)
+    "Scenario.version": "RocketMQ behaviour followed where 4.x and 5.x differ: 5.x or 4.x",
+    "BrokerSpec.replicas": "roles of the group's brokers: master node <name>, SLAVEs <name>-s1.. (null: one master)",
+    "ReplicaSpec.role": "ASYNC_MASTER, SYNC_MASTER or SLAVE (brokerRole)",
+    "ReplicaSpec.zone": "zone of this replica's host (null: the group's zone)",
+    "BrokerConfig.send_put_time_ms": "ms one SendMessage holds the CommitLog put lock (a distribution; simulator; 0: none)",
+    "PushConsumerConfig.consume_timestamp_ms":
+        "CONSUME_FROM_TIMESTAMP: simulated ms to start from (null: 30 min before start) (consumeTimestamp)",
+    "ActionSpec.at_ms": "ms when the operator acts",
+    "ActionSpec.kind": "reset_offset (mqadmin resetOffsetByTime)",
     "ExpectBounds.min": "lowest acceptable value",
     "ExpectBounds.max": "highest acceptable value",
 }
 
 
 def describe(model: type, name: str) -> str | None:
-    """The field's description: pydantic's `description`, else FIELD_DOCS; None if neither."""
+    """The field's description: pydantic's `description`, else FIELD_DOCS, else the comment
+    written beside the field in its class (house style: the Java name beside each default);
+    None if none of them."""
     field = model.model_fields[name]
-    return field.description or FIELD_DOCS.get(f"{model.__name__}.{name}")
+    return field.description or FIELD_DOCS.get(f"{model.__name__}.{name}") or source_comments(model).get(name)
+
+
+@functools.cache
+def source_comments(model: type) -> dict[str, str]:
+    """field name → the trailing `# comment` of its line in the class body (ruff's noqa removed)."""
+    try:
+        lines = inspect.getsource(model).splitlines()
+    except (OSError, TypeError):
+        return {}
+    out: dict[str, str] = {}
+    for line in lines:
+        match = _FIELD_LINE.match(line)
+        if match and match.group(1) in model.model_fields:
+            tokens = list(tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline))
+            comment = next((t.string[1:].strip() for t in tokens if t.type == tokenize.COMMENT), "")
+            comment = re.sub(r"noqa\S*( - )?", "", comment).strip()
+            if comment:
+                out[match.group(1)] = comment
+    return out
+
+
+_FIELD_LINE = re.compile(r"^    ([a-z_][a-z0-9_]*)\s*:")
 
 
 def every_model(root: type) -> list[type]:

@@ -127,9 +127,13 @@ class Node:
         if self.up:
             return
         self.up = True
-        self.host_up = True
+        was_off, self.host_up = not self.host_up, True
         self.booting = True
         self.call_later(self.startup_us, self._booted)
+        if self.env.network is not None:
+            if was_off:
+                self.env.network.host_powered_on(self)
+            self.env.network.node_restarted(self)
 
     def _booted(self) -> None:
         self.booting = False
@@ -204,6 +208,16 @@ class Node:
         for req_id, (_on_reply, _args, dst, _deadline) in list(self._pending.items()):
             if dst == link.src:
                 self.call_later(delay_us, self.response_arrived, req_id, CONNECT_FAILED)
+
+    def pending_to(self, dst: str) -> list[int]:
+        """Ids of the requests to `dst` still waiting for a response (in issue order)."""
+        return [req_id for req_id, entry in self._pending.items() if entry[2] == dst]
+
+    def fail_requests(self, req_ids: list[int], delay_us: int) -> None:
+        """Fail these requests with CONNECT_FAILED after `delay_us` (those still pending then):
+        their connection was reset."""
+        for req_id in req_ids:
+            self.call_later(delay_us, self.response_arrived, req_id, CONNECT_FAILED)
 
     def _expire(self, timeout_us: int) -> None:
         """Time out the requests of one FIFO whose deadline has come (answered ones are skipped),

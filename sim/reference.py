@@ -30,7 +30,7 @@ def header() -> str:
 #
 # Instances: an entry with `count: 3` and name `c` becomes the nodes c-1, c-2, c-3 (count 1:
 # the node is `c`). Rates (`rate_per_s`) are per instance; a random fault's `rate_per_hour` is
-# for its whole entry.
+# for its whole entry. client_version: null follows `version`.
 #
 # faults: scripted, [{{at_ms, kind, ...}}]; a fault with duration_ms heals itself after it
 # (a crash then restarts); every fault heals at duration_ms. Kinds and their fields:

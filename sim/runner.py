@@ -27,10 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.checks import send_metrics_in_faults
 from analysis.ledger import Ledger, ProducerInfo
+from analysis.run_rows import fault_windows
 from analysis.trace_store import TraceWriter
 from analysis.verdict import guarantees_for, judge
+from models.admin import MQAdmin
 from models.broker.broker import Broker
+from models.broker.config import BrokerRole
 from models.consumer.config import MessageModel
 from models.consumer.push_consumer import PushConsumer
 from models.namesrv import NameServer
@@ -44,6 +48,7 @@ from sim.limits import DEFAULT_MAX_EVENTS
 from sim.network import Network
 from sim.rng import Rng
 from sim.scenario import Scenario, instance_names
+from sim.scenario_checks import broker_group_nodes
 from sim.trace import Tracer
 
 SLICE_START_US = 1_000  # the first slice of simulated time between checks of the bounds
@@ -60,6 +65,7 @@ class World:
     models: dict[str, Any] = field(default_factory=dict)  # node name -> model object
     producers: list[ProducerInfo] = field(default_factory=list)  # by producer index (message ids)
     injector: FaultInjector | None = None
+    admin: MQAdmin | None = None
 
 
 @dataclass
@@ -103,16 +109,17 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
     namesrvs = [n.name for n in sc.cluster.nameservers]
     for ns in sc.cluster.nameservers:
         _add(world, NameServer(env, ns.name, ns.zone))
+    brokers = []
     for b in sc.cluster.brokers:
-        topics = {t.name: t.queues for t in sc.cluster.topics if t.brokers is None or b.name in t.brokers}
-        _add(world, Broker(env, b.name, b.zone, b.store, b.broker, b.disk, topics, namesrvs))
+        brokers += _build_group(world, b, sc, namesrvs)
     duration_us = ms(sc.duration_ms)
     for p in sc.producers:
+        selector = "hash" if p.send_mode == "ORDERLY" else p.selector
         for name in instance_names(p.name, p.count):
-            producer = Producer(env, name, p.zone, p.client, namesrvs, [p.topic], p.send_mode)
+            producer = Producer(env, name, p.zone, p.client, namesrvs, [p.topic], p.send_mode, group=p.group,
+                                client_version=sc.resolved_client_version, selector=selector)
             stop = ms(p.stop_ms) if p.stop_ms is not None else duration_us
-            Workload(producer, len(world.producers), p.topic, p.rate_per_s, p.arrival, p.message_bytes, p.tags,
-                     p.keys, ms(p.start_ms), min(stop, duration_us))
+            Workload(producer, len(world.producers), p, ms(p.start_ms), min(stop, duration_us))
             world.producers.append(ProducerInfo(name, p.topic))
             _add(world, producer)
     zones = {b.name: b.zone for b in sc.cluster.brokers}  # MACHINE_ROOM_NEARBY by ZONE
@@ -123,7 +130,28 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
                                      c.consume_time_ms, c.failure_probability, zones))
     _wire_network(network, sc)
     world.injector = FaultInjector(env, world.nodes, list(sc.faults), list(sc.random_faults), duration_us)
+    world.admin = MQAdmin(env, brokers, {g: e["topic"] for g, e in consumer_groups(sc).items()})
     return world
+
+
+def _build_group(world: World, b: Any, sc: Scenario, namesrvs: list[str]) -> list[Broker]:
+    """The brokers of one broker group, master first; slaves share the master's intern tables,
+    and the master learns (for the loss checkers only) which records its slaves hold."""
+    topics = {t.name: t.queues for t in sc.cluster.topics if t.brokers is None or b.name in t.brokers}
+    group = []
+    for node, role, zone, broker_id in broker_group_nodes(b.name, b.zone, b.store.broker_role, b.replicas):
+        store = b.store.model_copy(update={"broker_role": BrokerRole(role)})
+        broker = Broker(world.env, node, zone, store, b.broker, b.disk, topics, namesrvs, broker_name=b.name,
+                        broker_id=broker_id, version=sc.version, master=b.name if broker_id else None)
+        if broker_id:
+            broker.commit_log.share_interns(group[0].commit_log)
+        group.append(broker)
+        _add(world, broker)
+    if len(group) > 1:
+        logs = [s.commit_log for s in group[1:]]
+        group[0].commit_log.replica_has = lambda phys, msg_id: any(log.holds(phys, msg_id) for log in logs)
+        group[0].commit_log.replicas = len(logs)
+    return group
 
 
 def _add(world: World, model: Any) -> None:
@@ -156,6 +184,7 @@ def start(world: World) -> None:
         else:
             node.start()
     world.injector.start()
+    world.admin.play(list(sc.actions), ms(sc.duration_ms))
 
 
 def consumer_groups(sc: Scenario) -> dict[str, dict[str, Any]]:
@@ -265,6 +294,11 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
               stopped_by: str | None, details: dict[str, Any] | None = None) -> dict[str, Any]:
     sc = world.scenario
     metrics = ledger.results(details)
+    windows = fault_windows(world.injector.log, now_us / 1000) if world.injector is not None else []
+    metrics.update(send_metrics_in_faults(ledger, windows))
+    for key in ("send_share_by_broker", "send_share_by_broker_in_faults"):  # brokers sent nothing: 0
+        if metrics[key] is not None:
+            metrics[key] = {b.name: metrics[key].get(b.name, 0.0) for b in sc.cluster.brokers} | metrics[key]
     summary = {
         "scenario": sc.name,
         "seed": seed,

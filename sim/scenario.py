@@ -28,13 +28,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from models.broker.config import BrokerConfig, MessageStoreConfig
+from models.admin import ActionSpec
+from models.broker.config import BrokerConfig, BrokerRole, MessageStoreConfig
 from models.consumer.config import PushConsumerConfig
 from models.producer.config import ProducerConfig
 from sim import keypath
 from sim.config import ConfigError, DurationMs, Float, Int, Name, NodeName, PositiveDurationMs, format_errors
 from sim.disk import DiskConfig
-from sim.dist import Constant, Dist, Lognormal, SizeDist
+from sim.dist import MAX_ZIPF_SUPPORT, Constant, Dist, Lognormal, SizeDist
 from sim.faults import FaultSpec, RandomFaultSpec
 from sim.inputs import InputProblem, load_yaml, read_text
 from sim.limits import (
@@ -93,8 +94,21 @@ class NameServerSpec(BaseModel):
     zone: Zone = "zone-a"
 
 
+class ReplicaSpec(BaseModel):
+    """One broker of a group: its role and host zone (default: the group's zone)."""
+
+    model_config = _STRICT
+    role: BrokerRole
+    zone: Zone | None = None
+
+
 class BrokerSpec(BaseModel):
-    """A broker group's master (brokerId 0) on its own host."""
+    """A broker group (brokerName `name`). Without `replicas`, one master on its own host whose
+    role is `store.broker_role`. With `replicas`, one node per replica, each on its own host,
+    all sharing `store`/`broker`/`disk` except the role: the master (exactly one ASYNC_MASTER
+    or SYNC_MASTER, brokerId 0) is node `name`, the SLAVEs are nodes `name-s1`, `name-s2`, ...
+    (brokerId 1, 2, ... in list order). No automatic failover: a group whose master is down
+    has no master until it restarts (the controller and DLedger modes are out of scope)."""
 
     model_config = _STRICT
     name: NodeName = "broker-a"
@@ -102,6 +116,7 @@ class BrokerSpec(BaseModel):
     store: MessageStoreConfig = MessageStoreConfig()
     broker: BrokerConfig = BrokerConfig()
     disk: DiskConfig = DiskConfig()
+    replicas: list[ReplicaSpec] | None = Field(None, min_length=1, max_length=64)
 
 
 class TopicSpec(BaseModel):
@@ -142,20 +157,51 @@ class NetworkSpec(BaseModel):
 
 
 class ProducerSpec(BaseModel):
+    """A producer entry: `count` client processes, each with one DefaultMQProducer and its own
+    workload (models/producer/workload.py). `rate_per_s` is per producer instance."""
+
     model_config = _STRICT
     name: NodeName = "producer"
     count: Count = 1
     zone: Zone = "zone-a"
+    group: GroupName = "DEFAULT_PRODUCER"  # producerGroup (MixAll.DEFAULT_PRODUCER_GROUP)
     topic: TopicName = "TopicTest"
-    rate_per_s: Float = Field(1000.0, ge=MIN_RATE_PER_S, le=HARD_MAX_RATE_PER_S)  # limits.max_rate_per_s
-    arrival: Literal["poisson", "constant"] = "poisson"
+    rate_per_s: Float = Field(1000.0, ge=MIN_RATE_PER_S, le=HARD_MAX_RATE_PER_S)  # per instance; limits.max_rate_per_s
+    arrival: Literal["poisson", "constant", "bursts", "on_off"] = "poisson"
+    burst_size: Int = Field(10, gt=0, le=100_000)  # arrival bursts: messages per burst
+    on_ms: Dist = Constant(value=5_000)  # arrival on_off: length of an on period
+    off_ms: Dist = Constant(value=5_000)  # arrival on_off: length of an off period
     message_bytes: SizeDist = Constant(value=1024)
+    key_bytes: SizeDist | None = None  # length of the KEYS property (None: no KEYS, or `k<i>` of a sharding key)
     tags: list[Tag] = Field([], max_length=1_000)
-    keys: Int = Field(0, ge=0, le=2**31 - 1)  # number of distinct sharding keys (0: none)
-    send_mode: Literal["SYNC", "ONEWAY"] = "SYNC"
+    keys: Int = Field(0, ge=0, le=2**31 - 1)  # distinct sharding keys (orderly sends only)
+    key_skew: Float = Field(0.0, ge=0, le=10)  # Zipf exponent of the sharding keys (0: uniform)
+    send_mode: Literal["SYNC", "ASYNC", "ONEWAY", "ORDERLY"] = "SYNC"  # ORDERLY = SYNC + selector hash
+    selector: Literal["hash", "random"] | None = None  # MessageQueueSelector (sendSelectImpl); None: sendDefaultImpl
+    delay_level: Int = Field(0, ge=0, le=64)  # DELAY property (0: none; the broker caps it at its highest level)
+    batch_size: Int = Field(1, gt=0, le=10_000)  # messages per send (> 1: MessageBatch)
     start_ms: DurationMs = 1_000
     stop_ms: PositiveDurationMs | None = None  # default: the scenario's duration
     client: ProducerConfig = ProducerConfig()
+
+    @model_validator(mode="after")
+    def _send_options(self) -> ProducerSpec:
+        problems = []
+        orderly = self.send_mode == "ORDERLY" or self.selector == "hash"
+        if self.send_mode == "ORDERLY" and self.selector == "random":
+            problems.append("send_mode ORDERLY selects by the sharding key's hash; drop selector: random")
+        if orderly and not self.keys:
+            problems.append("orderly sends (send_mode ORDERLY or selector: hash) need sharding keys: set keys > 0")
+        if orderly and self.key_skew and self.keys > MAX_ZIPF_SUPPORT:
+            problems.append(f"with key_skew, keys is at most {MAX_ZIPF_SUPPORT:,}")
+        if self.batch_size > 1 and self.delay_level:
+            problems.append("a batch cannot carry a delay level (MessageBatch: 'TimeDelayLevel is not supported "
+                            "for batching')")
+        if self.batch_size > 1 and (orderly or self.selector):
+            problems.append("batch sends go through sendDefaultImpl: use no selector and no ORDERLY with batch_size > 1")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class ConsumerSpec(BaseModel):
@@ -201,6 +247,9 @@ Expectation = Annotated[ExpectBounds, BeforeValidator(_exact)]
 class Scenario(BaseModel):
     model_config = _STRICT
     name: Name = "scenario"
+    # the RocketMQ line the models follow where 4.x (4.9.8) and 5.x (5.3.3) differ; the clients
+    # follow it unless `client_version` says otherwise
+    version: Literal["5.x", "4.x"] = "5.x"
     seed: Int = Field(1, ge=0, le=MAX_SEED)
     duration_ms: PositiveDurationMs = 60_000
     settle_ms: DurationMs = 30_000
@@ -215,8 +264,14 @@ class Scenario(BaseModel):
     consumers: list[ConsumerSpec] = []
     faults: list[FaultSpec] = []
     random_faults: list[RandomFaultSpec] = []
+    actions: list[ActionSpec] = []  # operator commands (models/admin.py), e.g. reset_offset
     expect: dict[str, Expectation] = {}  # metric key path -> bounds (analysis/verdict.py)
     limits: Limits = Limits()
+    client_version: Literal["5.x", "4.x"] | None = None  # the clients' release (null: as `version`)
+
+    @property
+    def resolved_client_version(self) -> str:
+        return self.client_version or self.version
 
     def digest(self) -> str:
         """SHA-256 of the resolved tree (every default filled in), seed and limits excluded

@@ -134,7 +134,8 @@ def cross_check(data: dict, root: type[BaseModel]) -> list[str]:
     problems = _collect_nodes(data, ctx, limits)
     ctx.topics = _topic_names(data, ctx)
     for check in (_check_client_topics, _check_topic_brokers, _check_groups, _check_roles,
-                  _check_fault_targets, _check_links, _check_expect, _check_allocation):
+                  _check_fault_targets, _check_links, _check_expect, _check_actions, _check_allocation,
+                  _check_client_version):
         problems += check(data, ctx)
     return problems + _check_limits(data, ctx, limits)
 
@@ -144,11 +145,17 @@ _METRIC_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # e.g. latency_ms
 
 def _check_expect(data: dict, ctx: Context) -> list[str]:
     """Every `expect:` key must be a metric the summary has (analysis/verdict.py)."""
-    from analysis.verdict import EXPECTABLE_METRICS
+    from analysis.verdict import EXPECTABLE_BROKER_METRICS, EXPECTABLE_METRICS
 
     expect = data.get("expect")
     problems = []
+    brokers = _broker_names(ctx)
     for key in expect if isinstance(expect, dict) else ():
+        prefix, _, broker = str(key).partition(".")
+        if prefix in EXPECTABLE_BROKER_METRICS and broker:
+            if brokers is not None and broker not in brokers:
+                problems.append(f"expect.{key}: {broker!r} is not a broker here (brokers: {', '.join(brokers)})")
+            continue
         if key not in EXPECTABLE_METRICS:
             hint = difflib.get_close_matches(str(key), EXPECTABLE_METRICS, n=1, cutoff=0.6)
             where = f"expect.{key}" if isinstance(key, str) and _METRIC_PATH.fullmatch(key) else \
@@ -156,6 +163,44 @@ def _check_expect(data: dict, ctx: Context) -> list[str]:
             problems.append(f"{where}: not a metric an expectation can bound" +
                             (f" (did you mean {hint[0]!r}?)" if hint else
                              f" (metrics: {', '.join(EXPECTABLE_METRICS)})"))
+    return problems
+
+
+SLAVE = "SLAVE"
+
+
+def broker_group_nodes(name: str, zone: str, role: str, replicas: list[Any] | None) -> list[tuple[str, str, str, int]]:
+    """(node name, role, zone, broker id) of a broker group's brokers, master first: without
+    replicas the group is one master; with them, the master is node `name` (brokerId 0) and the
+    slaves `name-s1`, `name-s2`, ... (brokerId 1, 2, ... in list order)."""
+    if replicas is None:
+        return [(name, str(role), zone, 0)]
+    masters = [(name, str(r.role), r.zone or zone, 0) for r in replicas if str(r.role) != SLAVE]
+    slaves = [r for r in replicas if str(r.role) == SLAVE]
+    return masters + [(f"{name}-s{i}", SLAVE, r.zone or zone, i) for i, r in enumerate(slaves, 1)]
+# producer client options that exist only in 5.x (4.9.8 has no such field), with their "off" value
+_V5_ONLY_PRODUCER_OPTIONS = (("start_detector_enable", False), ("send_msg_max_timeout_per_request_ms", -1),
+                             ("enable_backpressure_for_async_mode", False))
+
+
+def _check_client_version(data: dict, ctx: Context) -> list[str]:
+    """5.x-only producer options are refused when the clients follow 4.x (4.9.8)."""
+    version, client_version = (ctx.read.get(ctx.root, data, n) for n in ("version", "client_version"))
+    resolved = client_version if client_version not in (None, INVALID) else version
+    if resolved != "4.x":
+        return []
+    problems = []
+    model = ctx.model("producers")
+    client_model = _element_model(model.model_fields["client"].annotation)
+    for i, entry in _client_entries(data, ctx, "producers"):
+        client = ctx.read.section(entry, "client") if isinstance(entry, dict) else INVALID
+        if client is INVALID:
+            continue
+        for name, off in _V5_ONLY_PRODUCER_OPTIONS:
+            value = ctx.read.get(client_model, client, name)
+            if value is not INVALID and value != off:
+                problems.append(f"producers[{i}].client.{name}: a 5.x option (4.9.8 has none); the clients "
+                                f"follow 4.x here (client_version / version)")
     return problems
 
 
@@ -174,6 +219,8 @@ def _collect_nodes(data: dict, ctx: Context, limits: Any) -> list[str]:
         model = ctx.model("cluster", section)
         entries = read.entries(ctx.model("cluster"), cluster, section) if cluster is not INVALID else INVALID
         declared += _declared(read, model, entries, f"cluster.{section}", kind, nodes)
+        if section == "brokers" and entries is not INVALID:
+            declared += _slave_nodes(read, model, entries)
     clients: list[tuple[str, int, str]] = []  # (base name, count, where)
     for section in ("producers", "consumers"):
         model = ctx.model(section)
@@ -218,6 +265,19 @@ def _declared(read: FieldReader, model: type[BaseModel], entries: Any, section: 
             nodes.complete = False
         else:
             out.append((name, f"{section}[{i}]", kind))
+    return out
+
+
+def _slave_nodes(read: FieldReader, model: type[BaseModel], entries: list) -> list[tuple[str, str, str]]:
+    """The slave nodes of each broker group with valid replicas (kind 'slave')."""
+    out = []
+    for i, entry in enumerate(entries):
+        name, replicas = read.get(model, entry, "name"), read.get(model, entry, "replicas")
+        if INVALID in (name, replicas) or replicas is None:
+            continue
+        for node, role, _zone, _id in broker_group_nodes(name, "", "", replicas):
+            if role == SLAVE:
+                out.append((node, f"cluster.brokers[{i}].replicas", "slave"))
     return out
 
 
@@ -299,14 +359,45 @@ def _check_groups(data: dict, ctx: Context) -> list[str]:
 
 
 def _check_roles(data: dict, ctx: Context) -> list[str]:
+    """A broker group has exactly one master; a SLAVE needs one (give the group `replicas`)."""
     cluster = ctx.read.section(data, "cluster")
-    brokers = cluster.get("brokers") if cluster is not INVALID else None
+    model = ctx.model("cluster", "brokers")
+    entries = ctx.read.entries(ctx.model("cluster"), cluster, "brokers") if cluster is not INVALID else INVALID
     problems = []
-    for i, broker in enumerate(brokers if isinstance(brokers, list) else []):
-        store = broker.get("store") if isinstance(broker, dict) else None
-        if isinstance(store, dict) and store.get("broker_role") == "SLAVE":
-            problems.append(f"cluster.brokers[{i}].store.broker_role: SLAVE brokers (HA) are not modelled yet; "
-                            "use ASYNC_MASTER or SYNC_MASTER")
+    for i, entry in enumerate([] if entries is INVALID else entries):
+        replicas = ctx.read.get(model, entry, "replicas")
+        store = ctx.read.get(model, entry, "store")
+        if replicas is INVALID:
+            continue
+        if replicas is None:
+            if store is not INVALID and str(store.broker_role) == SLAVE:
+                problems.append(f"cluster.brokers[{i}].store.broker_role: a SLAVE needs a master in its broker "
+                                "group; give the group replicas, e.g. replicas: [{role: ASYNC_MASTER}, {role: SLAVE}]")
+            continue
+        masters = sum(1 for r in replicas if str(r.role) != SLAVE)
+        if masters != 1:
+            problems.append(f"cluster.brokers[{i}].replicas: a broker group has exactly one master "
+                            f"(ASYNC_MASTER or SYNC_MASTER), got {masters}")
+    return problems
+
+
+def _check_actions(data: dict, ctx: Context) -> list[str]:
+    """An action names a consumer group of the scenario (and a declared topic, if it gives one)."""
+    groups = {}
+    for _i, entry in _client_entries(data, ctx, "consumers"):
+        group, topic = (ctx.read.get(ctx.model("consumers"), entry, n) for n in ("group", "topic"))
+        if group is not INVALID:
+            groups.setdefault(group, topic)
+    problems = []
+    model = ctx.model("actions")
+    for i, action in _client_entries(data, ctx, "actions"):
+        group, topic = ctx.read.get(model, action, "group"), ctx.read.get(model, action, "topic")
+        if group is not INVALID and group not in groups:
+            problems.append(f"actions[{i}].group: {group!r} is not a consumer group here "
+                            f"(groups: {', '.join(groups) or 'none'})")
+        if topic not in (INVALID, None) and ctx.topics is not None and topic not in ctx.topics:
+            problems.append(f"actions[{i}].topic: topic {topic!r} is not declared in cluster.topics "
+                            f"(declared: {', '.join(ctx.topics) or 'none'})")
     return problems
 
 
@@ -341,7 +432,8 @@ def _check_fault_targets(data: dict, ctx: Context) -> list[str]:
             for key, name in _fault_refs(ctx, model, fault):
                 if not ctx.nodes.may_exist(name):
                     unknown.setdefault(name, key)
-                elif kind in DISK_KINDS and key in ("node", "nodes") and ctx.nodes.kinds.get(name, "broker") != "broker":
+                elif kind in DISK_KINDS and key in ("node", "nodes") and \
+                        ctx.nodes.kinds.get(name, "broker") not in ("broker", "slave"):
                     problems.append(f"{section}[{i}].{key}: {kind} needs a node with a disk (a broker); "
                                     f"{name!r} is a {ctx.nodes.kinds[name]}")
             problems += _unknown_targets(f"{section}[{i}]", unknown, ctx.nodes)

@@ -60,6 +60,7 @@ FAULT_HEALED = declare("fault.healed", fault=str, target=str, detail=str)
 NODE_CRASHED = declare("node.crashed", power_loss=bool)
 NODE_RESTARTED = declare("node.restarted", incarnation=int)
 NET_DROPPED = declare("net.dropped", src=str, dst=str, payload=str, reason=str)
+NET_HELD = declare("net.held", src=str, dst=str, payload=str)  # kept by TCP through a partition
 RUN_ENDED = declare("run.ended", phase=str)
 
 DIGEST_CHUNK = 4096

@@ -19,7 +19,10 @@ SEED = 3
 def scenario(brokers: list[dict], consumers: list[dict], queues: int = 4) -> dict:
     return {"name": "allocation", "duration_ms": "20s", "settle_ms": "20s",
             "cluster": {"brokers": brokers, "topics": [{"name": "T", "queues": queues}]},
-            "producers": [{"name": "p", "topic": "T", "rate_per_s": 200}],
+            # the producer starts once the group has settled: members that start together race
+            # (a NOTIFY_CONSUMER_IDS_CHANGED wakes a rebalance before the others' heartbeats are
+            # in), and messages sent during that overlap are consumed twice (start-up redelivery)
+            "producers": [{"name": "p", "topic": "T", "rate_per_s": 200, "start_ms": "3s"}],
             "consumers": consumers}
 
 

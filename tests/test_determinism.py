@@ -89,3 +89,36 @@ def test_adding_a_consumer_leaves_other_streams_untouched() -> None:
     a, b = Rng(5), Rng(5)
     a.stream("c-4.listener")
     assert a.stream("broker-a.disk").random() == b.stream("broker-a.disk").random()
+
+
+_BROKER_FIDELITY = ["duration_ms=25s", "settle_ms=10s", "consumers[0].start_ms=1s",
+                    "cluster.brokers[1].store.transient_store_pool_enable=true",
+                    "actions=[{at_ms: 20s, kind: reset_offset, group: billing, to_time_ms: 5s}]"]
+_BROKER_CHILD = """
+import json, sys
+sys.path.insert(0, {root!r})
+import sim
+r = sim.run({path!r}, seed=2, overrides={overrides!r})
+print(json.dumps({{"digest": r.summary["trace_sha256"], "lost": r.summary["lost"]}}))
+"""
+
+
+def test_broker_fidelity_run_is_deterministic_across_pythonhashseed() -> None:
+    """HA replication, a power loss with page-cache write-back and stale connections, the
+    transient store pool and a reset by time: the same digest in processes with different hash
+    seeds, and records of the declared scalar types."""
+    path = str(ROOT / "scenarios" / "power_loss_async_master.yaml")
+    code = _BROKER_CHILD.format(root=str(ROOT), path=path, overrides=_BROKER_FIDELITY)
+    outs = []
+    for hash_seed in ("0", "1"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                             cwd=str(ROOT))
+        outs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    local = sim.run(path, seed=2, overrides=_BROKER_FIDELITY, keep_records=True)
+    assert outs[0] == outs[1] and outs[0]["digest"] == local.summary["trace_sha256"]
+    kinds = {r[2] for r in local.records}
+    assert {"ha.connected", "broker.slave_synced", "commit_log.destroyed", "admin.offset_reset",
+            "consumer.offset_reset", "broker.offsets_loaded"} <= kinds
+    allowed = {str, int, float, bool, type(None)}
+    assert all(type(v) in allowed for r in local.records for v in r)

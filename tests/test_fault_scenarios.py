@@ -71,8 +71,9 @@ def fi(kind: str, field: str) -> int:
 
 
 def fault_time_us(name: str, kind: str) -> int:
-    sc = load(path(name))
-    return next(int(f.at_ms * 1000) for f in sc.faults if f.kind == kind)
+    """When the fault happened (a scripted fault with `jitter_ms` happens after its `at_ms`)."""
+    kind_i = fi("fault.injected", "fault")
+    return next(r[0] for r in recs(name, "fault.injected") if r[kind_i] == kind)
 
 
 def acked(name: str) -> dict[int, tuple]:
@@ -246,8 +247,7 @@ def test_restart_consumer_redelivers() -> None:
 def test_partition_broker_fails_sends_and_heals_without_loss() -> None:
     name = "partition_broker"
     s = summary(name)
-    reason_i = fi("net.dropped", "reason")
-    assert any(r[reason_i] == "partition" for r in recs(name, "net.dropped"))
+    assert recs(name, "net.held")  # TCP kept what it could not deliver through the partition
     kind_i = fi("fault.injected", "fault")
     assert [r[kind_i] for r in recs(name, "fault.injected")] == ["partition", "heal"]
     assert s["send_failed"] > 0  # sends to broker-a time out: no RST through a partition
@@ -267,11 +267,17 @@ def test_timed_out_send_is_not_retried(name: str) -> None:
     attempts_i, reason_i = fi("producer.send_failed", "attempts"), fi("producer.send_failed", "reason")
     failed = recs(name, "producer.send_failed")
     assert failed
-    assert all(r[reason_i] == "call_timeout" and r[attempts_i] == 1 for r in failed)
+    assert all(r[reason_i] == "call_timeout" for r in failed)
+    # a timeout ends the send; a second attempt happens only after a first one failed fast (the
+    # RST of a rebooted broker, sim/network.py) and then ran out of the send's total timeout
+    retried = [r for r in failed if r[attempts_i] != 1]
+    assert all(r[attempts_i] == 2 for r in retried) and (not retried or name.startswith("power_loss"))
+    assert len(retried) <= 0.05 * len(failed)
     failed_at = {r[fi("producer.send_failed", "msg_id")]: r[0] for r in failed}
     mid = fi("broker.stored", "msg_id")
+    # a request TCP delivers late (packet loss, a healed partition) is still stored after its caller gave up
     assert not [r for r in recs(name, "broker.stored") if r[mid] in failed_at and r[0] > failed_at[r[mid]]
-                and name != "packet_loss"]
+                and name not in ("packet_loss", "partition_broker")]
     assert s["duplicate_causes"]["producer_retry"] == 0
 
 

@@ -1,19 +1,33 @@
 """broker.BrokerController with its request processors (Send, Pull, ConsumerManage, ClientManage).
 
-One Broker is one broker JVM (a master, brokerId 0) on its own node. Start-up = store recovery,
-loading `consumerOffset.json`, then `registerBrokerAll` to every NameServer at once and every
-`registerNameServerPeriod` (first after 10 s).
+One Broker is one broker JVM on its own node: a master (brokerId 0, ASYNC_MASTER or
+SYNC_MASTER) or a slave (brokerId ≥ 1, SLAVE) of a broker group named `broker_name`; the node
+name is its address. Start-up = store recovery, loading `consumerOffset.json`, then
+`registerBrokerAll` to every NameServer at once and every `registerNameServerPeriod` (first
+after 10 s). No automatic failover: the controller and DLedger modes are out of scope
+(ha_service.py); a group without its master serves reads from its slaves only as `version`
+allows (slave_read.py) and takes no sends.
 
-Send path (SendMessageProcessor): checks (role, topic, queue id, size) → CommitLog append (a
-delay level > 0 parks the message in SCHEDULE_TOPIC_XXXX) → `broker.stored` → with SYNC_FLUSH
-the answer waits for GroupCommitService (PUT_OK or FLUSH_DISK_TIMEOUT; the message is stored
-either way). A 5.x SYNC_MASTER with the default `inSyncReplicas` = 1 answers like an async master.
+Send path (SendMessageProcessor): checks (topic, queue id, size) → CommitLog append (a delay
+level > 0 parks the message in SCHEDULE_TOPIC_XXXX) → `broker.stored` → the answer, at once, or
+once the flush (SYNC_FLUSH: GroupCommitService) and the replicas (SYNC_MASTER: HAService) are
+done: PUT_OK, else FLUSH_DISK_TIMEOUT / FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE (the message
+is stored either way; the replica status wins). With a put time (`send_put_time_ms`) requests
+go through the send thread pool and BrokerFastFailure first (fast_failure.py).
 
 Pull path (PullMessageProcessor): apply the piggy-backed commit offset (first processing only),
-getMessage, map GetMessageStatus to a response code, and park "not found" pulls in long polling.
+a pending 5.x server-side reset (→ PULL_OFFSET_MOVED), getMessage, map GetMessageStatus to a
+response code, and park "not found" pulls in long polling. `suggestWhichBrokerId` is the master
+unless `slaveReadEnable` and the consumer lags by more than `accessMessageInMemoryMaxRatio` of
+RAM (then slave 1).
 
-Simplified: no slaves/HA (SLAVE roles are rejected by validation), no request queues or
-BrokerFastFailure, request processing costs no simulated time.
+`version` ("5.x" = 5.3.3, "4.x" = 4.9.8) selects: dispatch under SYNC_FLUSH (5.x after the fsync,
+4.x at once), the flush thread woken by puts (flush_service.py), SYNC_MASTER semantics
+(ha_service.py), slave reads (slave_read.py), the offset files' write (config_file.py),
+getOffsetInQueueByTime (nearest vs LOWER) and the reset by time (reset_offset.py).
+
+Simplified: pull and admin requests cost no broker time; sends cost `send_put_time_ms` (0 by
+default).
 """
 
 from __future__ import annotations
@@ -21,9 +35,22 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from models.broker.commit_log import QUEUE_ID_BITS
-from models.broker.config import REGISTER_INITIAL_DELAY_US, BrokerConfig, FlushDiskType, MessageStoreConfig
+from models.broker.commit_log import PUT_OK, QUEUE_ID_BITS
+from models.broker.config import (
+    MASTER_ID,
+    REGISTER_INITIAL_DELAY_US,
+    WHICH_BROKER_WHEN_CONSUME_SLOWLY,
+    BrokerConfig,
+    BrokerRole,
+    FlushDiskType,
+    MessageStoreConfig,
+    Version,
+)
 from models.broker.consumer_manager import ConsumerManager
+from models.broker.fast_failure import SendMessageExecutor
+from models.broker.flush_service import WakeableFlushService, make_flush_service
+from models.broker.ha_client import HAClient, SlaveSynchronize
+from models.broker.ha_service import HAService
 from models.broker.long_polling import PullRequestHoldService
 from models.broker.message_store import (
     FOUND,
@@ -34,7 +61,11 @@ from models.broker.message_store import (
     MessageStore,
 )
 from models.broker.offsets import ConsumerOffsetManager
+from models.broker.producer_manager import ProducerManager
+from models.broker.reset_offset import ResetOffsetService
 from models.broker.schedule import ScheduleMessageService
+from models.broker.slave_read import SlaveProcessors
+from models.broker.transient_store_pool import CommitRealTimeService
 from models.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_ORIGIN_MESSAGE_ID,
@@ -47,6 +78,7 @@ from models.message import (
     retry_topic,
 )
 from models.protocol import FLUSH_DISK_TIMEOUT as CODE_FLUSH_DISK_TIMEOUT
+from models.protocol import FLUSH_SLAVE_TIMEOUT as CODE_FLUSH_SLAVE_TIMEOUT
 from models.protocol import (
     INVALID_PARAMETER,
     MESSAGE_ILLEGAL,
@@ -57,9 +89,11 @@ from models.protocol import (
     SUCCESS,
     SYSTEM_ERROR,
     TOPIC_NOT_EXIST,
+    AllConsumerOffsets,
     CodeResponse,
     ConsumerList,
     ConsumerSendMsgBack,
+    GetAllConsumerOffset,
     GetConsumerList,
     GetMaxOffset,
     Heartbeat,
@@ -67,14 +101,18 @@ from models.protocol import (
     PullMessage,
     QueryConsumerOffset,
     RegisterBroker,
+    SearchOffset,
+    SendBatchMessage,
     SendMessage,
     SendResponse,
     UpdateConsumerOffset,
     new_pull_response,
     new_send_response,
 )
+from models.protocol import SLAVE_NOT_AVAILABLE as CODE_SLAVE_NOT_AVAILABLE
 from models.records import BROKER_REGISTERED, BROKER_SEND_REJECTED, BROKER_STORED
 from sim.disk import Disk, DiskConfig
+from sim.dist import Constant
 from sim.env import ms
 from sim.node import Node
 from sim.trace import DIGEST_CHUNK
@@ -83,55 +121,140 @@ RETRY_QUEUE_NUMS = 1  # SubscriptionGroupConfig.retryQueueNums
 DLQ_NUMS_PER_GROUP = 1  # MixAll.DLQ_NUMS_PER_GROUP
 RETRY_MAX_TIMES = 16  # SubscriptionGroupConfig.retryMaxTimes
 NAMESRV_RPC_TIMEOUT_US = 24_000_000  # registerBrokerTimeoutMills (5.x)
+STORE_CODES = {PUT_OK: SUCCESS, "FLUSH_DISK_TIMEOUT": CODE_FLUSH_DISK_TIMEOUT,
+               "FLUSH_SLAVE_TIMEOUT": CODE_FLUSH_SLAVE_TIMEOUT, "SLAVE_NOT_AVAILABLE": CODE_SLAVE_NOT_AVAILABLE}
 
 
 class Broker:
     def __init__(self, env: Any, name: str, zone: str, store_cfg: MessageStoreConfig,
                  broker_cfg: BrokerConfig, disk_cfg: DiskConfig, topics: dict[str, int],
-                 namesrvs: list[str]) -> None:
-        self.name = name  # brokerName; the node name doubles as its address
+                 namesrvs: list[str], broker_name: str | None = None, broker_id: int = MASTER_ID,
+                 version: str = Version.V5, master: str | None = None) -> None:
+        self.name = name  # the node name, its address
+        self.broker_name = broker_name or name  # brokerName: the broker group
+        self.broker_id = broker_id
+        self.version = Version(version)
+        self.role = store_cfg.broker_role
+        self.slave = self.role is BrokerRole.SLAVE
         self.node = node = Node(env, name, zone)
         node.startup_us = ms(broker_cfg.startup_ms)
         node.disk = Disk(env, disk_cfg, env.rng.stream(f"{name}.disk"))
+        node.on_power_loss(lambda: node.disk.files.power_loss(env._now))
         self.cfg, self.store_cfg = broker_cfg, store_cfg
         self.topics = dict(topics)  # TopicConfigManager: topic -> queue count (read = write)
         self.namesrvs = namesrvs
         self.max_message_size_bytes = store_cfg.max_message_size_bytes
         self._chunk = node._chunk
-        self.store = MessageStore(node, store_cfg)
-        self.commit_log = self.store.commit_log
-        self.reput = self.store.reput
-        self.group_commit = self.commit_log.group_commit
-        if store_cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
-            self.commit_log.on_flushed = self.store.reput.wake
-        hold_us = ms(broker_cfg.short_polling_time_mills) if not broker_cfg.long_polling_enable else None
+        self._build_store()
         self.hold = PullRequestHoldService(node, self.store.reput.queue, self.execute_pull,
-                                           **({"scan_interval_us": hold_us} if hold_us else {}))
-        self.store.reput.listeners.append(self.hold.notify_message_arriving)
-        self.offsets = ConsumerOffsetManager(node, broker_cfg)
+                                           **self._hold_interval())
+        if not (self.slave and self.version is Version.V4):  # 4.x notifies held pulls on masters only
+            self.store.reput.listeners.append(self.hold.notify_message_arriving)
+        self.offsets = ConsumerOffsetManager(node, broker_cfg, self.version)
         self.consumers = ConsumerManager(node, broker_cfg)
+        self.producers = ProducerManager(node)
         self.schedule = ScheduleMessageService(node, store_cfg.message_delay_level, self.store,
-                                               self.put_message, store_cfg.flush_delay_offset_interval_ms)
+                                               self.put_no_wait, store_cfg.flush_delay_offset_interval_ms,
+                                               self.version, active=not self.slave)
         self.store.reput.schedule_listener = self.schedule.on_dispatched
         self.store.reput.delivery_us = self.schedule.delivery_us
+        self.reset_offset = ResetOffsetService(self)
+        self.ha: HAService | None = None
+        self.ha_client: HAClient | None = None
+        self.slave_processors: SlaveProcessors | None = None
+        if self.slave:
+            self._build_slave(master)
+        else:
+            self.ha = HAService(node, self.commit_log, store_cfg, self.version)
+        self.waits = self._waits_for_store()
+        # how a pull answer is composed beyond the status: None on a master without slave reads
+        self._compose = self.slave_processors.compose if self.slave else \
+            self._suggest_compose if broker_cfg.slave_read_enable else None
+        self.send_executor = None if self._put_time_is_zero() else \
+            SendMessageExecutor(node, broker_cfg, store_cfg, self._process_send_request)
         self._register_handlers()
         node.add_service(self.register_loop)
 
+    # --- construction ------------------------------------------------------------------------
+    def _build_store(self) -> None:
+        cfg, node, v5 = self.store_cfg, self.node, self.version is Version.V5
+        sync_flush = cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        pool = cfg.transient_store_pool_enable and not sync_flush and not self.slave
+        self.store = MessageStore(node, cfg, pool, master=not self.slave, confirm_flushed=v5,
+                                  correct_offsets=not self.slave or cfg.offset_check_in_slave)
+        self.commit_log = self.store.commit_log
+        self.reput = self.store.reput
+        self.flush_service = make_flush_service(self.commit_log, sync_flush, cfg.flush_commit_log_timed)
+        self.group_commit = self.commit_log.group_commit
+        if sync_flush and v5:
+            self.commit_log.on_flushed = self.reput.wake
+        wakeable = self.flush_service if isinstance(self.flush_service, WakeableFlushService) else None
+        if pool:
+            def committed() -> None:
+                if wakeable is not None:
+                    wakeable.wakeup()
+                self.reput.wake()
+
+            self.commit_service = CommitRealTimeService(self.commit_log, not v5 or cfg.wake_commit_when_put_message,
+                                                        committed)
+        elif wakeable is not None and (not v5 or cfg.wake_flush_when_put_message):
+            self.commit_log.set_put_hook(wakeable.wakeup)
+
+    def _build_slave(self, master: str | None) -> None:
+        if master is None:
+            raise ValueError(f"slave {self.name} needs its master's node name")
+
+        def appended() -> None:
+            self.reput.wake()
+            if self.group_commit is not None:
+                self.group_commit.wakeup()
+
+        self.reput.replica = True
+        self.ha_client = HAClient(self.node, self.commit_log, self.reput, self.store_cfg, master, appended)
+        SlaveSynchronize(self.node, self.offsets, master, self.version)
+        self.slave_processors = SlaveProcessors(self)
+
+    def _hold_interval(self) -> dict[str, int]:
+        if self.cfg.long_polling_enable:
+            return {}
+        return {"scan_interval_us": ms(self.cfg.short_polling_time_mills)}
+
+    def _waits_for_store(self) -> bool:
+        """Whether a send's answer waits for the flush or the replicas (else it is immediate)."""
+        if self.slave:
+            return False
+        if self.group_commit is not None:
+            return True
+        if self.role is not BrokerRole.SYNC_MASTER:
+            return False
+        return self.version is Version.V4 or self.store_cfg.in_sync_replicas > 1
+
+    def _put_time_is_zero(self) -> bool:
+        put = self.cfg.send_put_time_ms
+        return isinstance(put, Constant) and put.value == 0
+
     def _register_handlers(self) -> None:
         node = self.node
-        node.handle(SendMessage, self.on_send)
-        node.handle(PullMessage, self.on_pull)
+        if self.slave:
+            self.slave_processors.register()
+        else:
+            submit = self.send_executor.submit if self.send_executor else None
+            node.handle(SendMessage, submit or self.process_send)
+            node.handle(SendBatchMessage, submit or self.on_send_batch)
+            node.handle(PullMessage, self.on_pull)
+            node.handle(ConsumerSendMsgBack, self.on_send_back)
+            node.handle(GetAllConsumerOffset, self.on_get_all_offsets)
         node.handle(QueryConsumerOffset, self.on_query_offset)
         node.handle(GetMaxOffset, self.on_get_max_offset)
+        node.handle(SearchOffset, self.reset_offset.on_search_offset)
         node.handle(UpdateConsumerOffset, self.on_update_offset)
         node.handle(Heartbeat, self.on_heartbeat)
         node.handle(GetConsumerList, self.on_get_consumer_list)
-        node.handle(ConsumerSendMsgBack, self.on_send_back)
 
     # --- NameServer registration --------------------------------------------------------------
     def registration(self) -> RegisterBroker:
         topics = tuple((t, n, n) for t, n in self.topics.items())
-        return RegisterBroker(self.name, 0, self.node.name, topics)
+        return RegisterBroker(self.broker_name, self.broker_id, self.node.name, topics)
 
     def register_all(self) -> None:
         for namesrv in self.namesrvs:
@@ -146,7 +269,13 @@ class Broker:
             yield self.node.sleep_us(ms(self.cfg.register_name_server_period_ms))
 
     # --- SendMessageProcessor -----------------------------------------------------------------
-    def on_send(self, src: str, req_id: int, req: SendMessage) -> None:
+    def _process_send_request(self, src: str, req_id: int, req: Any) -> None:
+        """What a send thread runs: SEND_MESSAGE or SEND_BATCH_MESSAGE (one processor, one pool)."""
+        if type(req) is SendBatchMessage:
+            return self.on_send_batch(src, req_id, req)
+        return self.process_send(src, req_id, req)
+
+    def process_send(self, src: str, req_id: int, req: SendMessage) -> None:
         msg = req.msg
         queue_nums = self.topics.get(msg.topic)
         if queue_nums is None or not 0 <= req.queue_id < queue_nums or msg.size_bytes > self.max_message_size_bytes:
@@ -156,18 +285,61 @@ class Broker:
             props = dict(props or {}, **{PROPERTY_DELAY_TIME_LEVEL: msg.delay_level})
         phys, queue_offset = self.put_message(msg.msg_id, msg.topic, req.queue_id, msg.size_bytes, msg.body_bytes,
                                               msg.tags, msg.reconsume_times, props)
-        if self.group_commit is None:
+        if not self.waits:
             return self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
-        node = self.node
-        self.group_commit.put_request(phys + msg.size_bytes, lambda status: node.reply(
-            src, req_id, SendResponse(SUCCESS if status == "PUT_OK" else CODE_FLUSH_DISK_TIMEOUT,
-                                      queue_offset, phys)))
+        self._wait_store(src, req_id, queue_offset, phys, phys + msg.size_bytes)
         return None
 
-    def _reject(self, src: str, req_id: int, msg: Any, queue_nums: int | None) -> None:
+    def _wait_store(self, src: str, req_id: int, queue_offset: int, phys: int, next_offset: int) -> None:
+        """handleDiskFlushAndHA: answer once the flush and the replica waits are both done; a
+        replica status other than PUT_OK wins over the flush status."""
+        state = [None, None]  # [flush status, replica status]
+
+        def done(index: int, status: str) -> None:
+            state[index] = status
+            if state[0] is not None and state[1] is not None:
+                final = state[1] if state[1] != PUT_OK else state[0]
+                self.node.reply(src, req_id, SendResponse(STORE_CODES[final], queue_offset, phys))
+
+        if self.group_commit is not None:
+            self.group_commit.put_request(next_offset, lambda status: done(0, status))
+        else:
+            state[0] = PUT_OK
+        if self.role is BrokerRole.SYNC_MASTER and (self.version is Version.V4 or self.store_cfg.in_sync_replicas > 1):
+            self.ha.replicate(next_offset, lambda status: done(1, status))
+        else:
+            done(1, PUT_OK)
+
+
+    def on_send_batch(self, src: str, req_id: int, req: SendBatchMessage) -> None:
+        """SEND_BATCH_MESSAGE (CommitLog.asyncPutMessages): the checks apply to the whole batch (its
+        size is the encoded batch), then every message is appended under one lock, with consecutive
+        queue offsets: all or nothing. The answer carries the first queue offset and, with
+        SYNC_FLUSH, waits for the flush of the batch's end."""
+        msgs = req.msgs
+        first = msgs[0]
+        size = sum(m.size_bytes for m in msgs)
+        queue_nums = self.topics.get(first.topic)
+        if queue_nums is None or not 0 <= req.queue_id < queue_nums or size > self.max_message_size_bytes \
+                or any(m.delay_level > 0 or m.topic != first.topic for m in msgs):
+            return self._reject(src, req_id, first, queue_nums, size)
+        phys = end = queue_offset = -1
+        for m in msgs:
+            p, offset = self.put_message(m.msg_id, m.topic, req.queue_id, m.size_bytes, m.body_bytes, m.tags,
+                                         m.reconsume_times, m.props)
+            if phys < 0:
+                phys, queue_offset = p, offset
+            end = p + m.size_bytes
+        if not self.waits:
+            return self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
+        self._wait_store(src, req_id, queue_offset, phys, end)
+        return None
+
+    def _reject(self, src: str, req_id: int, msg: Any, queue_nums: int | None, size: int | None = None) -> None:
+        size = msg.size_bytes if size is None else size
         if queue_nums is None:
             code = TOPIC_NOT_EXIST
-        elif msg.size_bytes > self.max_message_size_bytes:
+        elif size > self.max_message_size_bytes:
             code = MESSAGE_ILLEGAL
         else:
             code = INVALID_PARAMETER
@@ -194,18 +366,33 @@ class Broker:
             self.reput.wake()
         return phys, queue_offset
 
+    def put_no_wait(self, *args: Any) -> tuple[int, int]:
+        """`put_message` of a put nobody waits for (WAIT=false: schedule deliveries, send-backs):
+        with SYNC_FLUSH the group commit's idle round flushes it."""
+        result = self.put_message(*args)
+        if self.group_commit is not None:
+            self.group_commit.wakeup()
+        return result
+
     # --- PullMessageProcessor -----------------------------------------------------------------
     def on_pull(self, src: str, req_id: int, req: PullMessage) -> None:
         if req.commit_offset >= 0:  # applied on the first processing only, held or answered
             self.offsets.table[(req.group, req.topic, req.queue_id)] = req.commit_offset
+        if self.offsets.reset:
+            reset = self.offsets.take_reset(req.group, req.topic, req.queue_id)
+            if reset >= 0:  # 5.x server-side reset: OFFSET_RESET → PULL_OFFSET_MOVED
+                max_offset = self.store.max_offset(req.topic, req.queue_id)
+                return self.node.reply(src, req_id, new_pull_response((PULL_OFFSET_MOVED, reset, 0, max_offset, (),
+                                                                       MASTER_ID)))
         topic_index = self.commit_log.topic_index.get(req.topic)
         cq = None if topic_index is None else self.reput.queues.get(topic_index << QUEUE_ID_BITS | req.queue_id)
         if cq is not None and req.queue_offset == cq.max_offset and req.suspend_timeout_us > 0 \
                 and self.cfg.long_polling_enable:
             # getMessage would answer OFFSET_OVERFLOW_ONE (PULL_NOT_FOUND): hold the request at once
             self.hold.suspend(src, req_id, req, req.suspend_timeout_us, cq)
-            return
+            return None
         self.execute_pull(src, req_id, req, True, cq)
+        return None
 
     def execute_pull(self, src: str, req_id: int, req: PullMessage, allow_suspend: bool = False,
                      cq: Any = None) -> None:
@@ -224,11 +411,23 @@ class Broker:
             code = PULL_NOT_FOUND
         else:
             code = PULL_OFFSET_MOVED
+        if self._compose is None:
+            suggest = MASTER_ID
+        else:
+            code, suggest = self._compose(code, msgs)
         if code == PULL_NOT_FOUND and allow_suspend and req.suspend_timeout_us > 0:
             timeout = req.suspend_timeout_us if self.cfg.long_polling_enable else ms(self.cfg.short_polling_time_mills)
             self.hold.suspend(src, req_id, req, timeout, cq)
             return
-        self.node.reply(src, req_id, new_pull_response((code, next_offset, 0, max_offset, msgs)))
+        self.node.reply(src, req_id, new_pull_response((code, next_offset, 0, max_offset, msgs, suggest)))
+
+    def suggest_pulling_from_slave(self, msgs: tuple) -> bool:
+        """GetMessageResult.suggestPullingFromSlave: the consumer lags by more than the in-memory window."""
+        return bool(msgs) and self.commit_log.wrote_position - msgs[-1].phys_offset > self.store.memory_window_bytes
+
+    def _suggest_compose(self, code: int, msgs: tuple) -> tuple[int, int]:
+        """A master with slaveReadEnable: suggest slave 1 to a lagging consumer, else the master."""
+        return code, WHICH_BROKER_WHEN_CONSUME_SLOWLY if self.suggest_pulling_from_slave(msgs) else MASTER_ID
 
     # --- ConsumerManageProcessor --------------------------------------------------------------
     def on_query_offset(self, src: str, req_id: int, req: QueryConsumerOffset) -> None:
@@ -242,8 +441,14 @@ class Broker:
         self.node.reply(src, req_id, OffsetResponse(SUCCESS, self.store.max_offset(req.topic, req.queue_id)))
 
     def on_update_offset(self, src: str, req_id: int, req: UpdateConsumerOffset) -> None:
-        self.offsets.commit(req.group, req.topic, req.queue_id, req.offset)
+        key = (req.group, req.topic, req.queue_id)
+        if not (self.offsets.reset and key in self.offsets.reset):  # 5.x: ignored while a reset is pending
+            self.offsets.commit(req.group, req.topic, req.queue_id, req.offset)
         self.node.reply(src, req_id, CodeResponse(SUCCESS))
+
+    def on_get_all_offsets(self, src: str, req_id: int, req: GetAllConsumerOffset) -> None:
+        entries = tuple((g, t, q, o) for (g, t, q), o in self.offsets.table.items())
+        self.node.reply(src, req_id, AllConsumerOffsets(SUCCESS, entries))
 
     # --- ClientManageProcessor ----------------------------------------------------------------
     def on_heartbeat(self, src: str, req_id: int, req: Heartbeat) -> None:
@@ -256,6 +461,8 @@ class Broker:
         if created:
             self.register_all()
         self.consumers.heartbeat(req.client_id, req.consumer_groups)
+        for group in req.producer_groups:
+            self.producers.register_producer(group, req.client_id)
         self.node.reply(src, req_id, CodeResponse(SUCCESS))
 
     def on_get_consumer_list(self, src: str, req_id: int, req: GetConsumerList) -> None:
@@ -279,5 +486,5 @@ class Broker:
             self.topics.setdefault(topic, RETRY_QUEUE_NUMS)
             props[PROPERTY_DELAY_TIME_LEVEL] = req.delay_level or 3 + reconsume
         size = record_bytes(topic, stored.body_bytes, stored.tags, 0, props, reconsume + 1)
-        self.put_message(req.msg_id, topic, 0, size, stored.body_bytes, stored.tags, reconsume + 1, props)
+        self.put_no_wait(req.msg_id, topic, 0, size, stored.body_bytes, stored.tags, reconsume + 1, props)
         self.node.reply(src, req_id, CodeResponse(SUCCESS))

@@ -1,35 +1,46 @@
-"""store.CommitLog with FlushRealTimeService (ASYNC_FLUSH) and GroupCommitService (SYNC_FLUSH).
+"""store.CommitLog: append, the wrote / committed / flushed positions, and what a fault destroys.
 
-Records live in a MappedFileQueue of compact per-file tables (mapped_file.py). Three positions
-matter, as in MappedFile: `wrote_position` (appended into the mmap, i.e. the page cache),
-`flushed_position` (forced to disk) and the dispatch position (`ReputMessageService`, in
-consume_queue.py). A process crash keeps the page cache, so nothing appended is lost; a power
-loss keeps only whole records below `flushed_position`.
+Records live in a MappedFileQueue of compact per-file tables (mapped_file.py). Positions, as in
+MappedFile: `wrote_position` (appended), `committed_position` (with `transientStorePoolEnable`
+the bytes moved from the off-heap write buffer into the file: transient_store_pool.py; without
+the pool it is the wrote position), and `flushed_position` (forced to disk). Readers, dispatch
+and HA see the *readable* position: committed with the pool, wrote without. A process crash
+keeps the page cache (everything committed) and loses the write buffer; a power loss keeps only
+whole records below `flushed_position`. The flush services are in flush_service.py.
+
+Ground truth for the checkers (not behaviour): on a master, every record a fault destroys is
+emitted as `commit_log.destroyed` (fault, and whether a replica of the group held the same
+record then); a queue offset assigned again after a truncation is emitted as
+`consume_queue.offset_reused`, so a message stored there and never consumed is attributed to
+the consumer's offset being past it. Slaves append the master's records at the master's
+physical offsets (`append_replica`) and share its intern tables.
 
 Topics and tags are stored as indexes into the store's intern tables (`topics`, `tags`), which
 stand for the strings a real record carries in its own bytes and so are never lost.
 
-Simplified: one append at a time costs no simulated time (a memory copy under the put lock);
-no CRC, no transient store pool, no file pre-allocation; a record never spans a mapped file
-(the rest of the file is a blank record), and each flush forces only the file holding the
-flushed position, as `MappedFileQueue.flush` does.
+Simplified: one append at a time costs no simulated time here (the put lock's hold time is the
+broker's `send_put_time_ms`, fast_failure.py); no CRC, no file pre-allocation; a record never
+spans a mapped file (the rest of the file is a blank record); each flush or commit handles only
+the file holding the flushed/committed position, as `MappedFileQueue.flush/commit` do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from typing import Any
 
-from models.broker.config import GROUP_COMMIT_WAIT_US, OS_PAGE_SIZE_BYTES, FlushDiskType, MessageStoreConfig
-from models.broker.mapped_file import RECORD, MappedFile, MappedFileQueue
-from models.message import java_string_hash
-from models.records import COMMIT_LOG_FLUSHED, COMMIT_LOG_TRUNCATED
-from sim.env import ms
+from models.broker.config import OS_PAGE_SIZE_BYTES, MessageStoreConfig
+from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, MappedFileQueue
+from models.message import PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC, java_string_hash
+from models.records import COMMIT_LOG_DESTROYED, COMMIT_LOG_FLUSHED, COMMIT_LOG_TRUNCATED, OFFSET_REUSED
 
 BLANK_MIN_BYTES = 8  # CommitLog END_FILE_MIN_BLANK_LENGTH
 QUEUE_ID_BITS = 16  # queue key = topic index << 16 | queue id (queue ids are below 2^16)
 
 PUT_OK, FLUSH_DISK_TIMEOUT = "PUT_OK", "FLUSH_DISK_TIMEOUT"
+FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE = "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"
+POWER_LOSS, PROCESS_CRASH = "power_loss", "process_crash"
 
 
 def queue_key(topic_index: int, queue_id: int) -> int:
@@ -38,14 +49,17 @@ def queue_key(topic_index: int, queue_id: int) -> int:
 
 
 class CommitLog:
-    def __init__(self, node: Any, cfg: MessageStoreConfig) -> None:
+    def __init__(self, node: Any, cfg: MessageStoreConfig, pool: bool = False, master: bool = True) -> None:
         self.node = node
         self.cfg = cfg
         self.file_size = cfg.mapped_file_size_commit_log_bytes
         self.files = MappedFileQueue(self.file_size)
         self._current: MappedFile | None = None  # the file appends go to
         self.wrote_position = 0
+        self.committed_position = 0  # == wrote_position without the transient store pool
         self.flushed_position = 0
+        self.pool = pool  # transientStorePoolEnable in effect (ASYNC_FLUSH master)
+        self.master = master  # emits the ground-truth facts (destroyed records, reused offsets)
         self.queue_offsets: dict[int, int] = {}  # topicQueueTable (heap): queue key -> next offset
         self.topics: list[str] = []
         self.topic_index: dict[str, int] = {}
@@ -53,10 +67,16 @@ class CommitLog:
         self.tags_codes: list[int] = [0]  # String.hashCode of each tag (0 without tags)
         self._tags_index: dict[str | None, int] = {None: 0}
         self.on_flushed: Callable[[], None] = lambda: None
-        self.group_commit = GroupCommitService(self) if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH else None
-        if self.group_commit is None:
-            node.add_service(FlushRealTimeService(self).run)
+        self.on_readable: Callable[[], None] = lambda: None  # committed data became readable (pool)
+        self.put_hook: Callable[[], None] | None = None  # a service woken by every put
+        self.reused_below: dict[int, int] = {}  # queue key -> queue max before a truncation (facts)
+        self.slow_append = False  # put_hook or reused_below set: `append` takes its slow tail
+        self.replica_has: Callable[[int, int], bool] = lambda phys, msg_id: False  # any slave holds it
+        self.replicas = 0  # slaves in the broker group (facts only)
+        self.group_commit: Any = None  # GroupCommitService with SYNC_FLUSH (flush_service.py)
         node.on_crash(self.queue_offsets.clear)
+        if pool:
+            node.on_crash(self.lose_write_buffer)
         node.on_power_loss(self.lose_page_cache)
 
     # --- intern tables ------------------------------------------------------------------------
@@ -74,6 +94,11 @@ class CommitLog:
             self.tags.append(tags)
             self.tags_codes.append(java_string_hash(tags))
         return index
+
+    def share_interns(self, other: CommitLog) -> None:
+        """Use `other`'s intern tables (a slave: replicated record bytes carry its indexes)."""
+        self.topics, self.topic_index = other.topics, other.topic_index
+        self.tags, self.tags_codes, self._tags_index = other.tags, other.tags_codes, other._tags_index
 
     # --- append -------------------------------------------------------------------------------
     def append(self, msg_id: int, topic: str, queue_id: int, size: int, tags: str | None,
@@ -101,14 +126,101 @@ class CommitLog:
         mapped.data += RECORD.pack(size, self.node.env._now, queue_id, queue_offset, msg_id, topic_index,
                                    tags_index, reconsume_times, sysflag)
         self.wrote_position = pos + size
+        if self.slow_append:
+            self._after_append(key, queue_offset, msg_id, topic, queue_id)
         return pos, queue_offset
 
+    def _after_append(self, key: int, queue_offset: int, msg_id: int, topic: str, queue_id: int) -> None:
+        """The rare work after an append: facts about a reused queue offset, the put hook."""
+        below = self.reused_below.get(key)
+        if below is not None:
+            if queue_offset < below:
+                self.node.trace(OFFSET_REUSED, msg_id, topic, queue_id, queue_offset)
+            if queue_offset + 1 >= below:
+                del self.reused_below[key]
+        if self.put_hook is not None:
+            self.put_hook()
+        self._update_slow_append()
+
+    def _update_slow_append(self) -> None:
+        self.slow_append = bool(self.reused_below) or self.put_hook is not None
+
+    def set_put_hook(self, hook: Callable[[], None] | None) -> None:
+        self.put_hook = hook
+        self._update_slow_append()
+
+    def append_replica(self, records: list[tuple[int, bytes, dict | None]]) -> None:
+        """HA slave: append the master's records (physical offset, RECORD bytes, props) at the
+        master's offsets; a gap (the master's blank file tail) moves to the next file."""
+        for phys, record, props in records:
+            mapped = self._current
+            if mapped is None or phys >= mapped.file_from_offset + self.file_size:
+                mapped = self._current = self.files.last(phys)
+            if props:
+                mapped.props[len(mapped.phys)] = props
+            mapped.phys.append(phys)
+            mapped.data += record
+            self.wrote_position = self.committed_position = phys + RECORD.unpack_from(record)[0]
+
+    # --- reading --------------------------------------------------------------------------------
+    def readable_position(self) -> int:
+        """What readers, dispatch and HA may see: committed with the pool, else everything wrote."""
+        return self.committed_position if self.pool else self.wrote_position
+
+    def records_from(self, position: int, max_bytes: int) -> tuple[list[tuple[int, bytes, dict | None]], int]:
+        """HA transfer: the whole records of one file from the first one starting at or after
+        `position` up to the readable position, at most `max_bytes` (at least one record);
+        returns (records, first start) — first start is -1 when there is nothing to send."""
+        mapped, index = self.files.find(position)
+        if mapped is None:
+            mapped, index = self._first_after(position)
+            if mapped is None:
+                return [], -1
+        limit, out, total = self.readable_position(), [], 0
+        phys, data = mapped.phys, mapped.data
+        for i in range(index, len(phys)):
+            size = RECORD.unpack_from(data, i * RECORD_BYTES)[0]
+            if phys[i] + size > limit or (out and total + size > max_bytes):
+                break
+            out.append((phys[i], bytes(data[i * RECORD_BYTES:(i + 1) * RECORD_BYTES]), mapped.props.get(i)))
+            total += size
+        return out, (out[0][0] if out else -1)
+
+    def _first_after(self, position: int) -> tuple[MappedFile | None, int]:
+        for mapped in self.files.files:
+            if mapped.file_from_offset + self.file_size > position and mapped.phys:
+                i = bisect_left(mapped.phys, position)
+                if i < len(mapped.phys):
+                    return mapped, i
+        return None, -1
+
+    def at_boundary(self, position: int) -> bool:
+        """`position` is not inside a record: a record's start, a file's blank tail, or past the end."""
+        files = self.files.files
+        if not files:
+            return True
+        idx = (position - files[0].file_from_offset) // self.file_size
+        if not 0 <= idx < len(files) or files[idx].file_from_offset != position - position % self.file_size:
+            return True
+        mapped = files[idx]
+        n = bisect_right(mapped.phys, position)
+        if n == 0 or mapped.phys[n - 1] == position:
+            return True
+        return position >= mapped.phys[n - 1] + mapped.record(n - 1)[0]
+
+    def holds(self, phys: int, msg_id: int) -> bool:
+        """This log holds the record of `msg_id` at `phys` (ground truth for replica checks)."""
+        mapped, index = self.files.find(phys)
+        return mapped is not None and mapped.record(index)[4] == msg_id
+
+    # --- flush (the services are in flush_service.py) ------------------------------------------
     def file_end(self, position: int) -> int:
         return (position // self.file_size + 1) * self.file_size
 
     def flush(self, least_pages: int) -> int:
         """Bytes that one MappedFileQueue.flush(leastPages) would force now (0 if not able)."""
-        target = min(self.wrote_position, self.file_end(self.flushed_position))
+        target = min(self.committed_position if self.pool else self.wrote_position,
+                     self.file_end(self.flushed_position))
         if target <= self.flushed_position:
             return 0
         full = target == self.file_end(self.flushed_position)
@@ -123,120 +235,61 @@ class CommitLog:
             self.node.trace(COMMIT_LOG_FLUSHED, position)
             self.on_flushed()
 
+    # --- faults -----------------------------------------------------------------------------------
+    def lose_write_buffer(self) -> None:
+        """Process crash with the transient store pool: what was not committed into the file
+        never reached the page cache (a power loss truncates further: `lose_page_cache`)."""
+        if self.node.host_up:
+            self._truncate(self.committed_position, PROCESS_CRASH)
+
     def lose_page_cache(self) -> None:
         """Power loss: keep whole records below the last fsync."""
-        lost = self.files.truncate_to(self.flushed_position)
-        self._current = None
-        self.wrote_position = self.files.end()
-        self.flushed_position = min(self.flushed_position, self.wrote_position)
-        self.node.trace(COMMIT_LOG_TRUNCATED, self.wrote_position, lost)
+        self._truncate(self.flushed_position, POWER_LOSS)
         if self.group_commit is not None:
             self.group_commit.requests.clear()
+
+    def _truncate(self, position: int, fault: str) -> None:
+        if self.master:
+            self._destroyed_facts(position, fault)
+        lost = self.files.truncate_to(position)
+        self._current = None
+        self.wrote_position = self.committed_position = self.files.end()
+        self.flushed_position = min(self.flushed_position, self.wrote_position)
+        self.node.trace(COMMIT_LOG_TRUNCATED, self.wrote_position, lost)
+
+    def truncate_invalid(self, position: int) -> None:
+        """Recovery: drop everything from `position`, where the first invalid record starts."""
+        self.files.truncate_to(position)
+        self._current = None
+        self.wrote_position = self.committed_position = self.files.end()
+        self.flushed_position = min(self.flushed_position, self.wrote_position)
+
+    def _destroyed_facts(self, position: int, fault: str) -> None:
+        """Emit every record the truncation at `position` destroys, and remember each queue's
+        offsets that will be assigned again (`reused_below`)."""
+        for mapped in self.files.files:
+            if mapped.file_from_offset + self.file_size <= position:
+                continue
+            for i in range(mapped.count_ending_by(position), len(mapped.phys)):
+                phys = mapped.phys[i]
+                _size, _t, queue_id, queue_offset, msg_id, topic, _tags, _rec, _flag = mapped.record(i)
+                name = self.topics[topic]
+                if name == SCHEDULE_TOPIC:
+                    name = mapped.props[i].get(PROPERTY_REAL_TOPIC, name)
+                self.node.trace(COMMIT_LOG_DESTROYED, msg_id, name, queue_id, queue_offset, fault, self.replicas,
+                                self.replica_has(phys, msg_id))
+                key = topic << QUEUE_ID_BITS | queue_id
+                self.reused_below[key] = max(self.reused_below.get(key, 0), queue_offset + 1)
+        self._update_slow_append()
 
     def rebuild_queue_offsets(self, max_offsets: dict[int, int]) -> None:
         self.queue_offsets.clear()
         self.queue_offsets.update(max_offsets)
+        # a queue whose offsets did not go back has nothing to reuse
+        for key in [k for k, below in self.reused_below.items() if max_offsets.get(k, 0) >= below]:
+            del self.reused_below[key]
+        self._update_slow_append()
 
     @property
     def record_count(self) -> int:
         return len(self.files)
-
-
-class FlushRealTimeService:
-    """CommitLog.FlushRealTimeService (ASYNC_FLUSH): every 500 ms force ≥ 4 dirty pages, or
-    everything once 10 s have passed since the last thorough flush."""
-
-    def __init__(self, log: CommitLog) -> None:
-        self.log = log
-
-    def run(self) -> Generator:
-        log, node, cfg = self.log, self.log.node, self.log.cfg
-        last_thorough_us = -ms(cfg.flush_commit_log_thorough_interval_ms)  # lastFlushTimestamp = 0
-        while True:
-            least_pages = cfg.flush_commit_log_least_pages
-            if node.env.now >= last_thorough_us + ms(cfg.flush_commit_log_thorough_interval_ms):
-                last_thorough_us = node.env.now
-                least_pages = 0
-            yield node.sleep_us(ms(cfg.flush_interval_commit_log_ms))
-            nbytes = log.flush(least_pages)
-            if nbytes:
-                target = log.flushed_position + nbytes
-                yield node.sleep_us(node.disk.fsync_duration_us(nbytes))
-                log.mark_flushed(target)
-
-
-class GroupCommitService:
-    """CommitLog.GroupCommitService + FlushDiskWatcher (SYNC_FLUSH).
-
-    A put with WAIT=true queues `(next_offset, deadline, callback)` and wakes the service; the
-    service swaps its request list, forces the CommitLog (one fsync covers every request taken:
-    group commit) and completes each request PUT_OK, or FLUSH_DISK_TIMEOUT when
-    `syncFlushTimeout` passes first. Requests arriving during a flush wait for the next round.
-    """
-
-    def __init__(self, log: CommitLog) -> None:
-        self.log = log
-        self.node = log.node
-        self.requests: list[list] = []  # [next_offset, deadline_us, callback, done]
-        self.in_flight: list[list] = []  # requests covered by the fsync under way
-        self.flushing = False
-        self.watcher_armed = False
-        self.node.on_crash(self._reset)
-
-    def _reset(self) -> None:
-        self.requests.clear()
-        self.in_flight = []
-        self.flushing = False
-        self.watcher_armed = False
-
-    def put_request(self, next_offset: int, callback: Callable[[str], None]) -> None:
-        deadline = self.node.env._now + ms(self.log.cfg.sync_flush_timeout_ms)
-        self.requests.append([next_offset, deadline, callback, False])
-        if not self.flushing:
-            self.flushing = True
-            self.node.call_later(0, self._round)
-        if not self.watcher_armed:
-            self.watcher_armed = True
-            self.node.call_later(deadline - self.node.env._now, self._watch)
-
-    def _round(self) -> None:
-        taken, self.requests = self.requests, []
-        if not taken:
-            self.flushing = False
-            return
-        nbytes = self.log.flush(0)
-        if nbytes == 0:
-            self._complete(taken)
-            self.node.call_later(GROUP_COMMIT_WAIT_US if self.requests else 0, self._round)
-            return
-        target = self.log.flushed_position + nbytes
-        self.in_flight = taken
-        self.node.call_later(self.node.disk.fsync_duration_us(nbytes), self._flushed, target, taken)
-
-    def _flushed(self, target: int, taken: list[list]) -> None:
-        self.in_flight = []
-        self.log.mark_flushed(target)
-        pending = [r for r in taken if r[0] > self.log.flushed_position and not r[3]]
-        if pending:  # the data spans another mapped file: flush again (5.x retries up to 1000×)
-            self.requests = pending + self.requests
-        self._complete([r for r in taken if r[0] <= self.log.flushed_position])
-        self._round()
-
-    def _complete(self, requests: list[list]) -> None:
-        for request in requests:
-            if not request[3]:
-                request[3] = True
-                request[2](PUT_OK if request[0] <= self.log.flushed_position else FLUSH_DISK_TIMEOUT)
-
-    def _watch(self) -> None:
-        """FlushDiskWatcher: complete overdue requests with FLUSH_DISK_TIMEOUT."""
-        now = self.node.env._now
-        pending = [r for r in self.requests + self.in_flight if not r[3]]
-        for request in pending:
-            if request[1] <= now:
-                request[3] = True
-                request[2](FLUSH_DISK_TIMEOUT)
-        upcoming = [r[1] for r in pending if not r[3]]
-        self.watcher_armed = bool(upcoming)
-        if upcoming:
-            self.node.call_later(min(upcoming) - now, self._watch)

@@ -13,6 +13,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sim.config import Int, NonNegativeIntMs, PositiveIntMs
+from sim.dist import Constant, Dist
 from sim.limits import MAX_TIME_MS
 
 OS_PAGE_SIZE_BYTES = 4 * 1024  # DefaultMappedFile.OS_PAGE_SIZE
@@ -24,7 +25,14 @@ CONSUMER_SCAN_INTERVAL_US = 10_000_000  # ClientHousekeepingService
 CHANNEL_EXPIRED_TIMEOUT_US = 120_000_000  # ConsumerManager.channelExpiredTimeout
 OFFSET_PERSIST_INITIAL_DELAY_US = 10_000_000  # BrokerController scheduled persist, first run
 REGISTER_INITIAL_DELAY_US = 10_000_000  # BrokerController.registerBrokerAll schedule
-MAX_SCAN_BYTES = 16_000  # maxFilterMessageSize: CQ bytes scanned per getMessage (at least maxMsgNums × 20)
+MAX_SCAN_BYTES = 16_000  # maxFilterMessageSize default: CQ bytes scanned per getMessage (at least maxMsgNums × 20)
+MASTER_ID = 0  # MixAll.MASTER_ID
+WHICH_BROKER_WHEN_CONSUME_SLOWLY = 1  # SubscriptionGroupConfig.whichBrokerWhenConsumeSlowly
+HA_WRITE_POLL_US = 100_000  # DefaultHAConnection.WriteSocketService: allWaitForRunning(100)
+HA_CONNECT_RETRY_US = 5_000_000  # DefaultHAClient: waitForRunning(1000 * 5) after a failed connect
+GROUP_TRANSFER_WAIT_US = 10_000  # GroupTransferService.waitForRunning(10)
+FAST_FAILURE_PERIOD_US = 10_000  # BrokerFastFailure: scheduleAtFixedRate(..., 1000, 10, ms)
+FAST_FAILURE_INITIAL_DELAY_US = 1_000_000
 INTEGER_MAX_VALUE = 2**31 - 1  # Java int: RocketMQ's sizes and counts
 MAX_DELAY_LEVELS = 64  # delay levels are queue ids of SCHEDULE_TOPIC_XXXX
 DELAY_LEVEL_RE = re.compile(r"(\d{1,12})([smhd])")  # ScheduleMessageService.parseDelayLevel units
@@ -39,6 +47,14 @@ class FlushDiskType(StrEnum):
 class BrokerRole(StrEnum):
     ASYNC_MASTER = "ASYNC_MASTER"
     SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+class Version(StrEnum):
+    """The RocketMQ line a scenario follows where 4.x (4.9.8) and 5.x (5.3.3) differ."""
+
+    V5 = "5.x"
+    V4 = "4.x"
 
 
 class MessageStoreConfig(BaseModel):
@@ -62,6 +78,27 @@ class MessageStoreConfig(BaseModel):
     broker_role: BrokerRole = BrokerRole.ASYNC_MASTER  # brokerRole
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"  # messageDelayLevel
     flush_delay_offset_interval_ms: PositiveIntMs = 10_000  # flushDelayOffsetInterval
+    # 4.9.8 and 5.3.3 both default to true (Thread.sleep); false (waitForRunning, woken by puts in
+    # 4.x, by puts only with wake_flush_when_put_message in 5.x) was the default up to 4.9.0
+    flush_commit_log_timed: bool = True  # flushCommitLogTimed
+    wake_flush_when_put_message: bool = False  # wakeFlushWhenPutMessage (5.x only; 4.x always wakes)
+    transient_store_pool_enable: bool = False  # transientStorePoolEnable (ASYNC_FLUSH masters only)
+    wake_commit_when_put_message: bool = True  # wakeCommitWhenPutMessage (5.x only; 4.x always wakes)
+    commit_interval_commit_log_ms: PositiveIntMs = 200  # commitIntervalCommitLog
+    commit_commit_log_least_pages: Int = Field(4, ge=0, le=INTEGER_MAX_VALUE)  # commitCommitLogLeastPages
+    commit_commit_log_thorough_interval_ms: PositiveIntMs = 200  # commitCommitLogThoroughInterval
+    slave_timeout_ms: PositiveIntMs = 3_000  # slaveTimeout (SYNC_MASTER wait → FLUSH_SLAVE_TIMEOUT)
+    ha_send_heartbeat_interval_ms: PositiveIntMs = 5_000  # haSendHeartbeatInterval
+    ha_housekeeping_interval_ms: PositiveIntMs = 20_000  # haHousekeepingInterval
+    ha_transfer_batch_size_bytes: Int = Field(32 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # haTransferBatchSize
+    ha_max_gap_not_in_sync_bytes: Int = Field(256 * 1024 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # haMaxGapNotInSync (4.x haSlaveFallbehindMax)
+    # 5.x SYNC_MASTER: acknowledgements a send waits for, the master's own included (≤ 1: no
+    # wait). minInSyncReplicas / enableAutoInSyncReplicas act only in the controller and
+    # slave-acting-master modes, which are out of scope (models/broker/ha_service.py)
+    in_sync_replicas: Int = Field(1, ge=1, le=64)  # inSyncReplicas
+    offset_check_in_slave: bool = False  # offsetCheckInSlave
+    os_page_cache_busy_time_out_mills: PositiveIntMs = 1_000  # osPageCacheBusyTimeOutMills
+    max_filter_message_size_bytes: Int = Field(MAX_SCAN_BYTES, gt=0, le=INTEGER_MAX_VALUE)  # maxFilterMessageSize
 
     @field_validator("message_delay_level")
     @classmethod
@@ -97,5 +134,15 @@ class BrokerConfig(BaseModel):
     long_polling_enable: bool = True  # longPollingEnable
     short_polling_time_mills: PositiveIntMs = 1_000  # shortPollingTimeMills
     notify_consumer_ids_changed_enable: bool = True  # notifyConsumerIdsChangedEnable
+    slave_read_enable: bool = False  # slaveReadEnable
+    send_message_thread_pool_nums: Int = Field(4, gt=0, le=1024)  # sendMessageThreadPoolNums: min(cores, 4)
+    send_thread_pool_queue_capacity: Int = Field(10_000, gt=0, le=INTEGER_MAX_VALUE)  # sendThreadPoolQueueCapacity
+    broker_fast_failure_enable: bool = True  # brokerFastFailureEnable
+    wait_time_mills_in_send_queue: PositiveIntMs = 200  # waitTimeMillsInSendQueue
+    use_server_side_reset_offset: bool = True  # useServerSideResetOffset (5.x only)
+    # not a Java field: the time one SendMessage holds the CommitLog put lock (encode + append
+    # into the mmap; times the disk's slow factor). 0 by default: sends cost no broker time, as
+    # before this setting; a positive value makes the send thread pool and BrokerFastFailure work
+    send_put_time_ms: Dist = Constant(value=0.0)
     default_topic_queue_nums: Int = Field(8, gt=0, le=1024)  # defaultTopicQueueNums (broker side)
     startup_ms: NonNegativeIntMs = 2_000  # not a Java field: JVM start + store recovery time

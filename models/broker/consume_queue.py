@@ -10,8 +10,12 @@ tags code is `String.hashCode` of the TAGS property (0 without tags), and for
 pending no event is scheduled, and a new record is dispatched at the next tick of the service's
 1 ms grid (the real thread sleeps 1 ms between rounds).
 
-Dispatch limit (5.3.0+ "confirm offset"): the written end with ASYNC_FLUSH, the *flushed*
-position with SYNC_FLUSH, so a SYNC_FLUSH message becomes visible only after its fsync.
+Dispatch limit (5.3.0+ "confirm offset"): the readable end (written, or committed with the
+transient store pool) with ASYNC_FLUSH, the *flushed* position with SYNC_FLUSH, so a SYNC_FLUSH
+message becomes visible only after its fsync; 4.x dispatches up to the readable end whatever
+the flush type. An HA slave whose log diverged from its master's (ha_client.py) dispatches
+nothing past the divergence (`stop_at`), as its ReputMessageService stops at the first invalid
+record.
 
 Simplified: queues never lose their head (no retention deletion, min offset 0); the CQ's own flush
 is not modelled because recovery rebuilds CQ units from the CommitLog (recoverAbnormally
@@ -76,10 +80,12 @@ class ConsumeQueue:
 
 
 class ReputMessageService:
-    def __init__(self, node: Any, log: CommitLog, flush_type: FlushDiskType) -> None:
+    def __init__(self, node: Any, log: CommitLog, flush_type: FlushDiskType, confirm_flushed: bool = True) -> None:
         self.node = node
         self.log = log
-        self.sync_flush = flush_type is FlushDiskType.SYNC_FLUSH
+        self.sync_flush = flush_type is FlushDiskType.SYNC_FLUSH and confirm_flushed
+        self.stop_at = -1  # diverged HA slave: nothing at or past this position is dispatched
+        self.replica = False  # an HA slave: units go at their records' queue offsets
         self.queues: dict[int, ConsumeQueue] = {}  # queue key (commit_log.queue_key) -> CQ
         self.reput_from = 0  # reputFromOffset: the next CommitLog position to dispatch
         self._cursor: tuple[MappedFile | None, int] = (None, 0)  # (file, index) of the next record
@@ -102,7 +108,8 @@ class ReputMessageService:
             self.node.call_later(REPUT_INTERVAL_US - elapsed, self.dispatch)
 
     def confirm_position(self) -> int:
-        return self.log.flushed_position if self.sync_flush else self.log.wrote_position
+        position = self.log.flushed_position if self.sync_flush else self.log.readable_position()
+        return position if self.stop_at < 0 else min(position, self.stop_at)
 
     def queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         index = self.log.topic_index.get(topic)
@@ -120,7 +127,7 @@ class ReputMessageService:
                 return
         touched: dict[int, ConsumeQueue] = {}
         while True:
-            i = self._dispatch_file(mapped, i, limit, touched)
+            i = (self._dispatch_replica if self.replica else self._dispatch_file)(mapped, i, limit, touched)
             if i < len(mapped.phys) or mapped is files[-1]:
                 break
             mapped, i = files[(mapped.file_from_offset - files[0].file_from_offset) // self.log.file_size + 1], 0
@@ -165,10 +172,30 @@ class ReputMessageService:
             i += 1
         return i
 
+    def _dispatch_replica(self, mapped: MappedFile, i: int, limit: int, touched: dict[int, ConsumeQueue]) -> int:
+        """`_dispatch_file` on a slave: a record whose queue offset is below its queue's end
+        gets no unit (putMessagePositionInfo: "build consume queue repeatedly")."""
+        queues, phys, data = self.queues, mapped.phys, mapped.data
+        n = len(phys)
+        while i < n:
+            size, _t, queue_id, queue_offset, _m, topic, _tags, _rec, _flag = RECORD.unpack_from(data, i * RECORD_BYTES)
+            if phys[i] + size > limit:
+                break
+            cq = queues.get(topic << QUEUE_ID_BITS | queue_id)
+            if cq is not None and queue_offset < cq.max_offset:
+                self.reput_from = phys[i] + size
+                i += 1
+                continue
+            i = self._dispatch_file(mapped, i, min(limit, phys[i] + size), touched)
+        return i
+
     def recover(self) -> None:
         """Start-up: drop CQ units beyond the surviving CommitLog, re-dispatch the rest."""
         self.grid_origin_us = self.node.env._now
         self._cursor = (None, 0)
+        if self.stop_at >= 0:  # recovery truncates a diverged slave's log at its first invalid record
+            self.log.truncate_invalid(self.stop_at)
+            self.stop_at = -1
         end = self.log.wrote_position
         for cq in self.queues.values():
             cq.truncate_dirty(end)

@@ -6,9 +6,9 @@ long polling) finds data or sees the suspend time elapsed. Either way the reques
 again, never held twice, and answered even if still nothing is found. Held requests live in heap
 memory: a broker crash loses them and the clients' 30 s RPC timeout fires.
 
-Simplified: arrival wakes a held pull whatever the new message's tag (the real service checks the
-tags code first); a woken pull that matches nothing answers NO_MATCHED_MSG and the client pulls
-again at once, so only the count of round trips differs.
+On arrival a held pull with a tag subscription wakes only if a new unit's tags code is one of
+its subscription's codes (`isMatchedByConsumeQueue`); the periodic scan knows no tags code and
+wakes it whatever arrived.
 """
 
 from __future__ import annotations
@@ -48,11 +48,18 @@ class PullRequestHoldService:
         keep = []
         for entry in waiting:
             request = entry[2]
-            if max_offset > request.queue_offset:
+            if max_offset > request.queue_offset and (request.tag_codes is None or self._matches(cq, request)):
                 self.execute(entry[0], entry[1], request, False, cq)
             else:
                 keep.append(entry)
         self.held[cq.ident] = keep
+
+    @staticmethod
+    def _matches(cq: Any, request: Any) -> bool:
+        """A unit from the request's offset on carries a tags code of its subscription."""
+        codes = request.tag_codes
+        return any(cq.unit(offset)[2] in codes for offset in range(max(request.queue_offset, cq.min_offset),
+                                                                   cq.max_offset))
 
     def run(self) -> Generator:
         while True:

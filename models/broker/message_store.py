@@ -1,13 +1,22 @@
 """store.DefaultMessageStore: the read side (getMessage, lookMessageByOffset) over CommitLog + ConsumeQueues.
 
 `get_message` returns a GetMessageStatus with the next begin offset as in the real table
-(OFFSET_TOO_SMALL → min, OFFSET_OVERFLOW_BADLY → max, FOUND → offset + units scanned). The scan
-covers at most `max(16000, maxMsgNums × 20)` bytes of units (MAX_SCAN_BYTES). A batch follows
+(OFFSET_TOO_SMALL → min, OFFSET_OVERFLOW_BADLY → max, FOUND → offset + units scanned); on a
+slave without `offsetCheckInSlave` the corrections keep the requested offset. The scan covers
+at most `max(maxFilterMessageSize, maxMsgNums × 20)` bytes of units (16000 by default: it grows
+with the batch size, as getMessage's does). A batch follows
 `isTheBatchFull`: the first message is always taken; then at most `maxMsgNums`, and the
 in-memory (32 messages / 256 KiB) or on-disk (8 / 64 KiB) transfer limits, "in memory" meaning
 within 40 % of physical RAM of the CommitLog end. Units are filtered by tags code against the
 subscription's code set, as the broker's ExpressionMessageFilter does; the client then re-checks
 the tag strings (a hash collision lets a message through the broker, never the client).
+
+`get_offset_in_queue_by_time` is ConsumeQueue.getOffsetInQueueByTime over the store timestamps
+of a queue's units: 5.x (5.1.1+) with `BoundaryType.LOWER` (the first unit stored at or after
+the time; one past the last unit if all are older), 4.x the nearer neighbour by time (an exact
+match wins; ties go to the earlier unit; before every unit → the first, after every unit →
+the last). Simplified: one binary search over the whole queue (the real one first picks a CQ
+file by its modification time).
 
 Messages are returned as `MessageExt` built from the CommitLog's tables; `body_bytes` is derived
 from the record size minus the header, topic and properties the broker knows (the KEYS property
@@ -19,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from models.broker.commit_log import CommitLog
-from models.broker.config import MAX_SCAN_BYTES, MessageStoreConfig
+from models.broker.config import MessageStoreConfig
 from models.broker.consume_queue import CQ_UNIT, CQ_UNIT_BYTES, ConsumeQueue, ReputMessageService
 from models.broker.mapped_file import RECORD, RECORD_BYTES
 from models.message import FIXED_RECORD_BYTES, MessageExt, new_message_ext, properties_bytes
@@ -35,10 +44,13 @@ MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
 
 
 class MessageStore:
-    def __init__(self, node: Any, cfg: MessageStoreConfig) -> None:
+    def __init__(self, node: Any, cfg: MessageStoreConfig, pool: bool = False, master: bool = True,
+                 confirm_flushed: bool = True, correct_offsets: bool = True) -> None:
         self.cfg = cfg
-        self.commit_log = CommitLog(node, cfg)
-        self.reput = ReputMessageService(node, self.commit_log, cfg.flush_disk_type)
+        self.commit_log = CommitLog(node, cfg, pool, master)
+        self.reput = ReputMessageService(node, self.commit_log, cfg.flush_disk_type, confirm_flushed)
+        self.scan_bytes = cfg.max_filter_message_size_bytes
+        self.correct_offsets = correct_offsets  # a master, or a slave with offsetCheckInSlave
         self.memory_window_bytes = cfg.physical_memory_bytes * cfg.access_message_in_memory_max_ratio // 100
         self._overhead: dict[int, int] = {}  # topic index << 16 | tags index -> header + topic + properties
 
@@ -70,18 +82,18 @@ class MessageStore:
         """Returns (status, next_begin_offset, max_offset, messages) for queue `cq` (None: no
         ConsumeQueue for the topic and queue id)."""
         if cq is None:
-            return NO_MATCHED_LOGIC_QUEUE, 0, 0, ()
+            return NO_MATCHED_LOGIC_QUEUE, self._corrected(offset, 0), 0, ()
         max_offset = cq.max_offset
         if max_offset == 0:
-            return NO_MESSAGE_IN_QUEUE, 0, 0, ()
+            return NO_MESSAGE_IN_QUEUE, self._corrected(offset, 0), 0, ()
         if offset < cq.min_offset:
-            return OFFSET_TOO_SMALL, cq.min_offset, max_offset, ()
+            return OFFSET_TOO_SMALL, self._corrected(offset, cq.min_offset), max_offset, ()
         if offset == max_offset:
             return OFFSET_OVERFLOW_ONE, offset, max_offset, ()
         if offset > max_offset:
-            return OFFSET_OVERFLOW_BADLY, max_offset, max_offset, ()
+            return OFFSET_OVERFLOW_BADLY, self._corrected(offset, max_offset), max_offset, ()
         # scan the units (isTheBatchFull), build a MessageExt from the record of each match
-        stop = min(max_offset, offset + max(MAX_SCAN_BYTES, max_msg_nums * CQ_UNIT_BYTES) // CQ_UNIT_BYTES)
+        stop = min(max_offset, offset + max(self.scan_bytes, max_msg_nums * CQ_UNIT_BYTES) // CQ_UNIT_BYTES)
         cfg, log, window = self.cfg, self.commit_log, self.memory_window_bytes
         end, topics, tags_table, overheads = log.wrote_position, log.topics, log.tags, self._overhead
         units, base, hint_phys = cq.units, cq.min_offset, cq.hint_phys
@@ -121,6 +133,39 @@ class MessageStore:
         if msgs:
             return FOUND, i, max_offset, tuple(msgs)
         return NO_MATCHED_MESSAGE, i, max_offset, ()
+
+    def _corrected(self, offset: int, corrected: int) -> int:
+        """nextOffsetCorrection: a slave without offsetCheckInSlave keeps the requested offset."""
+        return corrected if self.correct_offsets else offset
+
+    def store_time_us(self, cq: ConsumeQueue, offset: int) -> int:
+        """The CommitLog store timestamp of queue offset `offset` (pickupStoreTimestamp)."""
+        mapped, index = self.commit_log.files.find(cq.unit(offset)[0])
+        return -1 if mapped is None else mapped.record(index)[1]
+
+    def get_offset_in_queue_by_time(self, cq: ConsumeQueue | None, timestamp_us: int, lower: bool) -> int:
+        """getOffsetInQueueByTime (module docstring): `lower` is 5.x's BoundaryType.LOWER, else
+        4.x's nearest unit."""
+        if cq is None or cq.max_offset == cq.min_offset:
+            return 0
+        low, high = cq.min_offset, cq.max_offset - 1
+        if self.store_time_us(cq, high) < timestamp_us:
+            return high + 1 if lower else high
+        if self.store_time_us(cq, low) > timestamp_us:
+            return low
+        while low <= high:  # invariant: time(low - 1) < timestamp <= ... (lower bound search)
+            mid = (low + high) // 2
+            if self.store_time_us(cq, mid) < timestamp_us:
+                low = mid + 1
+            else:
+                high = mid - 1
+        first_at_or_after = low  # exists: the last unit is not older than the timestamp
+        if lower or self.store_time_us(cq, first_at_or_after) == timestamp_us or first_at_or_after == cq.min_offset:
+            return first_at_or_after
+        before = first_at_or_after - 1
+        after_gap = self.store_time_us(cq, first_at_or_after) - timestamp_us
+        before_gap = timestamp_us - self.store_time_us(cq, before)
+        return before if before_gap <= after_gap else first_at_or_after
 
     def _header_bytes(self, topic: int, tags: int, props: dict | None) -> int:
         """Record bytes that are not body: header, topic and the properties the broker knows."""

@@ -2,8 +2,18 @@
 
 Last writer wins (no monotonic check), from pulls carrying FLAG_COMMIT_OFFSET and from
 UPDATE_CONSUMER_OFFSET. The table is persisted to `config/consumerOffset.json` every
-`flushConsumerOffsetInterval` (first after 10 s); 5.x's ConfigManager.persist fsyncs the file,
-so a crash or power loss rolls the table back to the last completed persist.
+`flushConsumerOffsetInterval` (first after 10 s) without fsync, the previous content kept as
+`.bak` (config_file.py): a process crash rolls the table back to the last persist, a power loss
+to what the kernel had written back (older still, or the `.bak`).
+
+5.x server-side reset (`useServerSideResetOffset`, AdminBrokerProcessor.resetOffsetInner): a
+reset writes the new offset into the table and into `reset`, which the next pull of the queue
+takes (`take_reset`: answered OFFSET_RESET → PULL_OFFSET_MOVED) and which makes an
+UPDATE_CONSUMER_OFFSET for the queue be ignored until then.
+
+An HA slave copies the master's table (SlaveSynchronize.syncConsumerOffset: the master's
+entries replace its own) and still accepts UPDATE_CONSUMER_OFFSET while the master is away;
+those entries are overwritten by the next copy and never reach the master.
 """
 
 from __future__ import annotations
@@ -12,25 +22,35 @@ from collections.abc import Generator
 from typing import Any
 
 from models.broker.config import OFFSET_PERSIST_INITIAL_DELAY_US, BrokerConfig
-from models.records import CONSUMER_OFFSETS_PERSISTED
+from models.broker.config_file import ConfigFile
+from models.records import CONSUMER_OFFSETS_LOADED, CONSUMER_OFFSETS_PERSISTED
 from sim.env import ms
 
-ENTRY_JSON_BYTES = 48  # approximate JSON size of one table entry
+CONSUMER_OFFSET_FILE = "config/consumerOffset.json"
 
 
 class ConsumerOffsetManager:
-    def __init__(self, node: Any, cfg: BrokerConfig) -> None:
+    def __init__(self, node: Any, cfg: BrokerConfig, version: str = "5.x") -> None:
         self.node = node
         self.cfg = cfg
         self.table: dict[tuple[str, str, int], int] = {}
-        self.persisted: dict[tuple[str, str, int], int] = {}  # the file on disk
+        self.reset: dict[tuple[str, str, int], int] = {}  # resetOffsetTable (heap)
+        self.file = ConfigFile(node, CONSUMER_OFFSET_FILE, version)
         node.on_crash(self.table.clear)
+        node.on_crash(self.reset.clear)
         node.on_start(self.load)
         node.add_service(self.run)
 
+    @property
+    def persisted(self) -> dict[tuple[str, str, int], int]:
+        """What consumerOffset.json holds now (page cache view)."""
+        return self.file.load()[0]
+
     def load(self) -> None:
+        table, source = self.file.load()
         self.table.clear()
-        self.table.update(self.persisted)
+        self.table.update(table)
+        self.node.trace(CONSUMER_OFFSETS_LOADED, len(table), source)
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         self.table[(group, topic, queue_id)] = offset
@@ -38,12 +58,19 @@ class ConsumerOffsetManager:
     def query(self, group: str, topic: str, queue_id: int) -> int:
         return self.table.get((group, topic, queue_id), -1)
 
+    def assign_reset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """ConsumerOffsetManager.assignResetOffset (5.x server-side reset)."""
+        self.reset[(group, topic, queue_id)] = offset
+        self.table[(group, topic, queue_id)] = offset
+
+    def take_reset(self, group: str, topic: str, queue_id: int) -> int:
+        """queryThenEraseResetOffset: the pending reset offset of the queue, or -1."""
+        return self.reset.pop((group, topic, queue_id), -1) if self.reset else -1
+
     def run(self) -> Generator:
         node = self.node
         yield node.sleep_us(OFFSET_PERSIST_INITIAL_DELAY_US)
         while True:
-            snapshot = dict(self.table)
-            yield node.sleep_us(node.disk.write_duration_us(ENTRY_JSON_BYTES * len(snapshot)))
-            self.persisted = snapshot
-            node.trace(CONSUMER_OFFSETS_PERSISTED, len(snapshot))
+            self.file.persist(self.table)
+            node.trace(CONSUMER_OFFSETS_PERSISTED, len(self.table))
             yield node.sleep_us(ms(self.cfg.flush_consumer_offset_interval_ms))

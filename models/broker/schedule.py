@@ -7,8 +7,9 @@ and queue in properties. Per level, the service delivers each unit once its due 
 a lazy timer fires at the first 100 ms tick after the due time, which delivers at the same time.
 
 Progress (per-level offsets) lives in heap memory and is persisted every
-`flushDelayOffsetInterval` (10 s) to `delayOffset.json`: after a crash, everything delivered
-since the last persist is delivered again (duplicates in the target topic). Masters only.
+`flushDelayOffsetInterval` (10 s) to `delayOffset.json` without fsync (config_file.py): after a
+crash, everything delivered since the last persist is delivered again (duplicates in the target
+topic), after a power loss since the last version the kernel wrote back. Masters only.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from collections.abc import Callable, Generator
 from typing import Any
 
+from models.broker.config_file import ConfigFile
 from models.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
@@ -26,6 +28,8 @@ from models.message import (
 )
 from models.records import SCHEDULE_DELIVERED
 from sim.env import ms
+
+DELAY_OFFSET_FILE = "config/delayOffset.json"
 
 DELAY_FOR_A_WHILE_US = 100_000  # ScheduleMessageService.DELAY_FOR_A_WHILE
 FIRST_DELAY_TIME_US = 1_000_000  # ScheduleMessageService.FIRST_DELAY_TIME
@@ -46,19 +50,25 @@ def parse_delay_levels(spec: str) -> list[int]:
 
 class ScheduleMessageService:
     def __init__(self, node: Any, level_spec: str, store: Any, put: Callable[..., Any],
-                 persist_interval_ms: int) -> None:
+                 persist_interval_ms: int, version: str = "5.x", active: bool = True) -> None:
         self.node = node
         self.delays_us = [ms(d) for d in parse_delay_levels(level_spec)]
         self.store = store  # the broker's MessageStore (ConsumeQueues, lookMessageByOffset)
         self.put = put  # Broker.put_message: append a message to its real topic
         self.persist_interval_us = ms(persist_interval_ms)
         self.offsets: dict[int, int] = {}  # level -> next queue offset to deliver (heap)
-        self.persisted: dict[int, int] = {}  # delayOffset.json
+        self.file = ConfigFile(node, DELAY_OFFSET_FILE, version)
         self.armed: dict[int, bool] = {}
         self.started = False
-        node.on_crash(self._stop)
-        node.on_start(self._start)
-        node.add_service(self.persist_loop)
+        if active:  # masters only
+            node.on_crash(self._stop)
+            node.on_start(self._start)
+            node.add_service(self.persist_loop)
+
+    @property
+    def persisted(self) -> dict[int, int]:
+        """What delayOffset.json holds now (page cache view)."""
+        return self.file.load()[0]
 
     def max_level(self) -> int:
         return len(self.delays_us)
@@ -73,7 +83,7 @@ class ScheduleMessageService:
         self.started = False
 
     def _start(self) -> None:
-        self.offsets = dict(self.persisted)
+        self.offsets = self.file.load()[0]
         self.node.call_later(FIRST_DELAY_TIME_US, self._begin)
 
     def _begin(self) -> None:
@@ -127,4 +137,4 @@ class ScheduleMessageService:
     def persist_loop(self) -> Generator:
         while True:
             yield self.node.sleep_us(self.persist_interval_us)
-            self.persisted = dict(self.offsets)
+            self.file.persist(self.offsets)

@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sim.config import Int, NodeName, NonNegativeIntMs, PositiveIntMs
+from sim.config import DurationMs, Int, NodeName, NonNegativeIntMs, PositiveIntMs
 
 PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US = 50_000  # DefaultMQPushConsumerImpl
 BROKER_SUSPEND_MAX_TIME_US = 15_000_000  # DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS
@@ -21,12 +21,11 @@ PULL_MAX_IDLE_TIME_US = 120_000_000  # ProcessQueue.PULL_MAX_IDLE_TIME
 REBALANCE_WAIT_INTERVAL_US = 20_000_000  # RebalanceService waitInterval
 REBALANCE_MIN_INTERVAL_US = 1_000_000  # RebalanceService minInterval (5.2.0+)
 NEW_PULL_REQUEST_DELAY_US = 500_000  # RebalancePushImpl dispatchPullRequest delay (5.x)
-PERSIST_INITIAL_DELAY_US = 10_000_000  # MQClientInstance.startScheduledTask
-HEARTBEAT_INITIAL_DELAY_US = 1_000_000  # MQClientInstance.startScheduledTask
-ROUTE_POLL_INITIAL_DELAY_US = 10_000  # MQClientInstance.startScheduledTask
 SEND_BACK_TIMEOUT_US = 5_000_000  # sendMessageBack RPC timeout
 LOCAL_RETRY_DELAY_US = 5_000_000  # ConsumeMessageConcurrentlyService.submitConsumeRequestLater
 DEFAULT_MAX_RECONSUME_TIMES = 16  # maxReconsumeTimes -1 → 16 for concurrent consumption
+RESET_OFFSET_CLIENT_SLEEP_US = 10_000_000  # MQClientInstance.resetOffset: TimeUnit.SECONDS.sleep(10)
+CONSUME_TIMESTAMP_BEFORE_START_US = 30 * 60_000_000  # DefaultMQPushConsumer.consumeTimestamp: 30 min ago
 
 
 class MessageModel(StrEnum):
@@ -37,6 +36,7 @@ class MessageModel(StrEnum):
 class ConsumeFromWhere(StrEnum):
     CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
     CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
 
 
 class AllocateStrategy(StrEnum):
@@ -71,6 +71,9 @@ class PushConsumerConfig(BaseModel):
 
     message_model: MessageModel = MessageModel.CLUSTERING  # messageModel
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET  # consumeFromWhere
+    # consumeTimestamp, as simulated time (ms from the start of the run); None: half an hour
+    # before the consumer was created (the Java default), i.e. before any message here
+    consume_timestamp_ms: DurationMs | None = None
     allocate_message_queue_strategy: AllocateStrategy = AllocateStrategy.AVG  # allocateMessageQueueStrategy
     consume_thread_max: Int = Field(20, gt=0, le=1000)  # consumeThreadMin / consumeThreadMax
     consume_concurrently_max_span: Int = Field(2_000, gt=0, le=65_535)  # consumeConcurrentlyMaxSpan

@@ -88,11 +88,17 @@ class ConsumeService:
             else:
                 self._send_back(pq, mq, msg)
         if self.queue and self.busy < self.threads:
-            self._start(*self.queue.popleft())
+            self._next()
 
     def _next(self) -> None:
-        if self.queue and self.busy < self.threads:
-            self._start(*self.queue.popleft())
+        """Start the next queued request whose queue is not dropped (a loop, not recursion: a
+        dropped queue can have thousands of requests waiting)."""
+        queue = self.queue
+        while queue and self.busy < self.threads:
+            pq, mq, msg = queue.popleft()
+            if not pq.dropped:
+                self._start(pq, mq, msg)
+                return
 
     def _commit(self, pq: Any, mq: Any, msg: MessageExt) -> None:
         """removeMessage, then updateOffset(increaseOnly=true) of the returned offset."""

@@ -1,9 +1,11 @@
-"""client.impl.consumer.DefaultMQPushConsumerImpl with its client instance (MQClientInstance).
+"""client.impl.consumer.DefaultMQPushConsumerImpl.
 
-One PushConsumer is one client process (node) with one consumer group. Start-up: fetch routes
-of the subscribed topics (plus `%RETRY%<group>` in CLUSTERING), heartbeat to every broker, then
-rebalance at once. Timers: route poll every 30 s (first after 10 ms), heartbeat every 30 s
-(first after 1 s), offset persist every 5 s (first after 10 s), rebalance every 20 s.
+One PushConsumer is one client process (node) with one consumer group, registered with the
+process's MQClientInstance (models/client_instance.py), which polls the routes, keeps the broker
+address table, heartbeats and persists offsets. Start-up: fetch routes of the subscribed topics
+(plus `%RETRY%<group>` in CLUSTERING), heartbeat to every broker, then rebalance at once.
+Timers of the client instance: route poll every 30 s (first after 10 ms), heartbeat every 30 s
+(first after 1 s), offset persist every 5 s (first after 10 s); rebalance every 20 s.
 
 Pull loop (`pullMessage`), one outstanding PullRequest per owned queue: flow control
 (count > 1000, size > 100 MiB, span > 2000 → retry in 50 ms), then PULL_MESSAGE to the queue's
@@ -11,36 +13,37 @@ master with the in-memory offset piggy-backed (commitOffset), suspend 15 s, RPC 
 FOUND → cache and submit, pull again; NO_NEW_MSG / NO_MATCHED_MSG → move on (and commit the new
 offset if nothing is cached); OFFSET_ILLEGAL → 5.2.0+ update-and-persist the corrected offset,
 drop the queue, rebalance now; errors → retry after `pullTimeDelayMillsWhenException` (1 s).
+When a route lists slaves, the node a queue is pulled from follows the brokers' suggestions and
+falls back to a slave when the master is gone (pull_api.py). A broker's
+RESET_CONSUMER_CLIENT_OFFSET is handled by reset_offset.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
+from models.client_instance import MQClientInstance, topic_route_data_to_subscribe_info
 from models.consumer.allocate_setup import allocate_strategy
 from models.consumer.config import (
     BROKER_SUSPEND_MAX_TIME_US,
+    CONSUME_TIMESTAMP_BEFORE_START_US,
     CONSUMER_TIMEOUT_WHEN_SUSPEND_US,
-    HEARTBEAT_INITIAL_DELAY_US,
-    PERSIST_INITIAL_DELAY_US,
     PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US,
-    ROUTE_POLL_INITIAL_DELAY_US,
     MessageModel,
     PushConsumerConfig,
 )
 from models.consumer.consume_service import ConsumeService
 from models.consumer.offset_store import OffsetStore
 from models.consumer.process_queue import ProcessQueue
+from models.consumer.pull_api import PullAPIWrapper
 from models.consumer.rebalance import Rebalancer
+from models.consumer.reset_offset import ClientResetOffset
 from models.message import MessageQueue, java_string_hash, retry_topic
 from models.protocol import (
     PULL_NOT_FOUND,
     PULL_OFFSET_MOVED,
     PULL_RETRY_IMMEDIATELY,
     SUCCESS,
-    GetRouteInfo,
-    Heartbeat,
     NotifyConsumerIdsChanged,
     TopicRouteData,
     new_pull_message,
@@ -60,7 +63,8 @@ class PushConsumer:
         self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one
         self.group = group
         self.cfg = cfg
-        self.namesrvs = namesrvs
+        self.client = MQClientInstance(node, namesrvs, cfg.poll_name_server_interval_ms, cfg.heartbeat_broker_interval_ms,
+                                       cfg.mq_client_api_timeout_ms)
         self.broadcasting = cfg.message_model is MessageModel.BROADCASTING
         self.subscriptions: dict[str, frozenset | None] = {topic: frozenset(tags) if tags else None}
         if not self.broadcasting:
@@ -69,87 +73,64 @@ class PushConsumer:
         self.tag_codes = {t: None if tags is None else frozenset(java_string_hash(tag) for tag in sorted(tags))
                           for t, tags in self.subscriptions.items()}
         self.subscribe_info: dict[str, list[MessageQueue]] = {}  # topicSubscribeInfoTable
-        self.routes: dict[str, TopicRouteData] = {}
-        self._addr_cache: dict[str, str | None] = {}
+        self._routes_pending = 0
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.offset_store = OffsetStore(node, group, self.broadcasting)
         self.consume = ConsumeService(self, consume_time, failure_probability)
         # zones: node name → zone, for MACHINE_ROOM_NEARBY by ZONE
         self.rebalancer = Rebalancer(self, allocate_strategy(cfg, topic, zones or {}))
-        self.stream = env.rng.stream(f"{name}.client")
+        self.pull_api = PullAPIWrapper(self.broker_addr_table)
+        self.consume_timestamp_us = ms(cfg.consume_timestamp_ms) if cfg.consume_timestamp_ms is not None else \
+            max(0, env._now - CONSUME_TIMESTAMP_BEFORE_START_US)
+        self._slave_reads = False  # a route lists a slave: pulls choose their node (pull_api.py)
+        ClientResetOffset(self)
+        self.client.register_consumer(group, self, cfg.persist_consumer_offset_interval_ms)
         node.handle(NotifyConsumerIdsChanged, lambda src, rid, req: self.rebalancer.wakeup())
         node.on_crash(self._lose_heap)
         node.on_start(self._start)
-        node.add_service(self.poll_name_server)
-        node.add_service(self.heartbeat_loop)
-        node.add_service(self.persist_loop)
 
     def _lose_heap(self) -> None:
         self.process_queues.clear()
         self.subscribe_info.clear()
-        self.routes.clear()
-        self._addr_cache.clear()
+        self._slave_reads = False
 
     def _start(self) -> None:
+        """start(): fetch every subscription's route (each answer or failure counts), then
+        heartbeat to every broker and rebalance at once, as the Java start() does after its
+        synchronous route updates (a topic without a route yet, like a new %RETRY% topic, does
+        not hold the heartbeat back)."""
+        self._routes_pending = len(self.subscriptions)
         for topic in self.subscriptions:
-            self.fetch_route(topic, then_start=True)
+            self.client.fetch_route(topic, self._route_fetched)
 
-    # --- routes and heartbeats ------------------------------------------------------------------
-    def fetch_route(self, topic: str, then_start: bool = False) -> None:
-        namesrv = self.namesrvs[self.stream.randrange(len(self.namesrvs))]
-        self.node.rpc(namesrv, GetRouteInfo(topic), ms(self.cfg.mq_client_api_timeout_ms), self._on_route, topic,
-                      then_start)
+    # --- routes (through the client instance) --------------------------------------------------
+    def _route_fetched(self, _known: bool) -> None:
+        self._routes_pending -= 1
+        if self._routes_pending == 0:
+            self.client.send_heartbeat_to_all_broker_with_lock(self.rebalancer.wakeup)
 
-    def _on_route(self, topic: str, then_start: bool, route: Any) -> None:
-        if isinstance(route, TopicRouteData) and self.routes.get(topic) != route:
-            self.routes[topic] = route
-            self._addr_cache.clear()
-            self.subscribe_info[topic] = [MessageQueue(topic, qd.broker_name, i)
-                                          for qd in route.queue_datas for i in range(qd.read_queue_nums)]
-        if then_start and all(t in self.routes for t in self.subscriptions):
-            self.send_heartbeats()
-            self.rebalancer.wakeup()
+    def update_topic_subscribe_info(self, topic: str, route: TopicRouteData) -> None:
+        """MQConsumerInner.updateTopicSubscribeInfo: only for subscribed topics. The client
+        instance has already installed the route's addresses: when any group lists a slave,
+        pulls choose their node (pull_api.py)."""
+        self._slave_reads = any(bid != 0 for addrs in self.client.broker_addr_table.values() for bid in addrs)
+        if topic in self.subscriptions:
+            self.subscribe_info[topic] = topic_route_data_to_subscribe_info(route)
+
+    def subscribe_topic_needs_update(self, topic: str) -> bool:
+        return topic in self.subscriptions and topic not in self.subscribe_info
 
     def broker_addr(self, broker_name: str) -> str | None:
         """findBrokerAddressInSubscribe: the master if present, else any address of the group."""
-        cache = self._addr_cache
-        if broker_name in cache:
-            return cache[broker_name]
-        addr = None
-        for route in self.routes.values():
-            for bd in route.broker_datas:
-                if bd.broker_name == broker_name and bd.addrs:
-                    addr = dict(bd.addrs).get(0, bd.addrs[0][1])
-        cache[broker_name] = addr
-        return addr
+        return self.client.subscribe_addr.get(broker_name)
 
-    def all_broker_addrs(self) -> list[str]:
-        addrs = {addr: None for route in self.routes.values() for bd in route.broker_datas for _, addr in bd.addrs}
-        return sorted(addrs)
+    def broker_addr_table(self, broker_name: str) -> dict[int, str]:
+        """brokerAddrTable[brokerName]: broker id → address (the client instance's table)."""
+        return dict(sorted(self.client.broker_addr_table.get(broker_name, {}).items()))
 
-    def send_heartbeats(self) -> None:
-        beat = Heartbeat(self.client_id, ((self.group, tuple(self.subscriptions)),))
-        for addr in self.all_broker_addrs():
-            self.node.rpc(addr, beat, ms(self.cfg.mq_client_api_timeout_ms), lambda r: None)
-
-    def poll_name_server(self) -> Generator:
-        yield self.node.sleep_us(ROUTE_POLL_INITIAL_DELAY_US)
-        while True:
-            for topic in self.subscriptions:
-                self.fetch_route(topic)
-            yield self.node.sleep_us(ms(self.cfg.poll_name_server_interval_ms))
-
-    def heartbeat_loop(self) -> Generator:
-        yield self.node.sleep_us(HEARTBEAT_INITIAL_DELAY_US)
-        while True:
-            self.send_heartbeats()
-            yield self.node.sleep_us(ms(self.cfg.heartbeat_broker_interval_ms))
-
-    def persist_loop(self) -> Generator:
-        yield self.node.sleep_us(PERSIST_INITIAL_DELAY_US)
-        while True:
-            self.offset_store.persist_all(self.process_queues, self.broker_addr)
-            yield self.node.sleep_us(ms(self.cfg.persist_consumer_offset_interval_ms))
+    def persist_consumer_offset(self) -> None:
+        """MQConsumerInner.persistConsumerOffset (the client instance's scheduled task)."""
+        self.offset_store.persist_all(self.process_queues, self.broker_addr)
 
     # --- queues ---------------------------------------------------------------------------------
     def drop_queue(self, mq: MessageQueue, pq: ProcessQueue) -> None:
@@ -174,10 +155,17 @@ class PushConsumer:
                                 or pq.msg_size_bytes // MIB > cfg.pull_threshold_size_for_queue_mib
                                 or pq.max_span() > cfg.consume_concurrently_max_span):
             return self.pull_later(mq, pq, PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US)
-        addr = self._addr_cache.get(mq.broker_name) or self.broker_addr(mq.broker_name)
+        addr = self.client.subscribe_addr.get(mq.broker_name)
         if addr is None:
             return self._pull_failed(mq, pq, "no_broker_address")
         commit = self.offset_store.offsets.get(mq, -1) if not self.broadcasting else -1
+        if self._slave_reads:
+            target = self.pull_api.target(mq)
+            if target is None:
+                return self._pull_failed(mq, pq, "no_broker_address")
+            addr, slave = target
+            if slave:
+                commit = -1  # PullSysFlag.clearCommitOffsetFlag
         request = new_pull_message((self.group, mq.topic, mq.queue_id, pq.next_offset, cfg.pull_batch_size,
                                     commit if commit > 0 else -1, BROKER_SUSPEND_MAX_TIME_US,
                                     self.tag_codes.get(mq.topic)))
@@ -194,6 +182,8 @@ class PushConsumer:
         if response is None or response is CONNECT_FAILED:
             return self._pull_failed(mq, pq, "timeout" if response is None else "connect_failed")
         code = response.code
+        if self._slave_reads and code in (SUCCESS, PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED):
+            self.pull_api.update(mq, response.suggest_which_broker_id)
         if code == SUCCESS:
             pq.next_offset = response.next_begin_offset
             tags = self.subscriptions.get(mq.topic)

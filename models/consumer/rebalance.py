@@ -5,7 +5,8 @@ the topic for the group's member list, sorts `mqAll` and `cidAll`, allocates, an
 ProcessQueue table; BROADCASTING takes every readable queue. Removed queues are dropped after a
 oneway offset persist; added queues start at `computePullFromWhere` (the broker's committed
 offset; else the max offset for CONSUME_FROM_LAST_OFFSET, 0 for retry topics and
-CONSUME_FROM_FIRST_OFFSET), and their first pull is dispatched after 500 ms (5.x). Queues with
+CONSUME_FROM_FIRST_OFFSET, the offset at `consumeTimestamp` for CONSUME_FROM_TIMESTAMP (the
+broker's searchOffset; the max offset for a retry topic)), and their first pull is dispatched after 500 ms (5.x). Queues with
 no pull for 120 s are dropped and re-added. An empty or missing member list changes nothing.
 
 RebalanceService runs every 20 s and on wake-ups (start, NOTIFY_CONSUMER_IDS_CHANGED, an
@@ -25,7 +26,15 @@ from models.consumer.config import (
 )
 from models.consumer.process_queue import ProcessQueue
 from models.message import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
-from models.protocol import SUCCESS, ConsumerList, GetConsumerList, GetMaxOffset, OffsetResponse, QueryConsumerOffset
+from models.protocol import (
+    SUCCESS,
+    ConsumerList,
+    GetConsumerList,
+    GetMaxOffset,
+    OffsetResponse,
+    QueryConsumerOffset,
+    SearchOffset,
+)
 from models.records import CONSUMER_REBALANCED
 from sim.env import ms
 
@@ -130,13 +139,17 @@ class Rebalancer:
         if offset >= 0:
             return self._add(mq, offset)
         retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-        if self.consumer.cfg.consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or retry:
+        where = self.consumer.cfg.consume_from_where
+        timestamp = where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
+        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or (retry and not timestamp):
             return self._add(mq, 0)
         addr = addr or self.consumer.broker_addr(mq.broker_name)
         if addr is None:
             self.adding.pop(mq, None)
             return None
-        self.node.rpc(addr, GetMaxOffset(mq.topic, mq.queue_id), ms(self.consumer.cfg.mq_client_api_timeout_ms),
+        request = SearchOffset(mq.topic, mq.queue_id, self.consumer.consume_timestamp_us) if timestamp and not retry \
+            else GetMaxOffset(mq.topic, mq.queue_id)
+        self.node.rpc(addr, request, ms(self.consumer.cfg.mq_client_api_timeout_ms),
                       lambda r: self._add(mq, r.offset) if isinstance(r, OffsetResponse) else self.adding.pop(mq, None))
         return None
 

@@ -1,7 +1,9 @@
-"""Producer tunables: client.producer.DefaultMQProducer and ClientConfig subsets (5.3.3).
+"""Producer tunables: client.producer.DefaultMQProducer and ClientConfig subsets (5.3.3 defaults).
 
-Bounds: times at most `sim.limits.MAX_TIME_MS`, sizes within a Java `int`, retries at most
-`MAX_RETRY_TIMES` (each retry is a whole send: more would only multiply events).
+Bounds: times at most `sim.limits.MAX_TIME_MS`, sizes and counts within a Java `int`, retries at
+most `MAX_RETRY_TIMES` (each retry is a whole send: more would only multiply events). Options
+that exist only in 5.x (`start_detector_enable`, `send_msg_max_timeout_per_request_ms`, the async
+back-pressure) are refused with `client_version: "4.x"` (sim/scenario_checks.py).
 """
 
 from __future__ import annotations
@@ -9,20 +11,39 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from sim.config import Int, PositiveIntMs
+from sim.limits import MAX_TIME_MS
 
 INTEGER_MAX_VALUE = 2**31 - 1
 MAX_RETRY_TIMES = 1_000
+MIB = 1024 * 1024
 
 
 class ProducerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     send_msg_timeout_ms: PositiveIntMs = 3_000  # sendMsgTimeout
-    retry_times_when_send_failed: Int = Field(2, ge=0, le=MAX_RETRY_TIMES)  # retryTimesWhenSendFailed
+    retry_times_when_send_failed: Int = Field(2, ge=0, le=MAX_RETRY_TIMES)  # retryTimesWhenSendFailed (SYNC)
+    retry_times_when_send_async_failed: Int = Field(2, ge=0, le=MAX_RETRY_TIMES)  # retryTimesWhenSendAsyncFailed
     retry_another_broker_when_not_store_ok: bool = False  # retryAnotherBrokerWhenNotStoreOK
+    send_msg_max_timeout_per_request_ms: Int = Field(-1, ge=-1, le=MAX_TIME_MS)  # sendMsgMaxTimeoutPerRequest (5.3.3; -1 off)
+    send_latency_fault_enable: bool = False  # sendLatencyFaultEnable
+    start_detector_enable: bool = False  # startDetectorEnable (5.1.4+)
+    detect_timeout_ms: PositiveIntMs = 200  # detectTimeout (5.1.4+)
+    detect_interval_ms: PositiveIntMs = 2_000  # detectInterval (5.1.4+)
+    enable_backpressure_for_async_mode: bool = False  # enableBackpressureForAsyncMode (5.x)
+    back_pressure_for_async_send_num: Int = Field(10_000, gt=0, le=INTEGER_MAX_VALUE)  # backPressureForAsyncSendNum
+    back_pressure_for_async_send_size_bytes: Int = Field(100 * MIB, gt=0, le=INTEGER_MAX_VALUE)  # backPressureForAsyncSendSize
+    client_async_semaphore_value: Int = Field(65_535, gt=0, le=INTEGER_MAX_VALUE)  # NettyClientConfig.clientAsyncSemaphoreValue
     poll_name_server_interval_ms: PositiveIntMs = 30_000  # ClientConfig.pollNameServerInterval
+    heartbeat_broker_interval_ms: PositiveIntMs = 30_000  # ClientConfig.heartbeatBrokerInterval
     mq_client_api_timeout_ms: PositiveIntMs = 3_000  # ClientConfig.mqClientApiTimeout
-    max_message_size_bytes: Int = Field(4 * 1024 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # maxMessageSize
+    max_message_size_bytes: Int = Field(4 * MIB, gt=0, le=INTEGER_MAX_VALUE)  # maxMessageSize
 
 
-ROUTE_POLL_INITIAL_DELAY_US = 10_000  # MQClientInstance.startScheduledTask: first after 10 ms
+# constants of the Java code (not tunables)
+SEMAPHORE_ASYNC_NUM_MIN = 10  # DefaultMQProducerImpl: semaphoreAsyncSendNum is at least 10
+SEMAPHORE_ASYNC_SIZE_MIN_BYTES = MIB  # ... and semaphoreAsyncSendSize at least 1 MiB
+SCAN_RESPONSE_TABLE_INITIAL_DELAY_US = 3_000_000  # NettyRemotingClient: scanResponseTable first after 3 s
+SCAN_RESPONSE_TABLE_PERIOD_US = 1_000_000  # ... then every 1 s
+SCAN_RESPONSE_TABLE_SLACK_US = 1_000_000  # a response future expires at begin + timeout + 1000 ms
+CONNECT_TIMEOUT_US = 3_000_000  # NettyClientConfig.connectTimeoutMillis

@@ -1,11 +1,24 @@
-"""The application in front of a producer: an arrival process, message sizes, tags and keys.
+"""The application in front of a producer: arrivals, message sizes, tags, keys, delay, batches.
 
-Arrivals are open-loop (`poisson` or `constant` gaps at `rate_per_s`, per producer instance), so
-a slow broker does not slow the offered load, as with many independent request threads. Each
-message gets the integer id `producer_index << 32 | seq` (models/message.py; its display key is
+Arrivals are open-loop and per producer instance (`rate_per_s` is each instance's rate), so a slow
+broker does not slow the offered load, as with many independent request threads:
+
+- `constant`: one message every 1/rate;
+- `poisson`: exponential gaps of mean 1/rate;
+- `bursts`: `burst_size` messages at one instant, bursts at Poisson times (mean rate `rate_per_s`);
+- `on_off`: Poisson arrivals at `rate_per_s` during on periods, none during off periods, their
+  lengths drawn from `on_ms` and `off_ms` (mean rate = rate × on / (on + off)), starting on.
+
+Each message gets the integer id `producer_index << 32 | seq` (models/message.py; its display key is
 `<producer>-<seq>`), a body size drawn from `message_bytes`, a tag drawn uniformly from `tags`,
-and, with `keys` > 0, a sharding key index (the KEYS property `k<i>`) used by the order checker.
-The encoded record size is computed here once per message, as the client encodes it once.
+a KEYS property whose length is drawn from `key_bytes` if given, and the delay level
+`delay_level` (0: none). Sharding keys are drawn only for orderly sends (a `hash` selector:
+`send_mode: ORDERLY` or `selector: hash`): index `i` in [0, keys) with Zipf skew `key_skew`
+(P(i) ∝ 1/(i+1)^skew; 0 = uniform), carried as the KEYS property `k<i>` (unless `key_bytes` sets
+the length) and as the selector's argument. With `batch_size` > 1, every `batch_size`-th arrival
+sends the last `batch_size` messages as one MessageBatch. A message is born (its `born_us`) when
+the application calls send(), as RocketMQ's bornTimestamp. The encoded record size is computed
+here once per message, as the client encodes it once.
 """
 
 from __future__ import annotations
@@ -13,55 +26,115 @@ from __future__ import annotations
 from typing import Any
 
 from models.message import SEQ_BITS, new_message, record_bytes
-from models.producer.producer import Producer
-from sim.dist import Constant, Exponential, index_sampler
+from models.producer.producer import Producer, batch_of
+from sim.dist import Constant, Exponential, index_sampler, zipf_index_sampler
 
 
 class Workload:
-    def __init__(self, producer: Producer, producer_index: int, topic: str, rate_per_s: float, arrival: str,
-                 message_bytes: Any, tags: list[str], keys: int, start_us: int, stop_us: int) -> None:
+    def __init__(self, producer: Producer, producer_index: int, spec: Any, start_us: int, stop_us: int) -> None:
+        """`spec`: a producer entry of the scenario (sim/scenario.py ProducerSpec)."""
         self.producer = producer
-        self.node = producer.node
-        self.topic = topic
+        self.node = node = producer.node
+        self.topic = topic = spec.topic
         self.id_base = producer_index << SEQ_BITS
-        self.mean_gap_us = 1_000_000 / rate_per_s
-        self.poisson = arrival == "poisson"
-        self.tags = tags
-        self.keys = keys
+        self.tags = spec.tags
+        self.delay_level = spec.delay_level
+        self.batch_size = spec.batch_size
+        self.burst = spec.burst_size if spec.arrival == "bursts" else 1
         self.start_us, self.stop_us = start_us, stop_us
-        self.stream = self.node.env.rng.stream(f"{self.node.name}.workload")
-        # the draws come in blocks (sim/dist.py block_sampler), last draw first: `_arrive` pops
-        self._body_block = message_bytes.block_sampler(self.stream, 1)
-        gap = Exponential(dist="exponential", mean=self.mean_gap_us / 1000) if self.poisson else \
-            Constant(value=self.mean_gap_us / 1000)
-        self._gap_block = gap.block_sampler(self.stream, 1000)
-        self._tag_block = index_sampler(self.stream, len(tags), blocks=True) if tags else None
-        self._shard_block = index_sampler(self.stream, keys, blocks=True) if keys else None
+        self.stream = stream = node.env.rng.stream(f"{node.name}.workload")
+        # the draws come in blocks (sim/dist.py block_sampler), last draw first: `_message` pops
+        self._body_block = spec.message_bytes.block_sampler(stream, 1)
+        mean_gap_ms = 1000 * self.burst / spec.rate_per_s
+        gap = Constant(value=mean_gap_ms) if spec.arrival == "constant" else \
+            Exponential(dist="exponential", mean=mean_gap_ms)
+        self._gap_block = gap.block_sampler(stream, 1000)
+        self._tag_block = index_sampler(stream, len(self.tags), blocks=True) if self.tags else None
+        orderly = spec.send_mode == "ORDERLY" or spec.selector == "hash"
+        self._shard_block = None
+        if orderly and spec.keys:
+            self._shard_block = zipf_index_sampler(stream, spec.keys, spec.key_skew) if spec.key_skew else \
+                index_sampler(stream, spec.keys, blocks=True)
+        self._key_len = spec.key_bytes.sampler_int(stream) if spec.key_bytes is not None else None
+        self.on_off = spec.arrival == "on_off"
+        if self.on_off:
+            self._on_us, self._off_us = spec.on_ms.sampler_us(stream), spec.off_ms.sampler_us(stream)
+        self.on_until_us = 0
         self._bodies: list[int] = []
         self._gaps: list[int] = []
         self._tags: list[int] = []
         self._shards: list[int] = []
-        # record size without the body, per tag (index -1: no tags)
-        self.header_bytes = {i: record_bytes(topic, 0, tag) for i, tag in enumerate(tags)}
-        self.header_bytes[-1] = record_bytes(topic, 0)
+        # record size without the body, per tag (index -1: no tags); a delay level adds DELAY=<level>
+        extra = 0 if not self.delay_level else 7 + len(str(self.delay_level))
+        self.header_bytes = {i: record_bytes(topic, 0, tag) + extra for i, tag in enumerate(self.tags)}
+        self.header_bytes[-1] = record_bytes(topic, 0) + extra
         self.seq = 0
-        self.node.on_start(self._schedule_first)
+        self.pending = 0  # arrivals waiting for their batch
+        self.single = self.burst == 1 and self.batch_size == 1 and self._shard_block is None and self._key_len is None
+        node.on_start(self._schedule_first)
 
     def _schedule_first(self) -> None:
         now = self.node.env._now
-        self.node.call_later(max(0, self.start_us - now), self._arrive)
+        first = max(now, self.start_us)
+        if self.on_off:
+            self.on_until_us = first + self._on_us()
+        self.node.call_later(first - now, self._arrive)
 
     def _arrive(self) -> None:
-        """One message arrives from the application: draw it, send it, schedule the next."""
+        """Messages arrive from the application: send them, schedule the next arrival."""
         node = self.node
         now = node.env._now
         if now >= self.stop_us:
             return
+        send = self.producer.send
+        if self.single:  # one message per arrival: `_message` inlined (the hot path)
+            self.seq = seq = self.seq + 1
+            draws = self._bodies
+            body = draws.pop() if draws else self._refill(draws, self._body_block)
+            tag = None
+            if self._tag_block is not None:
+                draws = self._tags
+                tag_i = draws.pop() if draws else self._refill(draws, self._tag_block)
+                tag = self.tags[tag_i]
+                size = body + self.header_bytes[tag_i]
+            else:
+                size = body + self.header_bytes[-1]
+            send(new_message((self.id_base | seq, self.topic, tag, -1, body, now, size, 0, self.delay_level, None)))
+        elif self.batch_size == 1:
+            for _ in range(self.burst):
+                send(self._message(now))
+        else:
+            self.pending += self.burst
+            while self.pending >= self.batch_size:
+                self.pending -= self.batch_size
+                send(batch_of([self._message(now) for _ in range(self.batch_size)]))
+        draws = self._gaps
+        gap = draws.pop() if draws else self._refill(draws, self._gap_block)
+        if gap <= 0:
+            gap = 1
+        if self.on_off and now + gap > self.on_until_us:
+            gap = self._next_on_period(now)
+        node.call_later(gap, self._arrive)
+
+    def _next_on_period(self, now: int) -> int:
+        """The gap to the first arrival of the next on period (Poisson: a fresh gap after its start)."""
+        start = self.on_until_us
+        while True:
+            start += self._off_us()
+            self.on_until_us = start + self._on_us()
+            draws = self._gaps
+            gap = max(1, draws.pop() if draws else self._refill(draws, self._gap_block))
+            if start + gap <= self.on_until_us:
+                return start + gap - now
+            start = self.on_until_us
+
+    def _message(self, now: int) -> Any:
         self.seq = seq = self.seq + 1
         draws = self._bodies
         body = draws.pop() if draws else self._refill(draws, self._body_block)
         size = body
-        tag = shard = None
+        tag = None
+        shard = -1
         if self._tag_block is not None:
             draws = self._tags
             tag_i = draws.pop() if draws else self._refill(draws, self._tag_block)
@@ -72,12 +145,11 @@ class Workload:
         if self._shard_block is not None:
             draws = self._shards
             shard = draws.pop() if draws else self._refill(draws, self._shard_block)
-            size += 7 + len(str(shard))  # KEYS=k<shard>
-        self.producer.send(new_message((self.id_base | seq, self.topic, tag, -1 if shard is None else shard, body,
-                                        now, size, 0, 0, None)))
-        draws = self._gaps
-        gap = draws.pop() if draws else self._refill(draws, self._gap_block)
-        node.call_later(gap if gap > 0 else 1, self._arrive)
+            if self._key_len is None:
+                size += 7 + len(str(shard))  # KEYS=k<shard>
+        if self._key_len is not None:
+            size += 6 + self._key_len()  # KEYS=<key_bytes>
+        return new_message((self.id_base | seq, self.topic, tag, shard, body, now, size, 0, self.delay_level, None))
 
     @staticmethod
     def _refill(draws: list[int], block: Any) -> int:

@@ -33,16 +33,16 @@ def record(t_us: int, node: str, kind: str, **fields) -> tuple:
     return (t_us, node, kind, *(fields[n] for n in names))
 
 
-def sent(t, key, status="SEND_OK", shard=-1, born=None, attempts=1):
+def sent(t, key, status="SEND_OK", shard=-1, born=None, attempts=1, broker="broker-a", steered=0):
     producer = key.rsplit("-", 1)[0]
     topic = next(info.topic for info in PRODUCERS if info.name == producer)
-    return record(t, producer, PRODUCER_SENT, msg_id=mid(key), topic=topic, shard=shard, broker="broker-a",
-                  queue_id=0, status=status, attempts=attempts, born_us=t if born is None else born)
+    return record(t, producer, PRODUCER_SENT, msg_id=mid(key), topic=topic, shard=shard, broker=broker,
+                  queue_id=0, status=status, attempts=attempts, born_us=t if born is None else born, steered=steered)
 
 
-def send_failed(t, key, attempts=3):
+def send_failed(t, key, attempts=3, reason="timeout"):
     return record(t, key.rsplit("-", 1)[0], PRODUCER_SEND_FAILED, msg_id=mid(key), topic=TOPIC, shard=-1,
-                  attempts=attempts, reason="timeout", born_us=t)
+                  attempts=attempts, reason=reason, born_us=t, broker="broker-a", steered=0)
 
 
 def stored(t, key, topic=TOPIC, reconsume=0):

@@ -23,14 +23,16 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis.checks import check, latency_samples
+from analysis.checks import LOSS_CAUSES, check, latency_samples
 from analysis.ledger import DELIVERY_COUNT_CAP, Ledger, ProducerInfo, display_key
 from models.message import SEQ_BITS, SEQ_MASK, msg_id_of
 from models.records import (
     BROKER_STORED,
+    COMMIT_LOG_DESTROYED,
     COMMIT_LOG_FLUSHED,
     CONSUMER_CONSUMED,
     CONSUMER_SENT_BACK,
+    OFFSET_REUSED,
     PRODUCER_SEND_FAILED,
     PRODUCER_SENT,
 )
@@ -65,7 +67,18 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
     counts = {"sent_attempts": 0, "sent_ok": 0, "sent_not_ok": 0, "send_failed": 0}
     acked: dict[str, dict[int, tuple[int, int]]] = defaultdict(dict)  # topic -> id -> (born, shard)
     copies: dict[int, int] = defaultdict(int)  # stores under a user topic with reconsume_times 0
+    scheduled: set[int] = set()  # parked in SCHEDULE_TOPIC_XXXX by their send (reconsume_times 0)
+    oneway: set[int] = set()
+    status: dict[str, int] = defaultdict(int)
+    reasons: dict[str, int] = defaultdict(int)
+    by_broker: dict[str, int] = defaultdict(int)
+    rts: list[int] = []
+    retried = steered = 0
     dlq: set[tuple[str, int]] = set()  # (group, id) stored in %DLQ%group
+    destroyed: dict[int, dict[str, Any]] = {}  # id -> facts about its destroyed user-topic copies
+    reused: set[int] = set()  # ids stored at a reused user-topic offset
+    retry_gone: dict[tuple[str, int], dict[str, Any]] = {}  # (group, id) -> facts of its destroyed retry copy
+    retry_reused: set[tuple[str, int]] = set()
     # unit -> id -> [ok count, first ok time, attempts, failed]
     units: dict[str, dict[int, list]] = {}
     for group in subscriptions:
@@ -73,20 +86,49 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
             units[unit] = {}
     for r in records:
         kind = r[2]
-        if kind == PRODUCER_SENT:
+        if kind in (PRODUCER_SENT, PRODUCER_SEND_FAILED):
             counts["sent_attempts"] += _field(r, "attempts")
+            retried += _field(r, "attempts") > 1
+            steered += _field(r, "steered") > 0
+        if kind == PRODUCER_SENT:
+            status[_field(r, "status")] += 1
+            by_broker[_field(r, "broker")] += 1
             if _field(r, "status") == "SEND_OK":
                 counts["sent_ok"] += 1
                 acked[_field(r, "topic")][_field(r, "msg_id")] = (_field(r, "born_us"), _field(r, "shard"))
             else:
                 counts["sent_not_ok"] += 1
+            if _field(r, "status") == "ONEWAY":
+                oneway.add(_field(r, "msg_id"))
+            else:
+                rts.append(r[0] - _field(r, "born_us"))
         elif kind == PRODUCER_SEND_FAILED:
-            counts["sent_attempts"] += _field(r, "attempts")
             counts["send_failed"] += 1
+            reasons[_field(r, "reason")] += 1
+        elif kind == COMMIT_LOG_DESTROYED:
+            topic, msg_id = _field(r, "topic"), _field(r, "msg_id")
+            facts = {"power": _field(r, "fault") == "power_loss", "crash": _field(r, "fault") != "power_loss",
+                     "replicas": _field(r, "replicas") > 0, "replicated": _field(r, "replicated")}
+            if topic.startswith("%RETRY%"):
+                old = retry_gone.get((topic[7:], msg_id))
+                retry_gone[(topic[7:], msg_id)] = facts if old is None else _merge(old, facts)
+            elif not topic.startswith(INTERNAL):
+                destroyed[msg_id] = _merge(destroyed[msg_id], facts) if msg_id in destroyed else facts
+        elif kind == OFFSET_REUSED:
+            topic = _field(r, "topic")
+            if topic.startswith("%RETRY%"):
+                retry_reused.add((topic[7:], _field(r, "msg_id")))
+            elif not topic.startswith(INTERNAL):
+                reused.add(_field(r, "msg_id"))
         elif kind == BROKER_STORED:
             topic = _field(r, "topic")
+            if topic.startswith(("%RETRY%", "SCHEDULE_")):  # a retry copy stored again: on its way
+                for key in [k for k in retry_gone if k[1] == _field(r, "msg_id")]:
+                    del retry_gone[key]
             if topic.startswith("%DLQ%"):
                 dlq.add((topic[len("%DLQ%"):], _field(r, "msg_id")))
+            elif topic == "SCHEDULE_TOPIC_XXXX" and _field(r, "reconsume_times") == 0:
+                scheduled.add(_field(r, "msg_id"))
             elif not topic.startswith(INTERNAL) and _field(r, "reconsume_times") == 0:
                 copies[_field(r, "msg_id")] += 1
         elif kind == CONSUMER_CONSUMED:
@@ -108,7 +150,11 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
     for unit in sorted(units):
         group = unit.split("/", 1)[0]
         result, latencies = _oracle_unit(unit, units[unit], acked[subscriptions[group]], copies,
-                                         dlq if group not in broadcasting else set(), group in orderly, names)
+                                         dlq if group not in broadcasting else set(), group in orderly, names,
+                                         lambda m: _cause(destroyed.get(m), m in reused),
+                                         lambda m, g=group: ((g, m) in retry_gone or (g, m) in retry_reused,
+                                                             _cause(retry_gone.get((g, m)), (g, m) in retry_reused)),
+                                         scheduled)
         groups[unit] = result
         all_latencies += latencies
         for msg_id, (born, _shard) in acked[subscriptions[group]].items():
@@ -117,13 +163,23 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
             histogram[min(ok, DELIVERY_COUNT_CAP)] += 1
             if ok:
                 samples.append((unit, msg_id, born, entry[1] - born))
+    total_sent = sum(by_broker.values())
     metrics = {
         **counts,
+        "sends": counts["sent_ok"] + counts["sent_not_ok"] + counts["send_failed"],
+        "send_retried": retried,
+        "send_steered_away": steered,
+        "send_status": dict(sorted(status.items())),
+        "send_failures_by_reason": dict(sorted(reasons.items())),
+        "send_latency_ms": _percentiles_ms(rts),
+        "send_share_by_broker": {b: round(n / total_sent, 6) for b, n in sorted(by_broker.items())},
+        "oneway_unstored": sum(1 for m in oneway if m not in scheduled and not copies.get(m)),
         "stored": sum(copies.values()),
         "stored_duplicates": sum(n - 1 for n in copies.values() if n > 1),
         "consumed": sum(g["consumed_ok_distinct"] + g["duplicates"] for g in groups.values()),
         **{key: sum(g[key] for g in groups.values())
-           for key in ("lost", "pending_retry", "dlq", "duplicates", "duplicated_messages")},
+           for key in ("lost", "pending_retry", "pending_delay", "dlq", "duplicates", "duplicated_messages")},
+        "lost_by_cause": {cause: sum(g["lost_by_cause"][cause] for g in groups.values()) for cause in LOSS_CAUSES},
         "duplicate_causes": {cause: sum(g["duplicate_causes"][cause] for g in groups.values())
                              for cause in ("producer_retry", "redelivery")},
         "order_violations": (sum(g["order_violations"] for g in groups.values() if g["order_violations"] is not None)
@@ -134,8 +190,22 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
     return metrics, {"delivery_counts": histogram, "samples": sorted(samples)}
 
 
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    return {key: a[key] or b[key] for key in a}
+
+
+def _cause(facts: dict[str, Any] | None, reused: bool) -> str:
+    """The loss cause of a message from its facts (the definition in analysis/checks.py)."""
+    if facts is not None and facts["power"]:
+        return "replica_not_synced" if facts["replicas"] and not facts["replicated"] else "unflushed_at_power_loss"
+    if facts is not None and facts["crash"]:
+        return "truncated_on_recovery"
+    return "offset_skipped_after_recovery" if reused else "other"
+
+
 def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[int, int]], copies: dict[int, int],
-                 dlq: set[tuple[str, int]], orderly: bool, names: list[str]) -> tuple[dict[str, Any], list[int]]:
+                 dlq: set[tuple[str, int]], orderly: bool, names: list[str], cause_of: Any,
+                 retry_gone: Any, scheduled: set[int]) -> tuple[dict[str, Any], list[int]]:
     duplicates = duplicated = distinct = attempts = 0
     causes = {"producer_retry": 0, "redelivery": 0}
     for msg_id, (ok, _first, tries, _failed) in consumed.items():
@@ -146,7 +216,8 @@ def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[in
             duplicates += ok - 1
             duplicated += 1
             causes["producer_retry" if copies.get(msg_id, 0) > 1 else "redelivery"] += ok - 1
-    lost, pending, dead = [], 0, 0
+    lost, pending, dead, delayed = [], 0, 0, 0
+    by_cause = dict.fromkeys(LOSS_CAUSES, 0)
     latencies = []
     for msg_id, (born, _shard) in acked.items():
         entry = consumed.get(msg_id)
@@ -155,14 +226,24 @@ def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[in
         elif (unit, msg_id) in dlq:
             dead += 1
         elif entry is not None and entry[3]:
-            pending += 1
+            gone, cause = retry_gone(msg_id)
+            if gone:  # its retry copy was destroyed (or skipped) and not stored again: lost
+                lost.append(msg_id)
+                by_cause[cause] += 1
+            else:
+                pending += 1
+        elif msg_id in scheduled and not copies.get(msg_id):
+            delayed += 1
         else:
             lost.append(msg_id)
+            by_cause[cause_of(msg_id)] += 1
     lost.sort(key=lambda m: (m & SEQ_MASK, m >> SEQ_BITS))
     return {
         "lost": len(lost),
+        "lost_by_cause": by_cause,
         "lost_sample": [display_key(m, names) for m in lost[:LOST_SAMPLE]],
         "pending_retry": pending,
+        "pending_delay": delayed,
         "dlq": dead,
         "duplicates": duplicates,
         "duplicated_messages": duplicated,
@@ -227,14 +308,24 @@ def message_records(g: Genome, p: int, seq: int) -> list[tuple]:
     shard = g.int(-1, 2)
     attempts = g.int(1, 3)
     out = []
+    broker, steered = g.pick(["broker-a", "broker-a", "broker-b"]), g.pick([0, 0, 0, 1, 2])
     if outcome == "failed":
-        out.append(_rec(t, info.name, PRODUCER_SEND_FAILED, msg_id, info.topic, shard, attempts, "timeout", born))
+        out.append(_rec(t, info.name, PRODUCER_SEND_FAILED, msg_id, info.topic, shard, attempts,
+                        g.pick(["timeout", "call_timeout"]), born, broker, steered))
     elif outcome != "in_flight":
-        out.append(_rec(t, info.name, PRODUCER_SENT, msg_id, info.topic, shard, "broker-a", 1, outcome, attempts,
-                        born))
+        out.append(_rec(t, info.name, PRODUCER_SENT, msg_id, info.topic, shard, broker, 1, outcome, attempts,
+                        born, steered))
+    if g.int(0, 5) == 0:  # a delayed message: parked in SCHEDULE_TOPIC_XXXX (maybe never delivered)
+        out.append(_rec(born, "broker-a", BROKER_STORED, msg_id, "SCHEDULE_TOPIC_XXXX", 1, seq, 0, 150, 0))
     for i in range(g.pick([1, 1, 1, 2, 0, 3])):  # 2+ copies: a send retried after a lost response
         reconsume = g.pick([0, 0, 0, 1])
         out.append(_rec(born + i, "broker-a", BROKER_STORED, msg_id, info.topic, 1, seq, 100 * seq, 150, reconsume))
+    fact = g.pick(["none", "none", "none", "destroyed", "reused"])  # loss-cause facts
+    if fact == "destroyed":
+        out.append(_rec(born + 1, "broker-a", COMMIT_LOG_DESTROYED, msg_id, info.topic, 1, seq,
+                        g.pick(["power_loss", "process_crash"]), g.pick([0, 1]), g.pick([False, True])))
+    elif fact == "reused":
+        out.append(_rec(born, "broker-a", OFFSET_REUSED, msg_id, info.topic, 1, seq))
     for group, topic in SUBSCRIPTIONS.items():
         if topic != info.topic and g.int(0, 9) != 9:  # rarely, a consumption of another topic
             continue
@@ -256,6 +347,14 @@ def message_records(g: Genome, p: int, seq: int) -> list[tuple]:
                 out.append(_rec(when, "broker-a", BROKER_STORED, msg_id, "SCHEDULE_TOPIC_XXXX", 2, 0, 0, 150, 1))
             if path == "dlq":
                 out.append(_rec(when + 1, "broker-a", BROKER_STORED, msg_id, f"%DLQ%{group}", 0, 0, 0, 150, 17))
+            gone = g.pick(["kept", "kept", "destroyed", "restored", "reused"])  # the retry copy's fate
+            if gone in ("destroyed", "restored"):
+                out.append(_rec(when + 2, "broker-a", COMMIT_LOG_DESTROYED, msg_id, f"%RETRY%{group}", 0, 0,
+                                g.pick(["power_loss", "process_crash"]), 0, False))
+            if gone == "restored":
+                out.append(_rec(when + 3, "broker-a", BROKER_STORED, msg_id, f"%RETRY%{group}", 0, 1, 0, 150, 1))
+            if gone == "reused":
+                out.append(_rec(when + 2, "broker-a", OFFSET_REUSED, msg_id, f"%RETRY%{group}", 0, 0))
     return out
 
 
@@ -297,8 +396,9 @@ def _samples(details: dict[str, Any]) -> list[tuple]:
 
 def _coverage(metrics: dict[str, Any], chunk_sizes: list[int]) -> list[str]:
     """The cases a stream exercises (the fuzzer must reach each of them often)."""
-    cases = [key for key in ("lost", "pending_retry", "dlq", "duplicates", "order_violations", "send_failed",
-                             "sent_not_ok") if metrics[key]]
+    cases = [key for key in ("lost", "pending_retry", "pending_delay", "dlq", "duplicates", "order_violations",
+                             "send_failed", "sent_not_ok", "oneway_unstored", "send_steered_away") if metrics[key]]
+    cases += [cause for cause, n in metrics["lost_by_cause"].items() if n and cause != "expired_file_deleted"]
     cases += ["producer_retry"] if metrics["duplicate_causes"]["producer_retry"] else []
     cases += ["unknown_member"] if any(unit.endswith("/c-9") for unit in metrics["groups"]) else []
     cases += ["chunks"] if len(chunk_sizes) > 1 else []
@@ -326,9 +426,12 @@ def test_ledger_equals_the_record_scan_oracle():
 
     compare()
     # the generator reaches every case that matters (else the equality above proves little)
-    assert all(seen[case] >= 10 for case in ("lost", "pending_retry", "dlq", "duplicates", "order_violations",
-                                             "send_failed", "sent_not_ok", "producer_retry", "unknown_member",
-                                             "chunks")), dict(seen)
+    assert all(seen[case] >= 10 for case in ("lost", "pending_retry", "pending_delay", "dlq", "duplicates",
+                                             "order_violations", "send_failed", "sent_not_ok", "producer_retry",
+                                             "unknown_member", "chunks", "oneway_unstored", "send_steered_away",
+                                             "unflushed_at_power_loss", "replica_not_synced",
+                                             "truncated_on_recovery", "offset_skipped_after_recovery",
+                                             "other")), dict(seen)
 
 
 def test_empty_stream():
@@ -343,7 +446,7 @@ def test_delivery_counts_cap_and_many_duplicates():
     """A message consumed more than DELIVERY_COUNT_CAP times lands in the last histogram bin,
     and every consumption beyond the first still counts as a duplicate."""
     msg_id = msg_id_of(0, 1)
-    records = [_rec(0, "p-a", PRODUCER_SENT, msg_id, "orders", -1, "broker-a", 1, "SEND_OK", 1, 0),
+    records = [_rec(0, "p-a", PRODUCER_SENT, msg_id, "orders", -1, "broker-a", 1, "SEND_OK", 1, 0, 0),
                _rec(1, "broker-a", BROKER_STORED, msg_id, "orders", 1, 0, 0, 150, 0)]
     records += [_rec(10 + i, "c-1", CONSUMER_CONSUMED, "billing", msg_id, "orders", "broker-a", 1, 0, True, 0)
                 for i in range(DELIVERY_COUNT_CAP + 3)]
@@ -356,8 +459,8 @@ def test_delivery_counts_cap_and_many_duplicates():
 
 def test_unsubscribed_group_is_judged_the_same_whatever_the_chunking():
     a1, c1 = msg_id_of(0, 1), msg_id_of(2, 1)  # an "orders" and an "audit" message
-    records = [_rec(0, "p-a", PRODUCER_SENT, a1, "orders", -1, "broker-a", 1, "SEND_OK", 1, 0),
-               _rec(0, "p-c", PRODUCER_SENT, c1, "audit", -1, "broker-a", 1, "SEND_OK", 1, 0),
+    records = [_rec(0, "p-a", PRODUCER_SENT, a1, "orders", -1, "broker-a", 1, "SEND_OK", 1, 0, 0),
+               _rec(0, "p-c", PRODUCER_SENT, c1, "audit", -1, "broker-a", 1, "SEND_OK", 1, 0, 0),
                _rec(5, "c-1", CONSUMER_CONSUMED, "billing", a1, "orders", "broker-a", 1, 0, True, 0),
                _rec(6, "c-7", CONSUMER_CONSUMED, "stranger", c1, "audit", "broker-a", 1, 0, True, 0)]
     whole, _ = ledger_results(records, [4])

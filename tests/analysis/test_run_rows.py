@@ -112,7 +112,8 @@ def _row(result) -> dict:
 
 
 def _fits_runs_schema(row: dict) -> None:
-    """The row's metric columns convert to the runs table's types and read back unchanged."""
+    """The row's metric columns convert to the runs table's types and read back unchanged (maps,
+    such as send_share_by_broker, read back as dicts)."""
     import pyarrow as pa
 
     from analysis.results_store import flatten_row, runs_schema
@@ -123,7 +124,7 @@ def _fits_runs_schema(row: dict) -> None:
     columns = [name for name in schema.names if name in row]
     table = pa.Table.from_pylist([{name: row[name] for name in columns}],
                                  schema=pa.schema([schema.field(name) for name in columns]))
-    assert table.to_pylist()[0] == {name: row[name] for name in columns}
+    assert table.to_pylist(maps_as_pydicts="strict")[0] == {name: row[name] for name in columns}
 
 
 def test_runs_row_verdict_and_retry_columns(listener_fails) -> None:

@@ -52,6 +52,10 @@ def assert_consistent_summary(summary: dict[str, Any]) -> None:
     # every send that got a status took at least one attempt (a send that failed before any
     # attempt, e.g. without a route, counts in send_failed with none)
     assert s["sent_ok"] + s["sent_not_ok"] <= s["sent_attempts"], s
+    assert s["sends"] == s["sent_ok"] + s["sent_not_ok"] + s["send_failed"], s
+    assert s["send_retried"] <= s["sends"] and s["send_steered_away"] <= s["sends"], s
+    assert sum(s["send_status"].values()) == s["sent_ok"] + s["sent_not_ok"], s
+    assert sum(s["send_failures_by_reason"].values()) == s["send_failed"], s
     assert s["stored_duplicates"] <= s["stored"], s
     assert s["duplicated_messages"] <= s["duplicates"], s
     assert sum(s["duplicate_causes"].values()) == s["duplicates"], s
@@ -69,6 +73,7 @@ def assert_consistent_summary(summary: dict[str, Any]) -> None:
         assert group["duplicated_messages"] <= group["duplicates"], (unit, group)
         _assert_latencies(group["latency_ms"])
     _assert_latencies(s["latency_ms"])
+    _assert_latencies(s["send_latency_ms"])
 
 
 def _assert_latencies(lat: dict[str, float | None]) -> None:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models.client_instance import topic_route_data_to_publish_info
 from models.consumer.allocate import (
     allocate,
     averagely,
@@ -22,7 +23,7 @@ from models.consumer.allocate import (
 )
 from models.consumer.process_queue import ProcessQueue
 from models.message import MessageExt, MessageQueue, msg_id_of
-from models.producer.publish_info import ThreadLocalIndex, TopicPublishInfo, publish_queues
+from models.producer.fault_strategy import MQFaultStrategy, ThreadLocalIndex
 from models.protocol import BrokerData, QueueData, TopicRouteData
 
 TOPIC = "TopicTest"
@@ -305,42 +306,51 @@ def route(brokers: dict[str, int], masterless: tuple[str, ...] = (), readonly: t
     return TopicRouteData(TOPIC, qds, bds)
 
 
+def publish_info(brokers: dict[str, int], **kw):
+    return topic_route_data_to_publish_info(route(brokers, **kw), random.Random(1), "5.x")
+
+
+def select(info, last_broker=None):
+    """selectOneMessageQueue of a 5.x producer with fault tolerance off."""
+    return MQFaultStrategy("5.x", False).select_one_message_queue(info, last_broker, 0)
+
+
 def test_publish_queues_order_and_filters():
-    r = route({"broker-b": 2, "broker-a": 3, "broker-c": 1, "broker-d": 1},
-              masterless=("broker-c",), readonly=("broker-d",))
-    assert [(q.broker_name, q.queue_id) for q in publish_queues(r)] == [
+    info = publish_info({"broker-b": 2, "broker-a": 3, "broker-c": 1, "broker-d": 1},
+                        masterless=("broker-c",), readonly=("broker-d",))
+    assert [(q.broker_name, q.queue_id) for q in info.message_queue_list] == [
         ("broker-a", 0), ("broker-a", 1), ("broker-a", 2), ("broker-b", 0), ("broker-b", 1)]
 
 
 def test_select_round_robin():
-    info = TopicPublishInfo(route({"broker-b": 2, "broker-a": 2}), random.Random(1))
-    info.index.value = -1  # next increment gives 0
-    got = [(q.broker_name, q.queue_id) for q in (info.select(None) for _ in range(6))]
+    info = publish_info({"broker-b": 2, "broker-a": 2})
+    info.send_which_queue = -1  # next increment gives 0
+    got = [(q.broker_name, q.queue_id) for q in (select(info) for _ in range(6))]
     assert got == [("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1),
                    ("broker-a", 0), ("broker-a", 1)]
 
 
 def test_select_retry_avoids_last_broker():
-    info = TopicPublishInfo(route({"broker-a": 3, "broker-b": 2}), random.Random(1))
-    info.index.value = -1  # next probe index 0 → broker-a q0
-    mq = info.select("broker-a")
+    info = publish_info({"broker-a": 3, "broker-b": 2})
+    info.send_which_queue = -1  # next probe index 0 → broker-a q0
+    mq = select(info, "broker-a")
     assert (mq.broker_name, mq.queue_id) == ("broker-b", 0)
-    assert info.index.value == 3  # each probe consumed one increment (0, 1, 2, 3)
-    mq = info.select("broker-b")
+    assert info.send_which_queue == 3  # each probe consumed one increment (0, 1, 2, 3)
+    mq = select(info, "broker-b")
     assert (mq.broker_name, mq.queue_id) == ("broker-a", 0)  # index 4 (b1) skipped, 5 % 5 = 0
 
 
 def test_select_retry_with_single_broker_falls_back_to_plain_selection():
-    info = TopicPublishInfo(route({"broker-a": 2}), random.Random(1))
-    info.index.value = -1
-    mq = info.select("broker-a")
+    info = publish_info({"broker-a": 2})
+    info.send_which_queue = -1
+    mq = select(info, "broker-a")
     # 2 probes (0, 1) all on broker-a, then one plain selection: index 2 → q0
     assert (mq.broker_name, mq.queue_id) == ("broker-a", 0)
-    assert info.index.value == 2
+    assert info.send_which_queue == 2
 
 
 def test_thread_local_index_java_int_wrap():
-    idx = ThreadLocalIndex(random.Random(1))
+    idx = ThreadLocalIndex("5.x", rng=random.Random(1))
     idx.value = 0x7FFFFFFF - 1
     assert idx.increment_and_get() == 0x7FFFFFFF
     assert idx.increment_and_get() == 0  # Integer.MIN_VALUE & 0x7FFFFFFF
@@ -350,12 +360,13 @@ def test_thread_local_index_java_int_wrap():
 
 
 def test_thread_local_index_negative_start_masked():
-    idx = ThreadLocalIndex(random.Random(1))
+    idx = ThreadLocalIndex("5.x", rng=random.Random(1))
     idx.value = -10
     assert idx.increment_and_get() == (-9) & 0x7FFFFFFF
 
 
 def test_thread_local_index_start_is_a_java_int():
     for seed in range(50):
-        v = ThreadLocalIndex(random.Random(seed)).value
-        assert -(1 << 31) <= v <= (1 << 31) - 1
+        idx = ThreadLocalIndex("5.x", rng=random.Random(seed))
+        idx.increment_and_get()
+        assert -(1 << 31) <= idx.value <= (1 << 31) - 1

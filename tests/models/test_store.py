@@ -473,7 +473,7 @@ def test_fast_constructors_build_the_same_payloads_as_the_namedtuples():
     assert new_send_response((0, 7, 9)) == SendResponse(code=0, queue_offset=7, phys_offset=9)
     pull = new_pull_message(("g", "orders", 1, 2, 32, -1, 15_000_000, None))
     assert type(pull) is PullMessage and pull.max_msg_nums == 32 and pull.tag_codes is None
-    assert new_pull_response((0, 3, 0, 4, ())) == PullResponse(0, 3, 0, 4)
+    assert new_pull_response((0, 3, 0, 4, (), 0)) == PullResponse(0, 3, 0, 4)
     fields = (m.msg_id, "orders", 1, 4, 1_000, 250, 9, "t", 0, 100, None)
     ext = new_message_ext(fields)
     assert type(ext) is MessageExt and ext == MessageExt(*fields) and ext.user_topic == "orders"

@@ -464,20 +464,86 @@ def test_links_have_their_own_streams():
     assert arrivals(False) == arrivals(True)
 
 
-def test_partition_drops_in_flight_and_new_traffic_heal_restores():
+def test_partition_holds_traffic_and_heal_retransmits_it_in_order():
     env, net = make_env()
     a, b = add_nodes(env, net, "a", "b")
     log = []
     b.handle(Ping, lambda src, req_id, p: log.append((env.now, p.n)))
-    env.call_later(0, a.send, "b", Ping(1))  # in flight when the partition starts
+    env.call_later(0, a.send, "b", Ping(1))  # on the wire when the partition starts: arrives
     env.call_later(500, net.partition, [["a"], ["b"]])
-    env.call_later(600, a.send, "b", Ping(2))  # sent into the partition
+    env.call_later(600, a.send, "b", Ping(2))  # sent into the partition: held by TCP
+    env.call_later(700, a.send, "b", Ping(3))
     env.call_later(2_000, net.heal)
-    env.call_later(2_000, a.send, "b", Ping(3))
-    env.run(until=100_000)
-    assert log == [(3_000, 3)]
-    drops = [(r[0], r[-1]) for r in env.tracer.of_kind(trace.NET_DROPPED)]
-    assert drops == [(600, "partition"), (1_000, "reset")]
+    env.call_later(2_000, a.send, "b", Ping(4))  # new data cannot overtake the retransmission
+    env.run(until=1_000_000)
+    # Ping(2)'s first retransmission is one RTO after it was sent; Ping(4) queues behind it
+    retransmit = 600 + TCP_RTO_MIN_US + 1_000
+    assert log == [(1_000, 1), (retransmit, 2), (retransmit, 3), (retransmit, 4)]
+    assert [r[3:] for r in env.tracer.of_kind(trace.NET_HELD)] == [("a", "b", "Ping")] * 2
+    assert list(env.tracer.of_kind(trace.NET_DROPPED)) == []
+
+
+def test_partition_keeps_the_callers_timeout():
+    env, net = make_env()
+    a, b = add_nodes(env, net, "a", "b")
+    served, replies = [], []
+    b.handle(Ping, lambda src, req_id, p: (served.append(env.now), b.reply(src, req_id, Pong(p.n))))
+    net.partition([["a"], ["b"]])
+    a.rpc("b", Ping(1), 100_000, lambda r: replies.append((env.now, r)))
+    env.call_later(5_000_000, net.heal)  # long after the caller gave up
+    env.run(until=30_000_000)
+    assert replies == [(100_000, None)]  # timed out at its deadline; the late Pong is ignored
+    # the request itself is retransmitted after the heal and processed: 0.2+0.4+0.8+1.6+3.2 s
+    assert served == [6_200_000 + 1_000]
+
+
+def test_partition_longer_than_tcp_gives_up_resets_the_connection():
+    from sim.network import TCP_GIVE_UP_US
+
+    env, net = make_env()
+    a, b = add_nodes(env, net, "a", "b")
+    served, replies = [], []
+    b.handle(Ping, lambda src, req_id, p: served.append(env.now))
+    net.partition([["a"], ["b"]])
+    a.rpc("b", Ping(1), 2 * TCP_GIVE_UP_US, lambda r: replies.append((env.now, r)))
+    env.call_later(TCP_GIVE_UP_US + 1_000_000, net.heal)
+    env.run(until=3 * TCP_GIVE_UP_US)
+    assert served == [] and replies == [(TCP_GIVE_UP_US + 1_000_000, CONNECT_FAILED)]
+
+
+def test_reboot_resets_stale_connections_and_fails_pending_requests_at_once():
+    """A host that reboots has no connections: a request pending on it (a held pull) fails as
+    soon as the client sends anything else on the old connection, not at its timeout."""
+    env, net = make_env()
+    a, b = add_nodes(env, net, "a", "b")
+    b.handle(Ping, lambda src, req_id, p: None)  # holds every request (a long poll)
+    replies, closed = [], []
+    net.watch(a, "b", lambda name: closed.append((env.now, name)))
+    a.rpc("b", Ping(1), 30_000_000, lambda r: replies.append((env.now, 1, r)))
+    env.call_later(10_000, b.crash, True)  # power loss: nobody is told
+    env.call_later(20_000, b.restart)  # host up again
+    env.call_later(50_000, a.rpc, "b", Ping(2), 30_000_000, lambda r: replies.append((env.now, 2, r)))
+    env.call_later(60_000, a.rpc, "b", Ping(3), 30_000_000, lambda r: replies.append((env.now, 3, r)))
+    env.run(until=40_000_000)
+    # Ping(2) meets the RST (one round trip): both requests on the old connection fail at once;
+    # Ping(3) goes on a new connection and is held by b like any request
+    assert replies == [(52_000, 1, CONNECT_FAILED), (52_000, 2, CONNECT_FAILED), (30_060_000, 3, None)]
+    assert closed == [(52_000, "b")]
+    assert [r[-1] for r in env.tracer.of_kind(trace.NET_DROPPED)] == ["reset"]
+
+
+def test_segment_lost_to_a_powered_off_host_is_reset_at_its_retransmission():
+    env, net = make_env()
+    a, b = add_nodes(env, net, "a", "b")
+    b.handle(Ping, lambda src, req_id, p: None)
+    replies = []
+    a.send("b", Ping(0))  # the connection exists
+    env.call_later(10_000, b.crash, True)
+    env.call_later(20_000, a.rpc, "b", Ping(1), 30_000_000, lambda r: replies.append((env.now, r)))
+    env.call_later(1_000_000, b.restart)
+    env.run(until=40_000_000)
+    # retransmissions at 0.22, 0.62, 1.42 s: the one after the reboot (1.42 s) meets a RST
+    assert replies == [(20_000 + 1_400_000 + 2_000, CONNECT_FAILED)]
 
 
 def test_one_way_partition():
@@ -541,14 +607,13 @@ def test_connection_reset_bumps_link_epoch():
     link = net.link("a", "b")
     assert link.epoch == link.generation == 0
     net.partition([["a"], ["b"]])
-    assert link.epoch == link.generation == 1 and link.cut
-    net.heal()  # healing reconnects: in-flight data of the old connection stays lost
-    assert link.epoch == 1 and not link.cut
+    assert link.epoch == 0 and link.cut and link.blocked  # a partition cuts, it does not reset
+    net.heal()
+    assert link.epoch == 0 and not link.cut and not link.blocked
     back = net.link("b", "a")
-    assert back.epoch == 1  # the partition cut both directions
     b.crash()
-    assert link.epoch == link.generation == 2
-    assert back.epoch == 1  # a crash resets only the connections *into* the crashed node
+    assert link.epoch == link.generation == 1 and not link.stale  # a process crash: a is told
+    assert back.epoch == 0  # a crash resets only the connections *into* the crashed node
 
 
 def test_delivery_after_crash_during_pause_is_not_deferred():
@@ -662,7 +727,8 @@ def test_partition_fault_with_duration_heals():
     for i, t in enumerate((5_000, 15_000, 29_000, 30_500)):
         env.call_later(t, a.send, "b", Ping(i))
     env.run(until=2_000_000)
-    assert log == [(6_000, 0), (31_500, 3)]
+    # sent into the partition: retransmitted one RTO after the first send, then the new data
+    assert log == [(6_000, 0), (216_000, 1), (216_000, 2), (216_000, 3)]
     injected = [r[:5] for r in env.tracer.of_kind(trace.FAULT_INJECTED)]
     assert injected == [(10_000, "faults", "fault.injected", "partition", "a|b")]
     healed = [r[:4] for r in env.tracer.of_kind(trace.FAULT_HEALED)]

@@ -1,0 +1,301 @@
+"""client.impl.factory.MQClientInstance: what the producers and consumers of one client process share.
+
+One instance per client node, as in Java (one per `clientId`). It holds the route table
+(`topicRouteTable`), the broker address table (`brokerAddrTable`: brokerName → {brokerId: addr},
+written when a route changes and pruned by `cleanOfflineBroker`), the producer and consumer
+tables, and runs the client's periodic tasks with their real initial delays
+(`startScheduledTask`, fixed rate):
+
+| task                                          | first after | then every                      |
+| --------------------------------------------- | ----------- | ------------------------------- |
+| updateTopicRouteInfoFromNameServer            | 10 ms       | pollNameServerInterval (30 s)   |
+| cleanOfflineBroker + sendHeartbeatToAllBroker | 1 s         | heartbeatBrokerInterval (30 s)  |
+| persistAllConsumerOffset (consumers only)     | 10 s        | persistConsumerOffsetInterval   |
+
+Route polling asks the topics of every producer (its publish topics) and consumer (its
+subscriptions) one after another, each a synchronous GET_ROUTEINFO_BY_TOPIC with
+`mqClientApiTimeout`; a transport failure (timeout, refused connection) ends the round, as the
+RemotingException escaping `updateTopicRouteInfoFromNameServer()` does; a TOPIC_NOT_EXIST answer
+keeps the old route. A route is installed when it differs from the cached one or a client lacks
+it: every producer gets a new TopicPublishInfo (`topicRouteData2TopicPublishInfo`), every
+consumer a new subscribe set.
+
+NameServer choice (remoting.netty.NettyRemotingClient.getAndCreateNameserverChannel): one
+NameServer is used until its channel fails; the next choice is `namesrvList[abs(++index) % n]`,
+the index starting at `Random.nextInt(999)`. A channel fails when a request times out
+(`clientCloseSocketIfTimeout`, default true), the connection is refused, or the NameServer
+process dies (the OS closes the socket).
+
+Heartbeats (`sendHeartbeatToAllBroker`): one HEARTBEAT per address of the broker address table,
+sent one after another (each waits up to `mqClientApiTimeout`); a client with no consumer
+(producer-only) heartbeats to masters (brokerId 0) only. The heartbeat carries the producer
+groups (the broker's ProducerManager) and the consumer groups with their subscriptions.
+
+Channels: `channel_open(addr)` says whether the client holds a live connection to `addr`
+(learnt from a response on it; lost when the peer process dies). ONEWAY sends need it: a oneway
+request on a closed channel first reconnects, which a dead process refuses.
+
+Simplified (5.3.3 and 4.9.8 alike): the `lockNamesrv` lock is not modelled (an on-demand route
+fetch runs beside a polling round); no TBW102 default-route fallback (a topic without a route
+fails the send); heartbeat V2 fingerprints are not modelled; NameServer address fetching (only
+without a configured address) is out of scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+from models.message import MessageQueue
+from models.producer.fault_strategy import PERM_READ, PERM_WRITE, TopicPublishInfo
+from models.producer.fault_strategy import QueueData as PublishQueueData
+from models.protocol import GetRouteInfo, Heartbeat, TopicRouteData
+from sim.env import ms
+from sim.node import CONNECT_FAILED
+
+ROUTE_POLL_INITIAL_DELAY_US = 10_000  # startScheduledTask: updateTopicRouteInfoFromNameServer first after 10 ms
+HEARTBEAT_INITIAL_DELAY_US = 1_000_000  # cleanOfflineBroker + sendHeartbeatToAllBroker first after 1 s
+PERSIST_INITIAL_DELAY_US = 10_000_000  # persistAllConsumerOffset first after 10 s
+NAMESRV_INDEX_BOUND = 999  # NettyRemotingClient.initValueIndex: Random.nextInt(999)
+MASTER_ID = 0  # MixAll.MASTER_ID
+
+
+def topic_route_data_to_publish_info(route: TopicRouteData, rng: Any, client_version: str) -> TopicPublishInfo:
+    """MQClientInstance.topicRouteData2TopicPublishInfo: QueueData sorted by broker name; for each
+    writable one whose broker group has a master, queues 0 .. writeQueueNums-1. `rng` draws the
+    start of the new TopicPublishInfo's index (the producer's own stream)."""
+    masters = {b.broker_name for b in route.broker_datas if any(i == MASTER_ID for i, _ in b.addrs)}
+    queues = []
+    for qd in sorted(route.queue_datas):
+        if qd.perm & PERM_WRITE and qd.broker_name in masters:
+            queues.extend(MessageQueue(route.topic, qd.broker_name, i) for i in range(qd.write_queue_nums))
+    queue_datas = [PublishQueueData(qd.broker_name, qd.write_queue_nums, qd.perm) for qd in route.queue_datas]
+    return TopicPublishInfo(queues, queue_datas, rng=rng, client_version=client_version)
+
+
+def topic_route_data_to_subscribe_info(route: TopicRouteData) -> list[MessageQueue]:
+    """topicRouteData2TopicSubscribeInfo: queues 0 .. readQueueNums-1 of every readable QueueData,
+    whether or not the broker group has a master."""
+    return [MessageQueue(route.topic, qd.broker_name, i) for qd in route.queue_datas if qd.perm & PERM_READ
+            for i in range(qd.read_queue_nums)]
+
+
+class MQClientInstance:
+    def __init__(self, node: Any, namesrvs: list[str], poll_name_server_interval_ms: int,
+                 heartbeat_broker_interval_ms: int, mq_client_api_timeout_ms: int) -> None:
+        self.node = node
+        self.client_id = node.name  # <clientIP>@<instanceName>; the node name plays both
+        self.namesrvs = list(namesrvs)
+        self.poll_interval_us = ms(poll_name_server_interval_ms)
+        self.heartbeat_interval_us = ms(heartbeat_broker_interval_ms)
+        self.api_timeout_us = ms(mq_client_api_timeout_ms)
+        self.persist_interval_us = 0
+        self.stream = node.env.rng.stream(f"{node.name}.client")
+        self.namesrv_index = 0  # NettyRemotingClient.namesrvIndex (set at start)
+        self.namesrv_chosen: str | None = None  # namesrvAddrChoosed
+        self.producers: dict[str, Any] = {}  # producerTable: group -> producer
+        self.consumers: dict[str, Any] = {}  # consumerTable: group -> consumer
+        self.topic_route_table: dict[str, TopicRouteData] = {}
+        self.broker_addr_table: dict[str, dict[int, str]] = {}
+        # lookups of the send and pull paths, rebuilt with broker_addr_table
+        self.publish_addr: dict[str, str | None] = {}  # findBrokerAddressInPublish: the master
+        self.subscribe_addr: dict[str, str] = {}  # findBrokerAddressInSubscribe(name, MASTER_ID, false)
+        self.open_channels: dict[str, None] = {}
+        self._watched: dict[str, None] = {}
+        self._heartbeat_running = False
+        node.on_start(self._start)
+        node.on_crash(self._lose_heap)
+        node.add_service(self.poll_name_server_loop)
+        node.add_service(self.heartbeat_loop)
+
+    # --- registration ---------------------------------------------------------------------------
+    def register_producer(self, group: str, producer: Any) -> None:
+        self.producers[group] = producer
+
+    def register_consumer(self, group: str, consumer: Any, persist_consumer_offset_interval_ms: int) -> None:
+        if not self.consumers:
+            self.persist_interval_us = ms(persist_consumer_offset_interval_ms)
+            self.node.add_service(self.persist_loop)
+        self.consumers[group] = consumer
+
+    def _start(self) -> None:
+        self.namesrv_index = self.stream.randrange(NAMESRV_INDEX_BOUND)
+        self.namesrv_chosen = None
+
+    def _lose_heap(self) -> None:
+        self.topic_route_table.clear()
+        self.broker_addr_table.clear()
+        self.publish_addr.clear()
+        self.subscribe_addr.clear()
+        self.open_channels.clear()
+        self.namesrv_chosen = None
+        self._heartbeat_running = False
+
+    # --- NameServer -----------------------------------------------------------------------------
+    def _namesrv(self) -> str:
+        """getAndCreateNameserverChannel: the chosen NameServer, or the next one in turn."""
+        chosen = self.namesrv_chosen
+        if chosen is None:
+            self.namesrv_index += 1  # an AtomicInteger: wraps like a Java int (after 2^31 choices)
+            chosen = self.namesrv_chosen = self.namesrvs[abs(self.namesrv_index) % len(self.namesrvs)]
+            self._watch(chosen)
+        return chosen
+
+    def _namesrv_failed(self, addr: str) -> None:
+        """The channel to `addr` failed (closeChannel): the next request chooses again."""
+        if self.namesrv_chosen == addr:
+            self.namesrv_chosen = None
+
+    def fetch_route(self, topic: str, on_done: Callable[[bool], None] | None = None) -> None:
+        """updateTopicRouteInfoFromNameServer(topic) on demand; `on_done(route_known)` afterwards."""
+        addr = self._namesrv()
+        self.node.rpc(addr, GetRouteInfo(topic), self.api_timeout_us, self._on_route_fetched, topic, addr, on_done)
+
+    def _on_route_fetched(self, topic: str, addr: str, on_done: Callable[[bool], None] | None, response: Any) -> None:
+        if response is None or response is CONNECT_FAILED:
+            self._namesrv_failed(addr)
+        else:
+            self.install_route(topic, response)
+        if on_done is not None:
+            on_done(topic in self.topic_route_table)
+
+    def poll_name_server_loop(self) -> Generator:
+        """The scheduled route poll: every topic of every client, one request after another."""
+        node = self.node
+        yield node.sleep_us(ROUTE_POLL_INITIAL_DELAY_US)
+        while True:
+            started = node.env._now
+            for topic in self.topics():
+                addr = self._namesrv()
+                response = yield node.rpc_event(addr, GetRouteInfo(topic), self.api_timeout_us)
+                if response is None or response is CONNECT_FAILED:
+                    self._namesrv_failed(addr)
+                    break  # the RemotingException ends this round
+                self.install_route(topic, response)
+            yield node.sleep_us(max(0, started + self.poll_interval_us - node.env._now))
+
+    def topics(self) -> list[str]:
+        """Consumers' subscriptions, then producers' publish topics (each once)."""
+        out: dict[str, None] = {}
+        for consumer in self.consumers.values():
+            out.update(dict.fromkeys(consumer.subscriptions))
+        for producer in self.producers.values():
+            out.update(dict.fromkeys(producer.topics))
+        return list(out)
+
+    def install_route(self, topic: str, route: Any) -> bool:
+        """The body of updateTopicRouteInfoFromNameServer after the answer; True if installed."""
+        if not isinstance(route, TopicRouteData):
+            return False  # TOPIC_NOT_EXIST: MQClientException, logged; the old route stays
+        if route == self.topic_route_table.get(topic) and not self._needs_update(topic):
+            return False
+        for bd in route.broker_datas:
+            self.broker_addr_table[bd.broker_name] = dict(bd.addrs)
+        self._rebuild_addr_lookups()
+        for producer in self.producers.values():
+            producer.update_topic_publish_info(topic, route)
+        for consumer in self.consumers.values():
+            consumer.update_topic_subscribe_info(topic, route)
+        self.topic_route_table[topic] = route
+        return True
+
+    def _needs_update(self, topic: str) -> bool:
+        """isNeedUpdateTopicRouteInfo: a producer or consumer of the topic lacks its route."""
+        return any(p.publish_topic_needs_update(topic) for p in self.producers.values()) or \
+            any(c.subscribe_topic_needs_update(topic) for c in self.consumers.values())
+
+    def _rebuild_addr_lookups(self) -> None:
+        self.publish_addr = {name: addrs.get(MASTER_ID) for name, addrs in self.broker_addr_table.items()}
+        self.subscribe_addr = {name: addrs.get(MASTER_ID, addrs[min(addrs)]) for name, addrs in
+                               self.broker_addr_table.items() if addrs}
+
+    def find_broker_address_in_publish(self, broker_name: str) -> str | None:
+        return self.publish_addr.get(broker_name)
+
+    def find_broker_address_in_subscribe(self, broker_name: str) -> str | None:
+        return self.subscribe_addr.get(broker_name)
+
+    def all_broker_addrs(self) -> list[str]:
+        return [addr for addrs in self.broker_addr_table.values() for addr in addrs.values()]
+
+    def clean_offline_broker(self) -> None:
+        """cleanOfflineBroker: forget addresses no route mentions any more."""
+        live = {addr for route in self.topic_route_table.values() for bd in route.broker_datas for _, addr in bd.addrs}
+        for name in list(self.broker_addr_table):
+            addrs = {i: a for i, a in self.broker_addr_table[name].items() if a in live}
+            if addrs:
+                self.broker_addr_table[name] = addrs
+            else:
+                del self.broker_addr_table[name]
+        self._rebuild_addr_lookups()
+
+    # --- heartbeats -----------------------------------------------------------------------------
+    def heartbeat_loop(self) -> Generator:
+        node = self.node
+        yield node.sleep_us(HEARTBEAT_INITIAL_DELAY_US)
+        while True:
+            started = node.env._now
+            self.clean_offline_broker()
+            yield from self._heartbeat_round()
+            yield node.sleep_us(max(0, started + self.heartbeat_interval_us - node.env._now))
+
+    def send_heartbeat_to_all_broker_with_lock(self, then: Callable[[], None]) -> None:
+        """sendHeartbeatToAllBrokerWithLock from a callback (consumer start), then `then()`: the
+        Java caller blocks until the round is over (each heartbeat waits for its answer) and only
+        then rebalances; if a round already holds the lock, tryLock fails and `then()` runs at once."""
+        if self._heartbeat_running:
+            then()
+            return
+        self.node.env.process(self._heartbeat_then(then))
+
+    def _heartbeat_then(self, then: Callable[[], None]) -> Generator:
+        epoch = self.node.epoch
+        yield from self._heartbeat_round()
+        if self.node.epoch == epoch:
+            then()
+
+    def _heartbeat_round(self) -> Generator:
+        if self._heartbeat_running or (not self.producers and not self.consumers):
+            return
+        self._heartbeat_running = True
+        epoch = self.node.epoch
+        beat = Heartbeat(self.client_id, tuple((g, tuple(c.subscriptions)) for g, c in self.consumers.items()),
+                         tuple(self.producers))
+        producer_only = not self.consumers
+        targets = [addr for addrs in self.broker_addr_table.values() for bid, addr in addrs.items()
+                   if addr is not None and not (producer_only and bid != MASTER_ID)]
+        for addr in targets:
+            response = yield self.node.rpc_event(addr, beat, self.api_timeout_us)
+            if response is not None and response is not CONNECT_FAILED:
+                self.channel_opened(addr)
+        if self.node.epoch == epoch:
+            self._heartbeat_running = False
+
+    # --- channels -------------------------------------------------------------------------------
+    def channel_open(self, addr: str) -> bool:
+        return addr in self.open_channels
+
+    def channel_opened(self, addr: str) -> None:
+        if addr not in self.open_channels:
+            self.open_channels[addr] = None
+            self._watch(addr)
+
+    def _watch(self, addr: str) -> None:
+        if addr not in self._watched:
+            self._watched[addr] = None
+            self.node.env.network.watch(self.node, addr, self._channel_closed)
+
+    def _channel_closed(self, addr: str) -> None:
+        """The peer process died and the OS closed the connection (NettyConnectManageHandler)."""
+        self.open_channels.pop(addr, None)
+        self._namesrv_failed(addr)
+
+    # --- consumer offsets -----------------------------------------------------------------------
+    def persist_loop(self) -> Generator:
+        node = self.node
+        yield node.sleep_us(PERSIST_INITIAL_DELAY_US)
+        while True:
+            started = node.env._now
+            for consumer in self.consumers.values():
+                consumer.persist_consumer_offset()
+            yield node.sleep_us(max(0, started + self.persist_interval_us - node.env._now))
