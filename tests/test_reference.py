@@ -55,7 +55,6 @@ def test_a_field_without_description_is_named(monkeypatch) -> None:
     from sim import field_docs
 
     docs = dict(field_docs.FIELD_DOCS)
-    del docs["ProducerConfig.send_msg_timeout_ms"]
+    del docs["ProducerSpec.topic"]  # a field with no comment beside it in its class either
     monkeypatch.setattr(field_docs, "FIELD_DOCS", docs)
-    assert field_docs.missing_descriptions(scenario.Scenario) == [
-        "models.producer.config.ProducerConfig.send_msg_timeout_ms"]
+    assert field_docs.missing_descriptions(scenario.Scenario) == ["sim.scenario.ProducerSpec.topic"]
