@@ -41,7 +41,9 @@ message). For each unit, over the messages of its subscribed topic:
 - pending_delay: acknowledged, not consumed, and so far stored only in SCHEDULE_TOPIC_XXXX (a
   delayed message whose delay had not run out when the run ended, or whose scheduled copy was
   never delivered): not counted as lost;
-- latency: send() call → first successful consumption, pooled over units.
+- latency: send() call → first successful consumption, pooled over units, of the messages
+  sent at or after the warm-up (`Ledger.warmup_us`, the scenario's `warmup_ms`; the counts
+  above cover every message).
 
 Send side (from the producer records, per message; a batch's outcome counts once per message):
 
@@ -251,7 +253,7 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str,
         delivered = acked & consumed
         seqs = np.nonzero(delivered)[0]
         unit_lat = first[seqs] - prods.born[p][seqs]
-        latencies.append(unit_lat)
+        latencies.append(unit_lat[prods.born[p][seqs] >= ledger.warmup_us])  # warm-up: not measured
         if unit.orderly:
             order_rows.append((first[seqs], np.full(len(seqs), p, np.int64), seqs,
                                np.asarray(ledger.shard[p])[seqs]))

@@ -27,8 +27,20 @@ def _positions(values: list[Any]) -> tuple[list[float], list[str], bool]:
     return [float(i) for i in range(len(values))], [str(v) for v in values], False
 
 
+def pooled_note(rows: list[dict[str, Any]]) -> str:
+    """What a marginal pools over: `pooled over threads × seeds (4 runs per value)`."""
+    if not rows:
+        return ""
+    others = rows[0].get("pooled_over") or []
+    runs = sorted({r.get("runs") for r in rows if r.get("runs") is not None})
+    per = f"{runs[0]}" if len(runs) == 1 else f"{runs[0]}–{runs[-1]}" if runs else "?"
+    return f"pooled over {' × '.join([*others, 'seeds'])} ({per} runs per value)"
+
+
 def duplicates_vs_params(marginals: dict[str, list[dict[str, Any]]]) -> Figure:
-    """One panel per swept parameter: duplicate rate by cause (stacked) and total with 95 % CI."""
+    """One panel per swept parameter: duplicate rate by cause (stacked) and total with its 95 %
+    score interval, every other parameter pooled (said in the title). A band joins numeric x
+    values only; categorical x values get points with error bars."""
     names = list(marginals)
     fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.2), squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
@@ -43,12 +55,18 @@ def duplicates_vs_params(marginals: dict[str, list[dict[str, Any]]]) -> Figure:
         mean = [r["duplicate_rate"]["mean"] or 0.0 for r in rows]
         lo = [r["duplicate_rate"]["lo"] or 0.0 for r in rows]
         hi = [r["duplicate_rate"]["hi"] or 0.0 for r in rows]
-        ax.plot(xs, mean, "o-", color="#1b9e77", label="total (mean)")
-        ax.fill_between(xs, lo, hi, color="#1b9e77", alpha=0.2, label="95% CI")
+        if numeric:
+            ax.plot(xs, mean, "o-", color="#1b9e77", label="total (pooled)")
+            ax.fill_between(xs, lo, hi, color="#1b9e77", alpha=0.2, label="95% score interval")
+        else:  # no line or band between categories
+            ax.errorbar(xs, mean, yerr=[[m - a for m, a in zip(mean, lo, strict=True)],
+                                        [b - m for m, b in zip(mean, hi, strict=True)]],
+                        fmt="o", color="#1b9e77", capsize=5, label="total (pooled), 95% score interval")
+        ax.set_ylim(bottom=0)
         ax.set_xticks(xs, labels)
         ax.set_xlabel(name)
         ax.set_ylabel("duplicates per acked message")
-        ax.set_title(f"Duplicate-delivery rate vs {name}")
+        ax.set_title(f"Duplicate-delivery rate vs {name}\n{pooled_note(rows)}", fontsize=10)
         ax.legend(fontsize=8)
         if not numeric:
             ax.set_xlim(-0.6, len(xs) - 0.4)
@@ -142,13 +160,15 @@ def loss_per_point(stats: list[dict[str, Any]], labels: dict[int, str]) -> Figur
     means = [s["loss_rate"]["mean"] or 0.0 for s in stats]
     err_lo = [m - (s["loss_rate"]["lo"] or 0.0) for m, s in zip(means, stats, strict=True)]
     err_hi = [(s["loss_rate"]["hi"] or 0.0) - m for m, s in zip(means, stats, strict=True)]
-    ax.bar(xs, means, color="#e7298a", alpha=0.7, yerr=[err_lo, err_hi], capsize=4)
+    ax.bar(xs, means, color="#e7298a", alpha=0.7)
+    ax.errorbar(xs, means, yerr=[err_lo, err_hi], fmt="none", ecolor="#333333", capsize=4)
     for x, s in zip(xs, stats, strict=True):
-        lost = s["lost"]["mean"]
-        ax.text(x, 0, f"{lost:.1f}" if lost is not None else "-", ha="center", va="bottom", fontsize=8)
+        lost = s["loss_rate"].get("events")
+        ax.text(x, 0, f"{lost:,}" if lost is not None else "-", ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(bottom=0)
     ax.set_xticks(xs, [labels[s["point"]] for s in stats], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("lost / acked messages (mean, 95% CI)")
-    ax.set_title("Message loss per point (bar labels: mean lost messages per run)")
+    ax.set_ylabel("lost / acked deliveries (pooled, 95% Wilson)")
+    ax.set_title("Message loss per point (bar labels: lost messages, all seeds)")
     fig.tight_layout()
     return fig
 

@@ -131,6 +131,8 @@ def _grow(arr: Any, seq: int, fill: int) -> None:
 
 
 class Ledger:
+    warmup_us = 0  # messages born before this are left out of latency statistics (analysis/checks.py)
+
     def __init__(self, producers: list[ProducerInfo], subscriptions: dict[str, str],
                  broadcasting: tuple[str, ...] = (), orderly: tuple[str, ...] = (),
                  members: dict[str, list[str]] | None = None) -> None:

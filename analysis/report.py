@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from analysis import aggregate, figures, sweep_dir
+from analysis import aggregate, figures, fmt, sweep_dir
 from analysis import results_store as store
 from analysis.checks import DELIVERY_COUNT_CAP
 from sim.files import atomic_path, atomic_write_text, writable_dir
@@ -90,7 +90,7 @@ def _gather(spark: Any, manifest: dict[str, Any], timeline_run: str | None) -> d
         run, tl = ok, aggregate.timeline(spark, ok) if ok else None
     data = {
         "params": params, "stats": stats, "pooled": pooled, "run": run, "timeline": tl,
-        "marginals": {p: aggregate.marginal_stats(spark, p) for p in params},
+        "marginals": {p: aggregate.marginal_stats(spark, p, params) for p in params},
         "heatmap": aggregate.grid_means(spark, params[0], params[1], "duplicate_rate") if len(params) >= 2 else None,
         "counts": aggregate.delivery_counts(spark), "failed": aggregate.failed_runs(spark),
         "totals": aggregate.totals(spark),
@@ -132,31 +132,41 @@ def _draw(data: dict[str, Any], manifest: dict[str, Any], report_dir: Path) -> l
     return out
 
 
-def _fmt(value: Any, digits: int = 4) -> str:
+def _fmt(value: Any) -> str:
+    """A table cell for people (analysis/fmt.py): 12,345 · 0.25 · n/a."""
     if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
+        return fmt.NA
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return fmt.number(value)
     return html.escape(str(value))
 
 
-def _ci(stat: dict[str, Any]) -> str:
-    if stat["mean"] is None:
-        return "n/a"
-    return f"{_fmt(stat['mean'])} [{_fmt(stat['lo'])}, {_fmt(stat['hi'])}]"
+def _ci(stat: dict[str, Any], as_rate: bool = True) -> str:
+    """`1.2 % [0.8 %, 1.9 %]` for a rate; `0.5 [0.1, 1.3]` for a count per run; n/a if unmeasured."""
+    return fmt.interval(stat["mean"], stat["lo"], stat["hi"], fmt.rate if as_rate else fmt.number)
+
+
+def _verdicts(s: dict[str, Any]) -> str:
+    """`4 of 4 valid`, with invalid / unknown / failed counts when there are any."""
+    ok_runs = s["runs"] - s["failed"]
+    parts = [f"{s['passed']} of {ok_runs} valid"]
+    parts += [f"{s[k]} {k}" for k in ("invalid", "unknown") if s.get(k)]
+    parts += [f"{s['failed']} failed to run"] if s["failed"] else []
+    return ", ".join(parts)
 
 
 def _points_table(data: dict[str, Any]) -> str:
     params = data["params"]
-    head = ["point", *params, "runs", "failed", "valid", "duplicate rate [95% CI]", "loss rate [95% CI]",
-            "order violations", "transaction violations", "p50 ms", "p99 ms", "p99.9 ms"]
+    head = ["point", *params, "runs", "pass (guarantee verdicts)", "duplicate rate [95% score]",
+            "loss rate [95% Wilson]", "order violations / run", "transaction violations / run",
+            "p50", "p99", "p99.9"]
     rows = []
     for s in data["stats"]:
         lat = data["pooled"].get(s["point"], {})
-        cells = [s["point"], *[s["params"][p] for p in params], s["runs"], s["failed"], s["passed"],
-                 _ci(s["duplicate_rate"]), _ci(s["loss_rate"]), _ci(s["order_violations"]),
-                 _ci(s["transaction_violations"]), _fmt(lat.get("p50")), _fmt(lat.get("p99")),
-                 _fmt(lat.get("p99.9"))]
+        cells = [s["point"], *[s["params"][p] for p in params], s["runs"], _verdicts(s),
+                 _ci(s["duplicate_rate"]), _ci(s["loss_rate"]), _ci(s["order_violations"], as_rate=False),
+                 _ci(s["transaction_violations"], as_rate=False), fmt.duration_ms(lat.get("p50")),
+                 fmt.duration_ms(lat.get("p99")), fmt.duration_ms(lat.get("p99.9"))]
         rows.append("<tr>" + "".join(f"<td>{c if isinstance(c, str) else _fmt(c)}</td>" for c in cells) + "</tr>")
     return ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
@@ -195,10 +205,16 @@ def _html(manifest: dict[str, Any], data: dict[str, Any], images: list[tuple[str
 <h1>rmqsim sweep report: {html.escape(manifest['name'])}</h1>
 <p>Sweep file <code>{html.escape(manifest['source'])}</code>, base <code>{html.escape(manifest['base'])}</code>,
 digest <code>{html.escape(manifest['digest'][:16])}</code>. Parameters: {params or '(none)'}.
-{t['runs']} runs ({t['ok']} ok), {len(manifest['points'])} points × {len(manifest['seeds'])} seeds;
-{_fmt(t['sent_ok'])} messages acked, {_fmt(t['lost'])} lost, {_fmt(t['duplicates'])} duplicate deliveries;
-{_fmt((t['sim_time_ms'] or 0) / 1000)} simulated s in {_fmt(t['wall_s'])} s of run wall time.</p>
-<h2>Per point (mean over seeds, 95% confidence interval; latency from merged histograms)</h2>
+{fmt.count(t['runs'])} runs ({fmt.count(t['ok'])} ok), {len(manifest['points'])} points × {len(manifest['seeds'])} seeds;
+{fmt.count(t['sent_ok'])} messages acked, {fmt.count(t['lost'])} lost, {fmt.count(t['duplicates'])} duplicate deliveries;
+{fmt.duration_ms(t['sim_time_ms'] or 0)} simulated in {fmt.duration_ms((t['wall_s'] or 0) * 1000)} of run wall time.</p>
+<h2>Per point (all seeds pooled; latency from merged histograms, warm-up excluded)</h2>
+<p>Rates are events over acknowledged deliveries summed over the point's runs, with a 95 % score interval:
+Wilson for the loss rate (a proportion), the Poisson score interval for duplicate rates (a message may be
+delivered more than once); both stay at or above 0 and are defined when nothing happened. They assume
+independent messages; a fault's losses come in bursts, so read them with the number of runs. Counts per run
+(violations) have the Poisson score interval of their mean; n/a means not checked (no orderly group, no
+transactions), not 0. "pass" counts runs whose guarantee verdict (analysis/verdict.py) is valid.</p>
 {_points_table(data)}
 {heat_note}
 {figs}

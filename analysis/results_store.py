@@ -1,6 +1,8 @@
 """A sweep's Parquet tables, written atomically per run (the directory itself: sweep_dir.py).
 
-    DIR/runs/<run_id>.parquet      one row per run: metrics, parameters, verdicts, or the error
+    DIR/runs/<run_id>.parquet      one row per run: metrics, parameters, verdicts, or the error;
+                                   flat columns: a summary sub-tree `latency_ms.p99` is the column
+                                   `latency_ms_p99` (`flatten_schema`, `flatten_row`)
     DIR/deliveries/<run_id>.parquet  (kept on request) one row per consumption
     DIR/latencies/<run_id>.parquet   (kept on request) one row per acked, consumed message
 
@@ -15,6 +17,7 @@ disk for `local[*]`, a shared filesystem for a cluster).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,40 @@ FAULT_WINDOW = pa.struct([("kind", pa.string()), ("target", pa.string()), ("star
                           ("end_ms", pa.float64())])
 
 
+def flat_name(*parts: str) -> str:
+    """A column name SQL engines accept unquoted: `latency_ms` + `p99` → `latency_ms_p99`."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", "_".join(parts)).lower()
+
+
+def flatten_schema(schema: pa.Schema) -> pa.Schema:
+    """Every struct column becomes flat columns `<column>_<field>` (recursively): a metric is then
+    read by the same name in Spark SQL, DuckDB, pandas and Arrow, with no quoting or dots. Lists
+    (of structs too: `fault_windows`) stay lists."""
+    out: list[pa.Field] = []
+    for f in schema:
+        out += _flat_fields(f.name, f.type)
+    return pa.schema(out)
+
+
+def _flat_fields(name: str, kind: pa.DataType) -> list[pa.Field]:
+    if pa.types.is_struct(kind):
+        return [g for i in range(kind.num_fields) for g in _flat_fields(flat_name(name, kind.field(i).name),
+                                                                         kind.field(i).type)]
+    return [pa.field(name, kind)]
+
+
+def flatten_row(row: dict[str, Any], keep: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+    """A row whose dict values (summary sub-trees) are spread into `<key>_<sub>` columns; a key in
+    `keep` (a map column of the schema) stays as it is."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, dict) and key not in keep:
+            out.update(flatten_row({flat_name(key, str(k)): v for k, v in value.items()}))
+        else:
+            out[key] = value
+    return out
+
+
 def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields = [("run_id", pa.string()), ("sweep", pa.string()), ("sweep_digest", pa.string()),
               ("point", pa.int32()), ("point_key", pa.string()), ("seed", pa.int64())]
@@ -79,7 +116,8 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields += [(name, pa.map_(pa.string(), pa.float64())) for name in SEND_SHARES]
     fields += [(name, pa.map_(pa.string(), pa.int64())) for name in SEND_TALLIES]
     fields += [("txn_violations", pa.int64()), ("txn", TXN_STRUCT)]
-    return pa.schema(fields)
+    fields += [("acked_deliveries", pa.int64()), ("warmup_ms", pa.float64())]
+    return flatten_schema(pa.schema(fields))
 
 
 DELIVERIES_SCHEMA = pa.schema([
@@ -102,5 +140,6 @@ def write_table(out_dir: Path, table: str, run_id: str, columns: dict[str, list]
 
 def write_run_row(out_dir: Path, row: dict[str, Any], schema: pa.Schema) -> None:
     """The commit point of a run (see module docstring)."""
-    columns = {name: [row.get(name)] for name in schema.names}
+    flat = flatten_row(row, keep=set(schema.names))
+    columns = {name: [flat.get(name)] for name in schema.names}
     write_table(out_dir, RUNS, row["run_id"], columns, schema)

@@ -27,8 +27,24 @@ from __future__ import annotations
 from typing import Any
 
 
-def run(scenario: Any, seed: int | None = None, **kwargs: Any) -> Any:
-    """Run a scenario (a path or a loaded Scenario); returns a RunResult (.summary, .records)."""
+def run(scenario: Any, seed: int | None = None, *, overrides: list[str] | None = None, details: bool = False,
+        keep_records: bool = False, trace_dir: Any = None, max_events: int | None = None,
+        max_wall_s: float | None = None, observers: tuple = (), progress: Any = None) -> Any:
+    """Run a scenario and return its RunResult (`repr`: one line; `.summary`: the summary.json
+    dict; `.frame(kind)`: one record kind as a pandas DataFrame).
+
+    scenario: a path to a scenario file, or a loaded `sim.scenario.Scenario`.
+    seed: the run's seed (default: the scenario's `seed`).
+    overrides: `--set` items for a path, e.g. `["producers[0].rate_per_s=300", "duration_ms=20s"]`.
+    details: also collect the checkers' per-message facts (`.details`: latency samples, delivery counts).
+    keep_records: keep every record in memory (`.records`; `.frame(kind)` reads them).
+    trace_dir: stream the trace there as Parquet, one file per kind (`.frame(kind)` reads it).
+    max_events, max_wall_s: stop the run at that bound (verdict unknown; defaults as `rmqsim run`).
+    observers: extra callables fed each chunk of records as it is emitted.
+    progress: a callable given a progress dict between slices (`sim.progress.ProgressLine(sys.stderr)`).
+    """
     from sim.runner import run_scenario
 
-    return run_scenario(scenario, seed=seed, **kwargs)
+    return run_scenario(scenario, seed=seed, overrides=overrides, details=details, keep_records=keep_records,
+                        observers=observers, trace_dir=trace_dir, max_events=max_events, max_wall_s=max_wall_s,
+                        progress=progress)

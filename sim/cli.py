@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,38 @@ def _txn_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
                                             f"{num(txn['resolution_ms_max'])}"),
         ("  checks per second (max; by second)", f"{txn['checks_per_s_max']}; {storm or '-'}"),
     ]
+def _warn(sc: Any, source: str) -> None:
+    from sim.scenario_warnings import scenario_warnings
+
+    for line in scenario_warnings(sc):
+        print(f"warning: {source}: {line}", file=sys.stderr)
+
+
+def _utc_stamp() -> str:
+    """The output directory's time stamp (wall clock: it names a directory, it never enters a run)."""
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")  # noqa: TID251
+
+
+def _output_dir(args: argparse.Namespace, name: str, seed: int) -> Path:
+    """`--out` (refused if it holds a run, unless --replace), else a fresh runs/<name>/<time>-seed-<n>."""
+    from sim import run_store
+
+    if args.out:
+        return run_store.claim_out_dir(writable_dir(Path(args.out)), args.replace)
+    root = writable_dir(Path("runs"))
+    out = writable_dir(run_store.fresh_run_dir(root, name, seed, _utc_stamp()))
+    run_store.link_latest(out, root)
+    return out
+
+
+def reproduce_line(scenario: str, seed: int, overrides: list[str]) -> str:
+    """The command that reruns this run, each word shell-quoted."""
+    words = ["rmqsim", "run", scenario, "--seed", str(seed)]
+    for item in overrides:
+        words += ["--set", item]
+    return shlex.join(words)
 
 
 def _send_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -127,19 +160,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sim.runner import run_scenario
 
     sc = scenario_mod.load(args.scenario, args.set)
+    _warn(sc, args.scenario)
     seed = sc.seed if args.seed is None else args.seed
-    out = writable_dir(Path(args.out) if args.out else _run_dir(sc.name, seed))  # before simulating
+    out = _output_dir(args, sc.name, seed)  # before simulating
     print(f"seed: {seed}")
     print(f"scenario: {sc.name}  resolved sha256: {sc.digest()}")
-    print(f"reproduce: rmqsim run {args.scenario} --seed {seed}" + "".join(f" --set {s}" for s in args.set or []))
-    result = run_scenario(sc, seed=seed, trace_dir=out / "trace" if args.trace else None,
-                          max_wall_s=args.max_wall_s, max_events=args.max_events)
+    print(f"reproduce: {reproduce_line(args.scenario, seed, args.set or [])}")
+    from sim.progress import ProgressLine
+
+    progress = ProgressLine(sys.stderr)  # quiet unless stderr is a terminal
+    try:
+        result = run_scenario(sc, seed=seed, trace_dir=out / "trace" if args.trace or args.report else None,
+                              max_wall_s=args.max_wall_s, max_events=args.max_events,
+                              progress=progress if progress.enabled else None)
+    finally:
+        progress.close()
     print(_summary_table(result.summary))
     print(f"trace sha256: {result.summary['trace_sha256']}")
     atomic_write_text(out / "scenario.resolved.json", json.dumps(sc.model_dump(mode="json"), indent=1))
     atomic_write_text(out / "run_meta.json", json.dumps(result.meta, indent=1))
     atomic_write_text(out / "summary.json", json.dumps(result.summary, indent=1, sort_keys=True))
     print(f"wrote {out}/summary.json ({result.meta['wall_s']} s wall, {result.meta['sim_to_wall']}× real time)")
+    if args.report:
+        from analysis.run_report import build_run_report
+
+        print(f"report: {build_run_report(out)}")
     stopped_by = result.summary["stopped_by"]
     if stopped_by:
         bound = f"--max-events {args.max_events}" if stopped_by == "max_events" else f"--max-wall-s {args.max_wall_s}"
@@ -157,11 +202,6 @@ def _seed(text: str) -> int:
     if not 0 <= value <= MAX_SEED:
         raise argparse.ArgumentTypeError(f"not a seed (0 to 2^63 - 1): {text[:40]!r}")
     return value
-
-
-def _run_dir(name: str, seed: int) -> Path:
-    """runs/<name>/seed-<n>."""
-    return _inside(Path("runs"), name, f"seed-{seed}")
 
 
 def _inside(root: Path, *parts: str) -> Path:
@@ -189,6 +229,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from sim import scenario as scenario_mod
 
     sc = scenario_mod.load(args.scenario, args.set)
+    _warn(sc, args.scenario)
     print(f"{args.scenario}: ok (scenario {sc.name!r}, resolved sha256 {sc.digest()})")
     return 0
 
@@ -197,6 +238,13 @@ def cmd_defaults(args: argparse.Namespace) -> int:
     from sim.scenario import dump_defaults
 
     sys.stdout.write(dump_defaults())
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from sim.schema import dump_schema
+
+    sys.stdout.write(dump_schema())
     return 0
 
 
@@ -247,6 +295,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import ReportError, build_report
 
+    if (Path(args.dir) / "summary.json").is_file():  # one run's directory: no Spark needed
+        from analysis.run_report import RunDataError, build_run_report
+
+        try:
+            out = build_run_report(Path(args.dir), Path(args.out) if args.out else None)
+        except RunDataError as exc:
+            print(f"rmqsim report: {exc}", file=sys.stderr)
+            return 2
+        print(f"report: {out}")
+        return 0
     try:
         out = build_report(Path(args.dir), Path(args.out) if args.out else None, master=args.master,
                            timeline_run=args.run)
@@ -261,6 +319,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rmqsim", description="Deterministic simulator of Apache RocketMQ",
                                 epilog="exit codes of `run`: 0 valid, 1 invalid, 2 bad input, 3 unknown "
                                        "(the verdict; `run --help`)")
+    p.add_argument("--version", action=_Version, nargs=0,
+                   help="print the version and the digest of the simulator's sources (sim/, models/)")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a scenario and print its summary and verdict",
                          epilog="exit codes: 0 valid (every guarantee and expectation held), 1 invalid "
@@ -270,9 +330,14 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=_seed)
     run.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                      help="override a scenario value (YAML syntax), repeatable")
-    run.add_argument("--out", help="output directory (default runs/<scenario>/seed-<n>)")
+    run.add_argument("--out", help="output directory (default: a fresh runs/<scenario>/<UTC time>-seed-<n>, "
+                                   "linked as runs/<scenario>/latest and runs/latest); refused if it holds a run")
+    run.add_argument("--replace", action="store_true",
+                     help="with --out: delete the run files an earlier run left there (summary, trace, report)")
     run.add_argument("--trace", action="store_true",
                      help="also write the trace: OUT/trace/<kind>.parquet, one file per record kind")
+    run.add_argument("--report", action="store_true",
+                     help="also write OUT/report/index.html with PNG and SVG figures (implies --trace)")
     run.add_argument("--max-events", type=_positive(int), default=DEFAULT_MAX_EVENTS, metavar="N",
                      help=f"stop after about N events, verdict unknown (exit 3; default {DEFAULT_MAX_EVENTS:,})")
     run.add_argument("--max-wall-s", type=_positive(float), default=DEFAULT_MAX_WALL_S, metavar="S",
@@ -284,6 +349,9 @@ def parser() -> argparse.ArgumentParser:
     val.set_defaults(func=cmd_validate)
     dfl = sub.add_parser("defaults", help="print every scenario field with its default")
     dfl.set_defaults(func=cmd_defaults)
+    sch = sub.add_parser("schema", help="print the JSON Schemas of scenario and sweep files, as one JSON document "
+                                        "with the keys `scenario` and `sweep`")
+    sch.set_defaults(func=cmd_schema)
     swp = sub.add_parser("sweep", help="run a parameter grid × seeds on Spark, results in Parquet")
     swp.add_argument("sweep", help="sweep file (scenarios/sweeps/*.yaml)")
     swp.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
@@ -297,8 +365,8 @@ def parser() -> argparse.ArgumentParser:
                           "afresh (only a directory holding nothing but an rmqsim sweep)")
     swp.add_argument("--yes", action="store_true", help=f"run a sweep of more than {CONFIRM_RUNS:,} runs")
     swp.set_defaults(func=cmd_sweep)
-    rep = sub.add_parser("report", help="figures and an HTML page from a sweep's results")
-    rep.add_argument("dir", help="a sweep output directory")
+    rep = sub.add_parser("report", help="figures and an HTML page from a sweep's results, or from one run's directory")
+    rep.add_argument("dir", help="a sweep output directory, or a run directory written with --trace")
     rep.add_argument("--out", help="report directory (default DIR/report)")
     rep.add_argument("--master", default="local[1]", help="Spark master for the SQL (default local[1])")
     rep.add_argument("--run", help="run id for the latency-over-time figure (default: the sweep's timeline run)")
@@ -306,16 +374,57 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def version_line() -> str:
+    """`rmqsim <version> simulator <sha256 of sim/ and models/>`: two runs with the same line, scenario
+    and seed have the same trace digest."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from analysis.sweep import simulator_sha256
+
     try:
-        return args.func(args)
-    except ConfigError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 2
-    except OutputError as exc:
-        print(f"rmqsim {args.command}: {exc}", file=sys.stderr)
-        return 2
+        number = version("rmqsim")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        number = "unknown"
+    return f"rmqsim {number} simulator {simulator_sha256()}"
+
+
+class _Version(argparse.Action):
+    def __call__(self, p: argparse.ArgumentParser, namespace: Any, values: Any, option: Any = None) -> None:
+        print(version_line())
+        p.exit(0)
+
+
+EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+        try:
+            code = args.func(args)
+        except ConfigError as exc:
+            print(exc.render(), file=sys.stderr)
+            code = 2
+        except OutputError as exc:
+            print(f"rmqsim {args.command}: {exc}", file=sys.stderr)
+            code = 2
+        sys.stdout.flush()  # here, not at exit: a closed pipe is then caught below
+        return code
+    except BrokenPipeError:
+        return _pipe_closed()
+
+
+def _pipe_closed() -> int:
+    """The reader of stdout went away (`| head`): end quietly, without a traceback, and without
+    Python's own complaint when it flushes stdout at exit."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file (a test's capture)
+        pass
+    return EXIT_PIPE_CLOSED
 
 
 if __name__ == "__main__":

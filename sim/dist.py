@@ -3,12 +3,17 @@
 YAML forms (values in milliseconds, like RocketMQ's settings):
 
     5                                         # a bare number: constant
+    '2ms', '1.5s', '250us'                    # a duration with its unit: constant (sim/config.py)
     {dist: constant, value: 5}
     {dist: uniform, low: 1, high: 3}
     {dist: exponential, mean: 2}
     {dist: lognormal, median: 0.5, sigma: 0.4}
     {dist: lognormal, p50: 0.5, p99: 4}       # sigma derived from the two quantiles
     {dist: empirical, values: [1, 1, 2, 8]}   # each value equally likely
+
+Time distributions accept the units of durations everywhere a number of ms goes (`'2ms'`,
+`{dist: exponential, mean: '1.5s'}`), with one error naming the value when a unit is unknown.
+Sizes in bytes (`SizeDist`, e.g. `message_bytes`) are plain numbers: a unit there is an error.
 
 `sample_us(stream)` is the only place where a float draw becomes time; it rounds once and never
 returns a negative value. The same specs serve for byte sizes (`sample_int`).
@@ -40,7 +45,7 @@ from typing import Annotated, Any, Literal, Union
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from sim.config import Float
+from sim.config import Float, parse_duration_ms
 from sim.limits import DRAW_CAP, MAX_DIST_VALUE, MAX_LOGNORMAL_SIGMA
 
 Z_99 = 2.3263478740408408  # standard normal quantile at 0.99
@@ -121,8 +126,19 @@ class _Batched(_DistBase):
         return _popping(self.block_sampler(stream, scale))
 
 
-Param = Annotated[Float, Field(ge=0, le=MAX_DIST_VALUE)]  # a parameter that may be 0
-PositiveParam = Annotated[Float, Field(gt=0, le=MAX_DIST_VALUE)]
+def _ms(value: object) -> object:
+    """A parameter in ms: a number, a numeric string (YAML 1.1 reads `1e-3` as one), or a duration."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return parse_duration_ms(value)
+    return value
+
+
+# a parameter in ms (or bytes, `SizeDist`); duration strings read as ms
+Param = Annotated[Float, BeforeValidator(_ms), Field(ge=0, le=MAX_DIST_VALUE)]  # may be 0
+PositiveParam = Annotated[Float, BeforeValidator(_ms), Field(gt=0, le=MAX_DIST_VALUE)]
 
 
 class Constant(_DistBase):
@@ -264,8 +280,20 @@ def zipf_index_sampler(stream: random.Random, n: int, exponent: float) -> Callab
 
 
 def _coerce(value: object) -> object:
+    if isinstance(value, str):  # '2ms': a constant duration (ValueError naming a bad unit)
+        value = _ms(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return {"dist": "constant", "value": value}
+    return value
+
+
+def _no_units(value: object) -> object:
+    """A size distribution: plain numbers only (a duration unit on a byte count is a mistake)."""
+    params = value.items() if isinstance(value, dict) else [("", value)]
+    for key, item in params:
+        for one in item if isinstance(item, list) else [item]:
+            if key != "dist" and isinstance(one, str):
+                raise ValueError(f"a size in bytes is a plain number; {one[:40]!r} is not (no units here)")
     return value
 
 
@@ -274,6 +302,9 @@ Dist = Annotated[
     Field(discriminator="dist"),
     BeforeValidator(_coerce),
 ]
+
+
+SizeDist = Annotated[Dist, BeforeValidator(_no_units)]  # byte counts: no units
 
 
 def constant(value: float) -> Constant:

@@ -79,6 +79,28 @@ class RunResult:
     records: list[tuple] = field(default_factory=list)  # every record, only with keep_records
     details: dict[str, Any] = field(default_factory=dict)  # per-message facts, when asked for
     fault_records: list[tuple] = field(default_factory=list)
+    trace_dir: Path | None = None  # where the Parquet trace was streamed, if it was
+
+    def __repr__(self) -> str:
+        """One line: scenario, seed, verdict, the counts that matter, p99, and the trace digest's start."""
+        s = self.summary
+        p99 = (s.get("latency_ms") or {}).get("p99")
+        return (f"<RunResult {s['scenario']} seed={s['seed']} verdict={s['verdict']} sent_ok={s['sent_ok']:,} "
+                f"lost={s['lost']:,} duplicates={s['duplicates']:,} p99={'n/a' if p99 is None else f'{p99:g} ms'} "
+                f"trace={s['trace_sha256'][:12]}>")
+
+    def frame(self, kind: str) -> Any:
+        """The run's records of one kind (e.g. "producer.sent", "consumer.consumed") as a pandas
+        DataFrame with typed columns: `t_us`, `node`, then the kind's fields. Needs the records:
+        run with `keep_records=True` or `trace_dir=...`."""
+        from analysis.frames import FrameError, check_kind, records_frame, trace_frame
+
+        check_kind(kind)
+        if self.trace_dir is not None:
+            return trace_frame(self.trace_dir, kind)
+        if self.records:
+            return records_frame(self.records, kind)
+        raise FrameError("this run kept no records: run it with keep_records=True or trace_dir=...")
 
 
 def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
@@ -198,23 +220,27 @@ def consumer_groups(sc: Scenario) -> dict[str, dict[str, Any]]:
 
 def make_ledger(world: World) -> Ledger:
     groups = consumer_groups(world.scenario)
-    return Ledger(world.producers, {g: e["topic"] for g, e in groups.items()},
-                  broadcasting=tuple(g for g, e in groups.items() if e["broadcasting"]),
-                  orderly=tuple(g for g, e in groups.items() if e["orderly"]),
-                  members={g: e["members"] for g, e in groups.items()})
+    ledger = Ledger(world.producers, {g: e["topic"] for g, e in groups.items()},
+                    broadcasting=tuple(g for g, e in groups.items() if e["broadcasting"]),
+                    orderly=tuple(g for g, e in groups.items() if e["orderly"]),
+                    members={g: e["members"] for g, e in groups.items()})
+    ledger.warmup_us = ms(world.scenario.warmup_ms)
+    return ledger
 
 
 def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: list[str] | None = None,
                  details: bool = False, keep_records: bool = False,
                  observers: tuple[Callable[[list[tuple]], None], ...] = (), trace_dir: str | Path | None = None,
-                 max_events: int | None = None, max_wall_s: float | None = None) -> RunResult:
+                 max_events: int | None = None, max_wall_s: float | None = None,
+                 progress: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
     """Run one scenario (a path or a loaded Scenario).
 
     `details`: `RunResult.details` gets the checkers' per-message facts (latency samples and
     delivery counts, analysis/checks.py). `keep_records`: `RunResult.records` holds every record
     (tests; memory grows with the run). `observers`: extra Tracer chunk observers. `trace_dir`:
     stream the trace there as Parquet, one file per record kind (analysis/trace_store.py).
-    Bounds: see the module docstring.
+    Bounds: see the module docstring. `progress`: called between slices of simulated time
+    (sim/progress.py) with `sim_us`, `end_us`, `events`, `wall_s` and the ledger's send counts.
     """
     if not isinstance(sc, Scenario):
         sc = scenario_mod.load(sc, overrides)
@@ -232,7 +258,10 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run allocates millions of short-lived acyclic objects; GC passes only cost time
     try:
-        stopped_by = _run(env, end_us, wall_start, max_events, max_wall_s)
+        report = None if progress is None else (lambda: progress({
+            "sim_us": env.now, "end_us": end_us, "events": env.processed(), "wall_s": time.perf_counter() - wall_start,
+            **ledger.counts}))
+        stopped_by = _run(env, end_us, wall_start, max_events, max_wall_s, report)
         tracer.emit("run", trace.RUN_ENDED, "settled" if stopped_by is None else f"stopped:{stopped_by}")
         digest = tracer.close()
         if writer is not None:
@@ -248,10 +277,12 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
             "check_wall_s": round(wall_s - sim_wall_s, 3), "python": platform.python_version(), "pid": os.getpid(),
             "events": env.processed(), "sim_to_wall": round(env.now / 1e6 / wall_s, 2) if wall_s else None,
             "random_streams": env.rng.names}
-    return RunResult(summary, meta, world, tracer.records, facts or {}, world.injector.log)
+    return RunResult(summary, meta, world, tracer.records, facts or {}, world.injector.log,
+                     Path(trace_dir) if trace_dir is not None else None)
 
 
-def _run(env: SimEnv, end_us: int, wall_start: float, max_events: int | None, max_wall_s: float | None) -> str | None:
+def _run(env: SimEnv, end_us: int, wall_start: float, max_events: int | None, max_wall_s: float | None,
+         report: Callable[[], None] | None = None) -> str | None:
     """Run to `end_us`, or to a bound; returns the bound that stopped the run, or None.
 
     The run goes in slices of simulated time, sized to hold about `SLICE_EVENTS` events, so the
@@ -273,6 +304,8 @@ def _run(env: SimEnv, end_us: int, wall_start: float, max_events: int | None, ma
         slice_us = max(1, slice_us // 2) if slice_events > 4 * SLICE_EVENTS else \
             min(SLICE_MAX_US, slice_us * 2) if slice_events < SLICE_EVENTS // 4 else slice_us
         elapsed = time.perf_counter() - wall_start
+        if report is not None:
+            report()
         if env.now >= end_us:
             break
         if max_wall_s is not None and elapsed > max_wall_s:
@@ -298,6 +331,7 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
         "trace_sha256": digest,
         "records": records,
         "sim_time_ms": now_us // 1000,
+        "warmup_ms": sc.warmup_ms,
         "stopped_by": stopped_by,
         "stopped_at_ms": now_us // 1000 if stopped_by else None,
         **metrics,

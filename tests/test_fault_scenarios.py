@@ -35,6 +35,7 @@ SCENARIOS = {
     "disk_slow_sync_flush": {"disk_slow"},
     "fsync_stall_sync_flush": {"fsync_stall"},
     "pause_consumer": {"pause"},
+    "slow_broker": {"disk_slow"},
 }
 SEED = 1
 SEC = 1_000_000  # µs

@@ -9,7 +9,8 @@ from tests.conftest import ROOT
 
 KERNEL = ["env", "rng", "dist", "node", "network", "disk", "faults", "config", "trace", "files", "limits",
           "inputs", "keypath"]
-ASSEMBLY = {"scenario", "scenario_checks", "runner", "cli", "__init__"}
+ASSEMBLY = {"scenario", "scenario_checks", "runner", "cli", "__init__", "schema", "scenario_warnings", "run_store",
+            "progress", "reference", "field_docs"}
 
 
 def _imports(path: Path) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -75,25 +76,32 @@ def test_pooled_percentiles_merge_histograms_not_average(swept: Path, spark) -> 
     pooled = aggregate.pooled_latency(spark)
     lat = ds.dataset(swept / "latencies", format="parquet").to_table().to_pylist()
     for point in range(4):
-        values = sorted(r["latency_ms"] for r in lat if r["point"] == point)
+        values = sorted(r["latency_ms"] for r in lat if r["point"] == point and r["sent_ms"] >= 5_000)  # warm-up
         for name, q in (("p50", 0.5), ("p99", 0.99)):
             exact = values[max(0, math.ceil(q * len(values)) - 1)]
             assert pooled[point][name] == pytest.approx(exact, rel=0.006, abs=0.002), (point, name)
 
 
-def test_point_stats_confidence_interval(swept: Path, spark) -> None:
+def test_point_stats_pool_rates_with_score_intervals(swept: Path, spark) -> None:
+    """Rates are pooled over the point's runs (events / acked deliveries) with a score interval
+    that contains the rate and never goes below 0 — even at 0 events (loss here)."""
     from analysis import aggregate
+    from analysis.stats import poisson_score, wilson
 
     runs = ds.dataset(swept / "runs", format="parquet").to_table().to_pylist()
     stats = aggregate.point_stats(spark, ["rate", "threads"])
     assert [s["point"] for s in stats] == [0, 1, 2, 3]
     for s in stats:
-        rates = [r["duplicate_rate"] for r in runs if r["point"] == s["point"]]
-        mean = sum(rates) / len(rates)
-        sd = math.sqrt(sum((x - mean) ** 2 for x in rates) / (len(rates) - 1))
+        mine = [r for r in runs if r["point"] == s["point"]]
+        dups, exposure = sum(r["duplicates"] for r in mine), sum(r["acked_deliveries"] for r in mine)
         d = s["duplicate_rate"]
-        assert d["n"] == 2 and d["mean"] == pytest.approx(mean)
-        assert d["hi"] - d["mean"] == pytest.approx(12.706 * sd / math.sqrt(2))
+        assert d["n"] == 2 and d["mean"] == pytest.approx(dups / exposure)
+        assert (d["lo"], d["hi"]) == pytest.approx(poisson_score(dups, exposure))
+        loss = s["loss_rate"]
+        assert loss["mean"] == 0 and loss["lo"] == 0 and (loss["lo"], loss["hi"]) == wilson(0, exposure)
+        assert 0 < loss["hi"] < 4 / exposure  # "none lost in n" still has an upper bound, about 3.8/n
+        for name in aggregate.POOLED_RATES:
+            assert 0 <= s[name]["lo"] <= s[name]["mean"] <= s[name]["hi"], name
         assert s["transaction_violations"]["mean"] is None  # no transactional producers: n/a
 
 
@@ -129,6 +137,10 @@ def test_report_renders_in_headless_chromium(swept: Path, spark, tmp_path: Path)
     assert 'data-figures-loaded="6/6"' in dom, "every embedded figure decoded with a non-zero size"
     for title in TITLES:
         assert title in dom, title
+    assert "pooled over threads × seeds (4 runs per value)" in dom  # a marginal says what it pools
+    text = re.sub(r'src="data:[^"]*"', "", dom)  # the page's own text, not the embedded images
+    assert not re.search(r"[0-9]e[+-][0-9]", text), "numbers in tables are for people, not e-notation"
+    assert "2 of 2 valid" in dom  # the pass column counts guarantee verdicts
     shot = tmp_path / "shot.png"
     subprocess.run([browser, *flags, "--window-size=1400,5600", f"--screenshot={shot}", page.as_uri()],
                    capture_output=True, timeout=120, env=env, check=True)
@@ -147,3 +159,10 @@ def _assert_figures_visible(shot: Path) -> None:
     colorful = [float((band.max(axis=2) - band.min(axis=2) > 0.2).mean()) for band in bands]
     assert sum(1 for f in inked if f > 0.02) >= 12, inked
     assert sum(1 for c in colorful if c > 0.005) >= 6, colorful  # coloured plot marks, not just text
+
+
+def test_spark_sql_reads_the_documented_flat_columns(swept: Path, spark) -> None:
+    rows = spark.sql("SELECT latency_ms_p99, duplicate_causes_redelivery, acked_deliveries, warmup_ms "
+                     "FROM runs WHERE status = 'ok'").collect()
+    assert len(rows) == 8 and all(r["latency_ms_p99"] > 0 and r["acked_deliveries"] > 0 for r in rows)
+    assert {r["warmup_ms"] for r in rows} == {5000.0}

@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from analysis.checks import latency_samples
 from analysis.run_rows import (
     LAT_BUCKETS_PER_OCTAVE,
     bucket_value_ms,
@@ -115,9 +116,11 @@ def _fits_runs_schema(row: dict) -> None:
     such as send_share_by_broker, read back as dicts)."""
     import pyarrow as pa
 
-    from analysis.results_store import runs_schema
+    from analysis.results_store import flatten_row, runs_schema
 
     schema = runs_schema({})
+    row = flatten_row(row)
+    assert {"latency_ms_p99", "duplicate_causes_redelivery", "warmup_ms"} <= set(row) & set(schema.names)
     columns = [name for name in schema.names if name in row]
     table = pa.Table.from_pylist([{name: row[name] for name in columns}],
                                  schema=pa.schema([schema.field(name) for name in columns]))
@@ -132,7 +135,12 @@ def test_runs_row_verdict_and_retry_columns(listener_fails) -> None:
     assert row["order_violations"] is None  # not judged: no orderly group
     assert row["loss_rate"] == 0.0  # in back-off is not lost
     assert sum(row["delivery_hist"]) == s["sent_ok"] and row["delivery_hist"][0] == s["pending_retry"]
-    assert sum(row["lat_hist_count"]) == s["sent_ok"] - s["pending_retry"]
+    samples = latency_samples(listener_fails.details)
+    assert len(samples["born_us"]) == s["sent_ok"] - s["pending_retry"]
+    measured = int((samples["born_us"] >= s["warmup_ms"] * 1000).sum())
+    assert 0 < measured < len(samples["born_us"])  # the warm-up's messages are not in the histogram
+    assert sum(row["lat_hist_count"]) == measured and row["warmup_ms"] == s["warmup_ms"]
+    assert row["acked_deliveries"] == s["sent_ok"] * len(s["groups"])
     _fits_runs_schema(row)
 
 
@@ -155,3 +163,38 @@ def test_runs_row_names_every_failure() -> None:
     assert row["verdict"] == "invalid" and row["lost"] == 0
     assert [f.split(":")[0] for f in result.summary["failures"]] == ["expect lost", "expect latency_ms.p99"]
     assert row["verdict_failures"] == "; ".join(result.summary["failures"])
+
+
+def test_runs_table_columns_are_flat_names_duckdb_and_pandas_read_as_written(listener_fails, tmp_path) -> None:
+    """The documented metric columns (`latency_ms_p99`, `duplicate_causes_redelivery`, ...) are
+    plain top-level columns: DuckDB SQL and pandas take them unquoted, exactly as written."""
+    import duckdb
+    import pandas as pd
+    import pyarrow as pa
+
+    from analysis import results_store as store
+
+    s = listener_fails.summary
+    row = {"run_id": "p0000-s1", "status": "ok", **_row(listener_fails)}
+    schema = store.runs_schema({})
+    assert not [f.name for f in schema if "." in f.name or pa.types.is_struct(f.type)]
+    store.write_run_row(tmp_path, row, schema)
+    path = tmp_path / "runs" / "p0000-s1.parquet"
+    got = duckdb.sql(f"SELECT latency_ms_p99, latency_ms_max, duplicate_causes_redelivery, acked_deliveries "
+                     f"FROM '{path}'").fetchall()
+    assert got == [(s["latency_ms"]["p99"], s["latency_ms"]["max"], s["duplicate_causes"]["redelivery"],
+                    s["sent_ok"] * len(s["groups"]))]
+    frame = pd.read_parquet(path)
+    assert frame.loc[0, "latency_ms_p50"] == s["latency_ms"]["p50"] and frame.query("latency_ms_p99 > 0").shape[0] == 1
+
+
+def test_flatten_names_nested_trees_with_sql_safe_names() -> None:
+    import pyarrow as pa
+
+    from analysis.results_store import flatten_row, flatten_schema
+
+    nested = pa.schema([("send_latency_ms", pa.struct([("p99.9", pa.float64()), ("by", pa.struct([("b-1", pa.int64())]))])),
+                        ("fault_windows", pa.list_(pa.struct([("kind", pa.string())])))])
+    assert flatten_schema(nested).names == ["send_latency_ms_p99_9", "send_latency_ms_by_b_1", "fault_windows"]
+    assert flatten_row({"send_latency_ms": {"p99.9": 1.5, "by": {"b-1": 2}}, "x": [1]}) == \
+        {"send_latency_ms_p99_9": 1.5, "send_latency_ms_by_b_1": 2, "x": [1]}

@@ -1,0 +1,92 @@
+"""`rmqsim report RUN_DIR` (and `rmqsim run ... --report`): one run's report, without Spark.
+
+Writes `RUN_DIR/report/`: each figure of analysis/run_figures.py as PNG and SVG, and
+`index.html`, one self-contained page (PNGs embedded as data URIs) with the run's identity and
+verdict, a summary table formatted for people, each figure under its title with its one-line
+caption, and for each figure the run could not draw the reason (a metric this run did not
+record is said to be "not recorded in this run", never drawn empty). Files are written under
+temporary names and renamed, the page last.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Any
+
+from analysis import fmt, run_figures
+from analysis.figures import plt
+from analysis.report import SCRIPT, STYLE
+from analysis.run_data import RunData, RunDataError, load_run
+from sim.files import atomic_path, atomic_write_text, writable_dir
+
+__all__ = ["RunDataError", "build_run_report"]
+
+
+def build_run_report(run_dir: Path, report_dir: Path | None = None) -> Path:
+    data = load_run(run_dir)
+    report_dir = writable_dir(report_dir or run_dir / "report")
+    drawn, missing = [], []
+    for stem, title, draw, why in run_figures.FIGURES:
+        made = draw(data)
+        if made is None:
+            missing.append((title, why))
+            continue
+        fig, caption = made
+        for ext in ("png", "svg"):
+            with atomic_path(report_dir / f"{stem}.{ext}") as tmp:
+                fig.savefig(tmp, format=ext, dpi=110)
+        plt.close(fig)
+        png = base64.b64encode((report_dir / f"{stem}.png").read_bytes()).decode("ascii")
+        drawn.append((stem, title, caption, png))
+    page = report_dir / "index.html"
+    atomic_write_text(page, _html(data, drawn, missing))
+    return page
+
+
+def _rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    lat = s.get("latency_ms", {})
+    rows = [("verdict", s["verdict"]), ("sent_ok (SEND_OK)", fmt.count(s["sent_ok"])),
+            ("send failed", fmt.count(s["send_failed"])), ("consumed (ok)", fmt.count(s["consumed"])),
+            ("lost", fmt.count(s["lost"])), ("pending retry", fmt.count(s["pending_retry"])),
+            ("in DLQ", fmt.count(s["dlq"])), ("duplicates", fmt.count(s["duplicates"])),
+            ("order violations", "n/a (no orderly group)" if s.get("order_violations") is None
+             else fmt.count(s["order_violations"])),
+            ("warm-up", fmt.duration_ms(s.get("warmup_ms", 0)))]
+    rows += [(f"end-to-end latency {k}", fmt.duration_ms(v)) for k, v in lat.items()]
+    rows += [(f"duplicates: {k}", fmt.count(v)) for k, v in s.get("duplicate_causes", {}).items()]
+    return rows
+
+
+def _html(data: RunData, drawn: list[tuple[str, str, str, str]], missing: list[tuple[str, str]]) -> str:
+    s = data.summary
+    table = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _rows(s))
+    failures = "".join(f"<li>{html.escape(f)}</li>" for f in s.get("failures", []))
+    faults = "".join(f"<li>{html.escape(w['kind'])} {html.escape(str(w['target']))}: "
+                     f"{fmt.duration_ms(w['start_ms'])} – {fmt.duration_ms(w['end_ms'])}</li>" for w in data.windows)
+    figs = "".join(
+        f'<figure id="{stem}"><h2>{html.escape(title)}</h2><img class="figure" alt="{html.escape(title)}" '
+        f'src="data:image/png;base64,{png}"><figcaption>{html.escape(caption)} '
+        f'<span class="files">({stem}.png · {stem}.svg)</span></figcaption></figure>'
+        for stem, title, caption, png in drawn)
+    absent = "".join(f'<li class="absent"><b>{html.escape(t)}</b>: {html.escape(why)}</li>' for t, why in missing)
+    name = html.escape(str(s["scenario"]))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>rmqsim run report: {name} seed {s['seed']}</title>
+<style>{STYLE} th{{text-align:left}}</style><script>{SCRIPT}</script></head>
+<body>
+<h1>rmqsim run report: {name}, seed {s['seed']}</h1>
+<p>Run directory <code>{html.escape(str(data.directory))}</code>; scenario digest
+<code>{html.escape(s['scenario_sha256'][:16])}</code>, trace digest <code>{html.escape(s['trace_sha256'][:16])}</code>;
+{fmt.duration_ms(s['sim_time_ms'])} simulated, {fmt.count(s['records'])} records.</p>
+<h2>Summary: verdict {html.escape(s['verdict'])}</h2>
+<table>{table}</table>
+{f"<ul>{failures}</ul>" if failures else ""}
+<h2>Fault windows</h2>
+{f"<ul>{faults}</ul>" if faults else "<p>No faults.</p>"}
+{figs}
+<h2>Not drawn</h2>
+{f"<ul>{absent}</ul>" if absent else "<p>Every figure was drawn.</p>"}
+</body></html>
+"""
