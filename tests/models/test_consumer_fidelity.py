@@ -90,8 +90,8 @@ def test_send_back_falls_back_to_inner_producer():
 def test_failures_reach_dlq_after_16_reconsumes(seed):
     """Every consumption fails: each message is delivered 17 times (original + 16 retries at
     levels 3..18) and then stored in %DLQ%billing; retry k arrives after the level's delay
-    (+ at most the schedule's 100 ms tick and the send-back and pull round trips). Every message, also one that is alone in its
-    broker's delay level (seed 1: the only message on broker-b)."""
+    (+ at most the schedule's 100 ms tick and the send-back and pull round trips). Every
+    message, also one alone in its broker's delay level (seed 1: the only one on broker-b)."""
     data = world(duration_ms=4_000, settle_ms=6 * 3600_000)
     data["producers"] = [{"name": "p", "topic": "orders", "rate_per_s": 2, "start_ms": 3_000}]
     data["consumers"] = [{"name": "c", "group": "billing", "topic": "orders", "failure_probability": 0.999999}]
