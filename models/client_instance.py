@@ -240,11 +240,13 @@ class MQClientInstance:
             yield node.sleep_us(max(0, started + self.heartbeat_interval_us - node.env._now))
 
     def send_heartbeat_to_all_broker_with_lock(self, then: Callable[[], None]) -> None:
-        """sendHeartbeatToAllBrokerWithLock from a callback (consumer start), then `then()`: the
-        Java caller blocks until the round is over (each heartbeat waits for its answer) and only
-        then rebalances; if a round already holds the lock, tryLock fails and `then()` runs at once."""
-        if self._heartbeat_running:
-            then()
+        """sendHeartbeatToAllBrokerWithLock from a callback (consumer start), then `then()` if it
+        returned true: the Java caller blocks until the round is over (each heartbeat waits for
+        its answer) and only then rebalances. It returns false, and `then()` is not called, when
+        a round already holds the lock (tryLock fails), when the client has no producer and no
+        consumer, or when the broker address table is empty (no route known yet: nothing was
+        sent); a round that sent heartbeats returns true whatever their answers."""
+        if self._heartbeat_running or (not self.producers and not self.consumers) or not self.broker_addr_table:
             return
         self.node.env.process(self._heartbeat_then(then))
 

@@ -161,11 +161,12 @@ class ReputMessageService:
             if cq.topic == SCHEDULE_TOPIC:
                 level = mapped.props[i][PROPERTY_DELAY_TIME_LEVEL]
                 cq.units += pack(start, size, self.delivery_us(level, store_us))
+                cq.max_offset += 1  # before the listener: it arms on units below max_offset
                 if self.schedule_listener is not None:
                     self.schedule_listener(level)
             else:
                 cq.units += pack(start, size, codes[tags])
-            cq.max_offset += 1
+                cq.max_offset += 1
             cq.hint_phys, cq.hint_file, cq.hint_index = start, mapped, i
             touched[key] = cq
             self.reput_from = start + size

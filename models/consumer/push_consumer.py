@@ -3,7 +3,8 @@
 One PushConsumer is one client process (node) with one consumer group, registered with the
 process's MQClientInstance (models/client_instance.py), which polls the routes, keeps the broker
 address table, heartbeats and persists offsets. Start-up: fetch routes of the subscribed topics
-(plus `%RETRY%<group>` in CLUSTERING), heartbeat to every broker, then rebalance at once.
+(plus `%RETRY%<group>` in CLUSTERING), heartbeat to every broker, then rebalance at once if
+the heartbeat round went out (not when no broker address was known yet).
 Timers of the client instance: route poll every 30 s (first after 10 ms), heartbeat every 30 s
 (first after 1 s), offset persist every 5 s (first after 10 s); rebalance every 20 s.
 
@@ -99,7 +100,9 @@ class PushConsumer:
         """start(): fetch every subscription's route (each answer or failure counts), then
         heartbeat to every broker and rebalance at once, as the Java start() does after its
         synchronous route updates (a topic without a route yet, like a new %RETRY% topic, does
-        not hold the heartbeat back)."""
+        not hold the heartbeat back). With no broker address known yet (no route found), the
+        heartbeat returns false and start() wakes nobody up: the first round waits for a
+        broker's notification after the scheduled heartbeat, or the 20 s timer."""
         self._routes_pending = len(self.subscriptions)
         self.node.stopped = False
         self.rebalancer.start()

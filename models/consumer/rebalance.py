@@ -10,9 +10,13 @@ broker's searchOffset; the max offset for a retry topic)), and their first pull 
 no pull for 120 s are dropped and re-added. An empty or missing member list changes nothing.
 
 RebalanceService runs every 20 s on its own timer, started with the client whatever else
-happens, and on wake-ups (start, NOTIFY_CONSUMER_IDS_CHANGED, an OFFSET_ILLEGAL correction), at
-least 1 s apart (5.2.0+; `lastRebalanceTimestamp` starts at construction, so a wake-up within the
-client's first second waits for it to pass).
+happens, and on wake-ups (start, if its heartbeat round went out; NOTIFY_CONSUMER_IDS_CHANGED; an
+OFFSET_ILLEGAL correction), at least 1 s apart (5.2.0+; `lastRebalanceTimestamp` starts at
+construction, so a wake-up within the client's first second waits for it to pass; a wake-up is
+deferred, never dropped). Not modelled: 5.2.0+'s 1 s wait after a round that reports "not
+balanced" (every round here is followed by the 20 s wait), and 5.x's heartbeat-and-wake-up on a
+newly active broker channel (`enableHeartbeatChannelEventListener`; the broker's notification
+after the same heartbeat wakes the service at about the same time).
 """
 
 from __future__ import annotations

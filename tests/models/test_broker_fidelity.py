@@ -12,7 +12,7 @@ from typing import Any
 
 from models.broker.broker import Broker
 from models.broker.config import BrokerConfig, MessageStoreConfig
-from models.message import Message, msg_id_of, record_bytes
+from models.message import PROPERTY_DELAY_TIME_LEVEL, Message, msg_id_of, record_bytes
 from models.protocol import SUCCESS, SYSTEM_BUSY, SendMessage, SendResponse
 from models.records import (
     BROKER_BUSY,
@@ -20,6 +20,7 @@ from models.records import (
     COMMIT_LOG_FLUSHED,
     CONSUMER_OFFSETS_LOADED,
     OFFSET_REUSED,
+    SCHEDULE_DELIVERED,
 )
 from sim.disk import DiskConfig
 from sim.dist import Constant
@@ -253,3 +254,24 @@ def test_offset_by_time_5x_lower_bound_and_4x_nearest():
         results[version] = [by_time(TOPIC, 0, t_ms * 1_000) for t_ms in (500, 1_000, 1_400, 1_600, 4_500)]
     assert results["5.x"] == [0, 0, 1, 1, 4]  # first unit stored at or after; all older: one past the end
     assert results["4.x"] == [0, 0, 0, 1, 3]  # nearest; all older: the last unit
+
+
+# --- ScheduleMessageService -----------------------------------------------------------------------
+
+def test_delayed_message_into_an_empty_level_is_delivered_at_its_due_tick():
+    """A delay-level-3 (10 s) message put while its level's ConsumeQueue is empty (the first one,
+    and one after the level was drained) is delivered 10 s after storing, within one 100 ms
+    DELAY_FOR_A_WHILE tick. (The dispatch told the service before the unit counted, so a lone
+    message in a level was never delivered.)"""
+    env, b = make_broker()
+    stored = []
+    for at_us, seq in ((2_000_000, 1), (30_000_000, 2)):  # (the service begins 1 s after start)
+        env.run(until=at_us)
+        m = page_msg(seq)
+        b.put_message(m.msg_id, m.topic, 0, m.size_bytes, m.body_bytes, None, 0, {PROPERTY_DELAY_TIME_LEVEL: 3})
+        stored.append((m.msg_id, env._now))
+    env.run(until=60_000_000)
+    delivered = {r[3]: r[0] for r in env.tracer.of_kind(SCHEDULE_DELIVERED)}
+    assert set(delivered) == {msg_id for msg_id, _ in stored}
+    for msg_id, at_us in stored:
+        assert 10_000_000 <= delivered[msg_id] - at_us <= 10_100_000, (msg_id, delivered[msg_id] - at_us)
