@@ -93,13 +93,20 @@ def percentiles(values_ms: np.ndarray) -> dict[str, float | None]:
     return {name: (float(ordered[max(0, int(np.ceil(q * n)) - 1)]) if n else None) for name, q in SPECTRUM}
 
 
-def publish_latency_ms(data: RunData) -> np.ndarray:
-    """Send call: outcome time minus first attempt, per message sent at or after the warm-up."""
+def measured_sends(data: RunData) -> dict[str, np.ndarray]:
+    """The `producer.sent` columns of the sends born at or after the warm-up (those the send
+    latency statistics measure; ONEWAY sends have no outcome time and are left out too)."""
     sent = data.kind(PRODUCER_SENT)
     if not sent:
-        return np.zeros(0)
-    keep = sent["born_us"] >= data.warmup_ms * 1000
-    return (sent["t_us"][keep] - sent["born_us"][keep]) / 1000
+        return {}
+    keep = (sent["born_us"] >= data.warmup_ms * 1000) & (sent["status"] != "ONEWAY")
+    return {name: values[keep] for name, values in sent.items()}
+
+
+def publish_latency_ms(data: RunData) -> np.ndarray:
+    """Send call: outcome time minus first attempt, per message sent at or after the warm-up."""
+    sent = measured_sends(data)
+    return (sent["t_us"] - sent["born_us"]) / 1000 if sent else np.zeros(0)
 
 
 def first_consumptions(data: RunData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

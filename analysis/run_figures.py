@@ -118,8 +118,8 @@ def _per_second_quantile(second: np.ndarray, values: np.ndarray, q: float) -> tu
 
 
 def latency_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
-    sent = data.kind(rd.PRODUCER_SENT)
-    if not sent:
+    sent = rd.measured_sends(data)
+    if not sent or not len(sent["t_us"]):
         return None
     second = (sent["born_us"] // 1_000_000).astype(np.int64)
     publish = (sent["t_us"] - sent["born_us"]) / 1000
@@ -132,7 +132,8 @@ def latency_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
         ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], markersize=3, label=f"p99, sends to {broker}")
     ax.set_yscale("log")
     _finish(fig, ax, data, "send time (simulated s)", "send call latency (ms)", "Publish latency over time, p99 per broker", "upper right")
-    return fig, "When did sends slow down, to which broker, and does that line up with a fault?"
+    return fig, ("When did sends slow down, to which broker, and does that line up with a fault? (sends in "
+                 "the warm-up not measured)")
 
 
 def _per_second_lines(series: dict[str, np.ndarray], offset_s: float) -> tuple[Figure, Axes]:
