@@ -15,20 +15,21 @@ import html
 from pathlib import Path
 from typing import Any
 
-from analysis import fmt, run_figures
+from analysis import fmt, run_figures, txn_figures
 from analysis.figures import plt
 from analysis.report import SCRIPT, STYLE
 from analysis.run_data import RunData, RunDataError, load_run
 from sim.files import atomic_path, atomic_write_text, writable_dir
 
-__all__ = ["RunDataError", "build_run_report"]
+__all__ = ["FIGURES", "RunDataError", "build_run_report"]
+FIGURES = run_figures.FIGURES + txn_figures.FIGURES  # (stem, title, function, why not drawn), page order
 
 
 def build_run_report(run_dir: Path, report_dir: Path | None = None) -> Path:
     data = load_run(run_dir)
     report_dir = writable_dir(report_dir or run_dir / "report")
     drawn, missing = [], []
-    for stem, title, draw, why in run_figures.FIGURES:
+    for stem, title, draw, why in FIGURES:
         made = draw(data)
         if made is None:
             missing.append((title, why))
