@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -85,8 +86,10 @@ def _assert_renders(run: Path, captions: tuple[str, ...], tmp_path: Path) -> str
     dom = subprocess.run([browser, *flags, "--dump-dom", page], capture_output=True, text=True, timeout=120,
                          env=env).stdout
     assert f'data-figures-loaded="{len(drawn)}/{len(drawn)}"' in dom
-    for _stem, title in drawn:
+    for stem, title in drawn:
         assert f"<h2>{title}</h2>" in dom, title
+        caption = re.search(rf'<figure id="{stem}">.*?<figcaption>(.*?)<span', dom, re.S)
+        assert caption and "?" in caption.group(1), stem  # every figure says what question it answers
     for caption in captions:
         assert html.escape(caption, quote=False) in dom, caption
     why_of = {title: why for _stem, title, _f, why in FIGURES}
