@@ -56,8 +56,19 @@ def _rows(s: dict[str, Any]) -> list[tuple[str, str]]:
              else fmt.count(s["order_violations"])),
             ("warm-up", fmt.duration_ms(s.get("warmup_ms", 0)))]
     rows += [(f"end-to-end latency {k}", fmt.duration_ms(v)) for k, v in lat.items()]
+    rows += [(f"send latency (RT) {k}", fmt.duration_ms(v)) for k, v in (s.get("send_latency_ms") or {}).items()]
     rows += [(f"duplicates: {k}", fmt.count(v)) for k, v in s.get("duplicate_causes", {}).items()]
-    return rows
+    return rows + _txn_rows(s.get("txn"))
+
+
+def _txn_rows(txn: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The transaction checker's headline figures (analysis/txn_checker.py); none without transactions."""
+    if not txn:
+        return []
+    rows = [(f"transactions: {k.replace('_', ' ')}", fmt.count(txn[k]))
+            for k in ("transactions", "committed_lost", "rolled_back_visible", "pending", "discarded", "checks")]
+    return rows + [(f"transactions: half → resolution {k}", fmt.duration_ms(txn[f"resolution_ms_{k}"]))
+                   for k in ("p50", "p99")]
 
 
 def _html(data: RunData, drawn: list[tuple[str, str, str, str]], missing: list[tuple[str, str]]) -> str:

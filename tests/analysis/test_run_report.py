@@ -114,12 +114,13 @@ def test_run_report_renders_in_headless_chromium(reported: Path, tmp_path: Path)
 
     verdict = json.loads((reported / "summary.json").read_text())["verdict"]
     assert "disk_slow broker-b" in dom and f"verdict {verdict}" in dom
+    assert "<th>send latency (RT) p99</th>" in dom and "transactions:" not in dom
 
 
 def test_run_report_transaction_panel_renders(reported_txn: Path, tmp_path: Path) -> None:
     drawn, _missing = _expected(reported_txn)
     assert {stem for stem, _f, _d, _w in txn_figures.FIGURES} <= {stem for stem, _t in drawn}
-    _assert_renders(reported_txn, (
+    dom = _assert_renders(reported_txn, (
         "Did each transactional message become visible if and only if its local transaction committed?",
         "How many transactions hang undecided over time, and how many is the broker already checking back?",
         "When did the broker check back on undecided transactions, was there a storm, and what did producers answer?",
@@ -128,6 +129,10 @@ def test_run_report_transaction_panel_renders(reported_txn: Path, tmp_path: Path
         "How many check-backs did a transaction need before it was resolved?",
         "How long does a transaction stay undecided, from its half message to commit, rollback or discard?"),
         tmp_path)
+    import json
+
+    txn = json.loads((reported_txn / "summary.json").read_text())["txn"]
+    assert f"<th>transactions: discarded</th><td>{txn['discarded']:,}</td>" in dom and txn["discarded"] > 0
 
 
 def test_report_of_a_finished_run_directory(reported: Path, tmp_path: Path) -> None:
