@@ -250,6 +250,7 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     world = build(sc, seed, keep_records)
     env, tracer = world.env, world.env.tracer
     ledger = make_ledger(world)
+    ledger.count_rt = progress is not None  # the progress line's Max/Average RT
     txn_ledger = TxnLedger(world.producers)
     writer = TraceWriter(Path(trace_dir)) if trace_dir is not None else None
     tracer.observers += [ledger.feed, *([txn_ledger.feed] if txn_ledger.enabled else []), *observers,
