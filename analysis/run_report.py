@@ -65,8 +65,9 @@ def _txn_rows(txn: dict[str, Any] | None) -> list[tuple[str, str]]:
     """The transaction checker's headline figures (analysis/txn_checker.py); none without transactions."""
     if not txn:
         return []
-    rows = [(f"transactions: {k.replace('_', ' ')}", fmt.count(txn[k]))
-            for k in ("transactions", "committed_lost", "rolled_back_visible", "pending", "discarded", "checks")]
+    rows = [("transactions (half messages stored)", fmt.count(txn["transactions"]))]
+    rows += [(f"transactions: {k.replace('_', ' ')}", fmt.count(txn[k]))
+             for k in ("committed_lost", "rolled_back_visible", "pending", "discarded", "checks")]
     return rows + [(f"transactions: half → resolution {k}", fmt.duration_ms(txn[f"resolution_ms_{k}"]))
                    for k in ("p50", "p99")]
 
