@@ -52,7 +52,8 @@ Send side (from the producer records, per message; a batch's outcome counts once
   `sent_not_ok` by status, `send_failures_by_reason` splits `send_failed`); `sent_attempts` sums
   the requests those sends made; `send_retried` counts sends that needed more than one;
 - send_latency_ms: RT (send() call → its result) of every send that returned a result (any store
-  status; not ONEWAY, not failed), nearest-rank percentiles;
+  status; not ONEWAY, not failed) and was born at or after the warm-up (as for `latency_ms`; the
+  send counts above cover every send), nearest-rank percentiles;
 - send_share_by_broker: each broker's fraction of `producer.sent` records (the broker of the final
   attempt; ONEWAY included); `send_share_by_broker_in_faults` and `send_latency_ms_in_faults`:
   the share and the send latency over the sends born in a second that lies wholly inside a fault
@@ -402,15 +403,16 @@ def send_metrics(ledger: Ledger) -> dict[str, Any]:
 
 
 def _send_latencies(ledger: Ledger, seconds: set[int] | None) -> np.ndarray:
-    """RT (µs) of every send that returned a result; with `seconds`, of those born in them."""
+    """RT (µs) of every send born at or after the warm-up that returned a result; with `seconds`,
+    of those born in them."""
     parts = []
     for p in range(len(ledger.producers)):
         n = ledger.top_seq[p] + 1 if ledger.top_seq[p] else 0
         rt = np.frombuffer(ledger.rt_us[p], np.uint32)[:n]
-        keep = rt != NO_RT
+        born = np.frombuffer(ledger.born_us[p], np.int64)[:n]
+        keep = (rt != NO_RT) & (born >= ledger.warmup_us)  # warm-up: not measured, as in latency_ms
         if seconds is not None:
-            born_s = np.frombuffer(ledger.born_us[p], np.int64)[:n] // 1_000_000
-            keep &= np.isin(born_s, np.fromiter(seconds, np.int64, len(seconds)))
+            keep &= np.isin(born // 1_000_000, np.fromiter(seconds, np.int64, len(seconds)))
         parts.append(rt[keep].astype(np.int64))
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 

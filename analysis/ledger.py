@@ -10,7 +10,8 @@ number, one set per producer (message ids are `producer_index << 32 | seq`, mode
 - per message: its send latency (RT = outcome time - born_us) when the send returned a result
   (not ONEWAY, not failed), 4 bytes; per run, counts of send outcomes by status, by failure
   reason, by broker and second of birth (the per-broker send share), retried and steered-away
-  sends;
+  sends, and (for a run showing progress) the running count, sum and maximum of send RTs (the
+  progress line's Max/Average RT);
 - per consumption *unit* (a consumer group; each member of a BROADCASTING group is its own unit)
   and message: the first successful consumption time, the number of successful consumptions,
   and whether the message went down the retry path (a failed consumption) or to the DLQ.
@@ -166,6 +167,10 @@ class Ledger:
         self.sends_by_second: Counter = Counter()  # (second of born_us, broker) -> producer.sent records
         self.send_retried = 0  # send outcomes that took more than one attempt
         self.send_steered = 0  # send outcomes with at least one attempt steered away
+        # RT of the sends that returned a result so far, every send (the progress line's Max/Average RT;
+        # counted only when `count_rt` is set, by a run that shows progress)
+        self.count_rt = False
+        self.rt_count, self.rt_sum_us, self.rt_max_us = 0, 0, 0
         self._brokers: dict[str, None] = {}  # brokers seen in send outcomes
         for group, topic in subscriptions.items():
             if group in self.broadcasting:
@@ -272,6 +277,8 @@ class Ledger:
         born = np.array(cols[10], np.int64)
         self._count_by_second(born // 1_000_000, cols[6])
         rt = np.where(oneway, NO_RT, np.minimum(np.array(cols[0], np.int64) - born, RT_CAP_US)).astype(np.uint32)
+        if self.count_rt:
+            self._count_rt(rt[~oneway])
         bits = np.where(ok, ACKED, np.where(oneway, ONEWAY, NOT_OK)).astype(np.uint8)
         shard = np.array(cols[5], np.int32)
         for p, sel, seqs in self._by_producer(ids):
@@ -287,6 +294,13 @@ class Ledger:
         self.counts["sent_attempts"] += sum(attempts)
         self.send_retried += n - attempts.count(1) - attempts.count(0)
         self.send_steered += n - steered.count(0)
+
+    def _count_rt(self, rt: np.ndarray) -> None:
+        """Running count, sum and maximum of the RTs of a chunk's sends that returned a result."""
+        if len(rt):
+            self.rt_count += len(rt)
+            self.rt_sum_us += int(rt.sum(dtype=np.int64))
+            self.rt_max_us = max(self.rt_max_us, int(rt.max()))
 
     def _count_by_second(self, seconds: np.ndarray, brokers: list[str]) -> None:
         """sends_by_second += the (second, broker) pairs (a chunk spans a second or two; the brokers

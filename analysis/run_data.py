@@ -22,7 +22,18 @@ import pyarrow.parquet as pq
 
 from analysis.run_rows import fault_windows
 from analysis.trace_store import kind_path
-from models.records import BROKER_STORED, CONSUMER_CONSUMED, CONSUMER_REBALANCED, PRODUCER_SENT
+from models.records import (
+    BROKER_STORED,
+    CONSUMER_CONSUMED,
+    CONSUMER_REBALANCED,
+    PRODUCER_SEND_FAILED,
+    PRODUCER_SENT,
+    TXN_CHECK_ANSWERED,
+    TXN_CHECKED,
+    TXN_DISCARDED,
+    TXN_ENDED,
+    TXN_LOCAL_DONE,
+)
 from sim.trace import FAULT_HEALED, FAULT_INJECTED
 
 SPECTRUM = (("p50", 0.50), ("p75", 0.75), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99), ("p99.9", 0.999),
@@ -65,7 +76,11 @@ def load_run(directory: Path) -> RunData:
     wanted = {PRODUCER_SENT: ("t_us", "node", "msg_id", "broker", "status", "born_us"),
               CONSUMER_CONSUMED: ("t_us", "node", "group", "msg_id", "ok"),
               BROKER_STORED: ("t_us", "node", "msg_id", "topic", "reconsume_times"),
-              CONSUMER_REBALANCED: ("t_us", "node", "group")}
+              CONSUMER_REBALANCED: ("t_us", "node", "group"),
+              # transactions (analysis/txn_data.py); a run without them has none of these files
+              PRODUCER_SEND_FAILED: ("msg_id", "born_us"), TXN_CHECKED: ("t_us", "msg_id"),
+              TXN_ENDED: ("t_us", "msg_id", "action", "from_check", "code"), TXN_DISCARDED: ("t_us", "msg_id"),
+              TXN_LOCAL_DONE: ("t_us", "msg_id", "state"), TXN_CHECK_ANSWERED: ("t_us", "state")}
     for kind, cols in wanted.items():
         path = kind_path(directory / "trace", kind)
         if path.is_file():
@@ -93,13 +108,20 @@ def percentiles(values_ms: np.ndarray) -> dict[str, float | None]:
     return {name: (float(ordered[max(0, int(np.ceil(q * n)) - 1)]) if n else None) for name, q in SPECTRUM}
 
 
-def publish_latency_ms(data: RunData) -> np.ndarray:
-    """Send call: outcome time minus first attempt, per message sent at or after the warm-up."""
+def measured_sends(data: RunData) -> dict[str, np.ndarray]:
+    """The `producer.sent` columns of the sends born at or after the warm-up (those the send
+    latency statistics measure; ONEWAY sends have no outcome time and are left out too)."""
     sent = data.kind(PRODUCER_SENT)
     if not sent:
-        return np.zeros(0)
-    keep = sent["born_us"] >= data.warmup_ms * 1000
-    return (sent["t_us"][keep] - sent["born_us"][keep]) / 1000
+        return {}
+    keep = (sent["born_us"] >= data.warmup_ms * 1000) & (sent["status"] != "ONEWAY")
+    return {name: values[keep] for name, values in sent.items()}
+
+
+def publish_latency_ms(data: RunData) -> np.ndarray:
+    """Send call: outcome time minus first attempt, per message sent at or after the warm-up."""
+    sent = measured_sends(data)
+    return (sent["t_us"] - sent["born_us"]) / 1000 if sent else np.zeros(0)
 
 
 def first_consumptions(data: RunData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

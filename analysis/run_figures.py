@@ -51,7 +51,7 @@ def fault_bands(ax: Axes, data: rd.RunData) -> int:
     return len(rows)
 
 
-def _finish(fig: Figure, ax: Axes, data: rd.RunData, xlabel: str, ylabel: str, title: str, legend: str) -> None:
+def finish_time_axes(fig: Figure, ax: Axes, data: rd.RunData, xlabel: str, ylabel: str, title: str, legend: str) -> None:
     """A time figure's common part: fault bands, labels, the title above the fault labels' rows."""
     rows = fault_bands(ax, data)
     ax.set_xlabel(xlabel)
@@ -61,7 +61,7 @@ def _finish(fig: Figure, ax: Axes, data: rd.RunData, xlabel: str, ylabel: str, t
     fig.tight_layout()
 
 
-def _spectrum_panel(ax: Axes, values_ms: np.ndarray, what: str) -> None:
+def spectrum_panel(ax: Axes, values_ms: np.ndarray, what: str) -> None:
     pct = rd.percentiles(values_ms)
     xs = [1 / (1 - q) for _name, q in rd.SPECTRUM]
     ys = [pct[name] if pct[name] is not None else np.nan for name, _q in rd.SPECTRUM]
@@ -84,8 +84,8 @@ def latency_spectra(data: rd.RunData) -> tuple[Figure, str] | None:
     if not len(publish) and not len(e2e):
         return None
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
-    _spectrum_panel(axes[0], publish, "Publish (send call) latency")
-    _spectrum_panel(axes[1], e2e, "End-to-end latency (send → first consume)")
+    spectrum_panel(axes[0], publish, "Publish (send call) latency")
+    spectrum_panel(axes[1], e2e, "End-to-end latency (send → first consume)")
     fig.suptitle("Latency percentile spectra, p50 to p99.99", fontsize=12)
     fig.tight_layout()
     return fig, ("How slow are sends and deliveries, up to the 1-in-10,000 message? (warm-up of "
@@ -104,7 +104,7 @@ def rates_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
         counts = rd.per_second(t, data.end_s)
         ax.plot(np.arange(len(counts)) + 0.5, counts, marker=MARKERS[i], markersize=3, label=label)
     ax.set_ylim(bottom=0)
-    _finish(fig, ax, data, "simulated time (s)", "messages per second", "Publish and consume rate over time", "lower right")
+    finish_time_axes(fig, ax, data, "simulated time (s)", "messages per second", "Publish and consume rate over time", "lower right")
     return fig, "Did throughput hold through the faults, and did consumers keep up with producers?"
 
 
@@ -118,8 +118,8 @@ def _per_second_quantile(second: np.ndarray, values: np.ndarray, q: float) -> tu
 
 
 def latency_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
-    sent = data.kind(rd.PRODUCER_SENT)
-    if not sent:
+    sent = rd.measured_sends(data)
+    if not sent or not len(sent["t_us"]):
         return None
     second = (sent["born_us"] // 1_000_000).astype(np.int64)
     publish = (sent["t_us"] - sent["born_us"]) / 1000
@@ -131,11 +131,12 @@ def latency_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
         xs, ys = _per_second_quantile(second[mine], publish[mine], 0.99)
         ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], markersize=3, label=f"p99, sends to {broker}")
     ax.set_yscale("log")
-    _finish(fig, ax, data, "send time (simulated s)", "send call latency (ms)", "Publish latency over time, p99 per broker", "upper right")
-    return fig, "When did sends slow down, to which broker, and does that line up with a fault?"
+    finish_time_axes(fig, ax, data, "send time (simulated s)", "send call latency (ms)", "Publish latency over time, p99 per broker", "upper right")
+    return fig, ("When did sends slow down, to which broker, and does that line up with a fault? (sends in "
+                 "the warm-up not measured)")
 
 
-def _per_second_lines(series: dict[str, np.ndarray], offset_s: float) -> tuple[Figure, Axes]:
+def per_second_lines(series: dict[str, np.ndarray], offset_s: float) -> tuple[Figure, Axes]:
     """A time figure with one marked line per series of per-second values (`offset_s` into the second)."""
     fig, ax = plt.subplots(figsize=(11, 4.2))
     for i, (label, values) in enumerate(series.items()):
@@ -147,9 +148,9 @@ def send_share(data: rd.RunData) -> tuple[Figure, str] | None:
     shares = rd.send_share_by_broker(data)
     if len(shares) < 2:
         return None
-    fig, ax = _per_second_lines(shares, 0.5)
+    fig, ax = per_second_lines(shares, 0.5)
     ax.set_ylim(0, 1.05)
-    _finish(fig, ax, data, "simulated time (s)", "share of the second's SEND_OK", "Send share per broker over time", "lower right")
+    finish_time_axes(fig, ax, data, "simulated time (s)", "share of the second's SEND_OK", "Send share per broker over time", "lower right")
     return fig, "Which broker do producers favour, and do they move away from a slow or failed one?"
 
 
@@ -157,12 +158,12 @@ def backlog(data: rd.RunData) -> tuple[Figure, str] | None:
     lag = rd.backlog_by_group(data)
     if not lag:
         return None
-    fig, ax = _per_second_lines(lag, 1.0)  # the backlog at each second's end
+    fig, ax = per_second_lines(lag, 1.0)  # the backlog at each second's end
     marks = rd.rebalances(data)
     for j, (t, _group) in enumerate(marks):
         ax.axvline(t, color="#666666", lw=0.6, ls=":", label="rebalance" if j == 0 else None)
     ax.set_ylim(bottom=0)
-    _finish(fig, ax, data, "simulated time (s)", "messages stored, not yet consumed", "Consumer lag (backlog) per group, rebalances marked", "upper right")
+    finish_time_axes(fig, ax, data, "simulated time (s)", "messages stored, not yet consumed", "Consumer lag (backlog) per group, rebalances marked", "upper right")
     return fig, "Does each group keep up, and how long does it take to drain after a fault or rebalance?"
 
 
@@ -177,7 +178,7 @@ def duplicates_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
                color=CAUSE_COLORS.get(cause), label=f"cause: {cause}")
         bottom[:len(values)] += values
     total = int(bottom.sum())
-    _finish(fig, ax, data, "consumption time (simulated s)", "duplicate deliveries per second", f"Duplicates over time by cause ({total:,} in all)", "upper right")
+    finish_time_axes(fig, ax, data, "consumption time (simulated s)", "duplicate deliveries per second", f"Duplicates over time by cause ({total:,} in all)", "upper right")
     return fig, "When did duplicates happen, and what caused them?"
 
 
@@ -203,18 +204,8 @@ def losses_by_cause(data: rd.RunData) -> tuple[Figure, str] | None:
             "Which mechanism lost acknowledged messages?")
 
 
-def transactions(data: rd.RunData) -> tuple[Figure, str] | None:
-    txn = rd.summary_metric(data, "txn")
-    if not isinstance(txn, dict):
-        return None
-    flat = {k: v for k, v in txn.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-    if not flat:
-        return None
-    return (by_cause_bars(flat, "Transactions", "count"),
-            "How many transactional messages were committed, rolled back or checked back?")
-
-
-# stem → (title, function, what a missing figure means); the page keeps this order
+# (stem, title, function, what a missing figure means); the page keeps this order, then
+# analysis/txn_figures.py's transaction panel (analysis/run_report.py FIGURES)
 FIGURES = (
     ("latency_spectra", "Latency percentile spectra", latency_spectra, "no message was sent"),
     ("rates_over_time", "Publish and consume rate over time", rates_over_time, "no message was sent"),
@@ -224,5 +215,4 @@ FIGURES = (
     ("duplicates_over_time", "Duplicates over time by cause", duplicates_over_time, "nothing was consumed"),
     ("losses_by_cause", "Losses by cause", losses_by_cause,
      "not recorded in this run (the summary has no `lost_by_cause`)"),
-    ("transactions", "Transactions", transactions, "no transactional producer in this run (`txn` is null)"),
 )

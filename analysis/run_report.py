@@ -15,20 +15,21 @@ import html
 from pathlib import Path
 from typing import Any
 
-from analysis import fmt, run_figures
+from analysis import fmt, run_figures, txn_figures
 from analysis.figures import plt
 from analysis.report import SCRIPT, STYLE
 from analysis.run_data import RunData, RunDataError, load_run
 from sim.files import atomic_path, atomic_write_text, writable_dir
 
-__all__ = ["RunDataError", "build_run_report"]
+__all__ = ["FIGURES", "RunDataError", "build_run_report"]
+FIGURES = run_figures.FIGURES + txn_figures.FIGURES  # (stem, title, function, why not drawn), page order
 
 
 def build_run_report(run_dir: Path, report_dir: Path | None = None) -> Path:
     data = load_run(run_dir)
     report_dir = writable_dir(report_dir or run_dir / "report")
     drawn, missing = [], []
-    for stem, title, draw, why in run_figures.FIGURES:
+    for stem, title, draw, why in FIGURES:
         made = draw(data)
         if made is None:
             missing.append((title, why))
@@ -55,8 +56,20 @@ def _rows(s: dict[str, Any]) -> list[tuple[str, str]]:
              else fmt.count(s["order_violations"])),
             ("warm-up", fmt.duration_ms(s.get("warmup_ms", 0)))]
     rows += [(f"end-to-end latency {k}", fmt.duration_ms(v)) for k, v in lat.items()]
+    rows += [(f"send latency (RT) {k}", fmt.duration_ms(v)) for k, v in (s.get("send_latency_ms") or {}).items()]
     rows += [(f"duplicates: {k}", fmt.count(v)) for k, v in s.get("duplicate_causes", {}).items()]
-    return rows
+    return rows + _txn_rows(s.get("txn"))
+
+
+def _txn_rows(txn: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The transaction checker's headline figures (analysis/txn_checker.py); none without transactions."""
+    if not txn:
+        return []
+    rows = [("transactions (half messages stored)", fmt.count(txn["transactions"]))]
+    rows += [(f"transactions: {k.replace('_', ' ')}", fmt.count(txn[k]))
+             for k in ("committed_lost", "rolled_back_visible", "pending", "discarded", "checks")]
+    return rows + [(f"transactions: half → resolution {k}", fmt.duration_ms(txn[f"resolution_ms_{k}"]))
+                   for k in ("p50", "p99")]
 
 
 def _html(data: RunData, drawn: list[tuple[str, str, str, str]], missing: list[tuple[str, str]]) -> str:

@@ -240,7 +240,8 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     (tests; memory grows with the run). `observers`: extra Tracer chunk observers. `trace_dir`:
     stream the trace there as Parquet, one file per record kind (analysis/trace_store.py).
     Bounds: see the module docstring. `progress`: called between slices of simulated time
-    (sim/progress.py) with `sim_us`, `end_us`, `events`, `wall_s` and the ledger's send counts.
+    (sim/progress.py) with `sim_us`, `end_us`, `events`, `wall_s`, the ledger's send counts and
+    its running send RT figures (`send_rt_count`, `send_rt_sum_us`, `send_rt_max_us`).
     """
     if not isinstance(sc, Scenario):
         sc = scenario_mod.load(sc, overrides)
@@ -249,6 +250,7 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     world = build(sc, seed, keep_records)
     env, tracer = world.env, world.env.tracer
     ledger = make_ledger(world)
+    ledger.count_rt = progress is not None  # the progress line's Max/Average RT
     txn_ledger = TxnLedger(world.producers)
     writer = TraceWriter(Path(trace_dir)) if trace_dir is not None else None
     tracer.observers += [ledger.feed, *([txn_ledger.feed] if txn_ledger.enabled else []), *observers,
@@ -260,7 +262,8 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     try:
         report = None if progress is None else (lambda: progress({
             "sim_us": env.now, "end_us": end_us, "events": env.processed(), "wall_s": time.perf_counter() - wall_start,
-            **ledger.counts}))
+            **ledger.counts, "send_rt_count": ledger.rt_count, "send_rt_sum_us": ledger.rt_sum_us,
+            "send_rt_max_us": ledger.rt_max_us}))
         stopped_by = _run(env, end_us, wall_start, max_events, max_wall_s, report)
         tracer.emit("run", trace.RUN_ENDED, "settled" if stopped_by is None else f"stopped:{stopped_by}")
         digest = tracer.close()

@@ -63,14 +63,52 @@ def test_progress_line_only_on_a_terminal() -> None:
     assert [p["sim_us"] for p in seen] == sorted(p["sim_us"] for p in seen)
     assert all(p["sent_ok"] >= 0 and p["send_failed"] >= 0 for p in seen)  # counts as records are flushed
     line = format_line({"sim_us": 12_000_000, "end_us": 80_000_000, "events": 3_100_000, "wall_s": 10.0,
-                        "sent_ok": 24_000, "send_failed": 3})
-    assert line == ("sim 12.0/80.0 s (15%) · 24,000 sent, send TPS 2,000, send failed 3 · 310,000 events/s · "
-                    "ETA 0:56")
+                        "sent_ok": 24_000, "send_failed": 3, "send_rt_count": 24_001, "send_rt_sum_us": 60_002_500,
+                        "send_rt_max_us": 41_250}, since=(4_001, 10_002_500))
+    assert line == ("sim 12.0/80.0 s (15%) · 24,000 sent, send TPS 2,000, Max RT 41.2 ms, Average RT 2.50 ms, "
+                    "send failed 3 · 310,000 events/s · ETA 0:56")
+    assert "Max RT -, Average RT -," in format_line({"sim_us": 1, "end_us": 2, "events": 0, "wall_s": 0.1})
     forced = io.StringIO()
     shown = ProgressLine(forced, force=True)
     shown(seen[-1])
     shown.close()
     assert forced.getvalue().startswith("\rsim ") and forced.getvalue().endswith("\n")
+
+
+class FakeTerminal(io.StringIO):
+    """A stream that says it is a terminal, as stderr in a shell does."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_line_max_and_average_rt_match_the_send_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a (fake) terminal every line's Max RT and Average RT are those of the send records the
+    checkers had counted when it was drawn: the maximum since the start, the mean since the
+    previous line (RocketMQ's benchmark Producer fields)."""
+    monkeypatch.setattr("sim.progress.INTERVAL_S", 0.0)  # a line at every slice
+    terminal = FakeTerminal()
+    line = ProgressLine(terminal)
+    assert line.enabled
+    seen: list[dict] = []
+    result = sim.run(BASELINE, overrides=[*SHORT, "duration_ms=12s", "producers[0].rate_per_s=400"], keep_records=True,
+                     progress=lambda p: (seen.append(dict(p)), line(p)))
+    line.close()
+    rts = [r[0] - r[10] for r in result.records if r[2] == "producer.sent" and r[8] != "ONEWAY"]
+    lines = terminal.getvalue().rstrip("\n").split("\r")[1:]
+    assert len(lines) == len(seen) >= 5
+    previous = 0
+    for p, text in zip(seen, lines, strict=True):
+        counted = rts[:p["send_rt_count"]]  # the records flushed to the checkers so far, in order
+        assert p["send_rt_sum_us"] == sum(counted)
+        assert p["send_rt_max_us"] == max(counted, default=0)
+        max_text = f"{max(counted) / 1000:,.1f} ms" if counted else "-"
+        window = rts[previous:p["send_rt_count"]]
+        avg_text = f"{sum(window) / len(window) / 1000:,.2f} ms" if window else "-"
+        assert f"Max RT {max_text}, Average RT {avg_text}," in text, text
+        previous = p["send_rt_count"]
+    assert len({p["send_rt_count"] for p in seen if p["send_rt_count"]}) >= 2  # several windows checked
+    assert max(rts) > 2 * (sum(rts) / len(rts))  # the two figures differ: a test that can fail
 
 
 def test_example_notebook_runs_end_to_end() -> None:

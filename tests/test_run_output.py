@@ -110,6 +110,51 @@ def test_the_default_warm_up_keeps_client_start_up_out_of_latency() -> None:
     assert (warm["sent_ok"], warm["consumed"], warm["lost"]) == (raw["sent_ok"], raw["consumed"], raw["lost"])
 
 
+SLOW_IN_WARMUP = {"duration_ms": "12s", "settle_ms": "3s",
+                  "cluster": {"brokers": [{"name": "broker-a"},
+                                          {"name": "broker-b", "store": {"flush_disk_type": "SYNC_FLUSH"}}]},
+                  "producers": [{"rate_per_s": 200}], "consumers": [{}],
+                  "faults": [{"at_ms": "2s", "kind": "disk_slow", "node": "broker-b", "factor": 50,
+                              "duration_ms": "3s"}]}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_send_latency_leaves_out_the_warm_up(seed: int, tmp_path: Path) -> None:
+    """Broker-b is slow from 2 s to 5 s. With a 1 s warm-up the slow sends are in `send_latency_ms`
+    (and in `send_latency_ms_in_faults`); with a 6 s warm-up they are not — the summary's send
+    latency is exactly that of the sends born after the warm-up, and the report's send-latency
+    figures (spectrum, p99 per broker over time) hold no send born before it. Counts and the digest
+    are the same."""
+    import sim
+    from analysis import run_data as rd
+    from analysis import run_figures
+    from analysis.checks import percentiles_ms
+
+    short = sim.run(scenario.from_data({**SLOW_IN_WARMUP, "warmup_ms": "1s"}), seed=seed).summary
+    run = sim.run(scenario.from_data({**SLOW_IN_WARMUP, "warmup_ms": "6s"}), seed=seed, keep_records=True,
+                  trace_dir=tmp_path / "trace")
+    long = run.summary
+    assert long["trace_sha256"] == short["trace_sha256"] and long["sends"] == short["sends"]
+    assert (long["lost"], long["duplicates"]) == (short["lost"], short["duplicates"])
+    sent = [r for r in run.records if r[2] == "producer.sent" and r[8] != "ONEWAY"]
+
+    def rts_after(warmup_us: int) -> list[int]:
+        return [r[0] - r[10] for r in sent if r[10] >= warmup_us]
+
+    assert long["send_latency_ms"] == percentiles_ms(rts_after(6_000_000))
+    assert short["send_latency_ms"] == percentiles_ms(rts_after(1_000_000))
+    assert long["send_latency_ms"]["max"] * 5 < short["send_latency_ms"]["max"]  # the slow sends are out
+    assert short["send_latency_ms_in_faults"]["p99"] > 5 * long["send_latency_ms"]["p99"]
+    assert set(long["send_latency_ms_in_faults"].values()) == {None}  # the whole fault was in the warm-up
+    (tmp_path / "summary.json").write_text(json.dumps(long))
+    data = rd.load_run(tmp_path)
+    assert len(rd.publish_latency_ms(data)) == len(rts_after(6_000_000)) < len(sent)
+    fig, _caption = run_figures.latency_over_time(data)
+    first_s = min(min(line.get_xdata()) for line in fig.axes[0].get_lines())
+    assert 6 <= first_s < 7  # a line point is the middle of a second of send time
+    run_figures.plt.close(fig)
+
+
 # --- output directories, reproduce line, version, closed pipe -----------------------------------
 
 def test_runs_without_out_get_fresh_directories_and_latest_links(tmp_path: Path) -> None:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from analysis import run_figures
+from analysis import run_figures, txn_figures
+from analysis.run_report import FIGURES
 from tests.analysis.test_report import _assert_figures_visible, _chromium
 from tests.conftest import ROOT
 
@@ -48,22 +50,32 @@ def reported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "out"
 
 
+@pytest.fixture(scope="module")
+def reported_txn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A transactional run (scenarios/txn_producers_down.yaml): the transaction panel is drawn."""
+    folder = tmp_path_factory.mktemp("run_report_txn")
+    done = cli("run", str(ROOT / "scenarios" / "txn_producers_down.yaml"), "--report", "--out", "out", cwd=folder)
+    assert done.returncode in (0, 1), done.stderr
+    return folder / "out"
+
+
 def _expected(run: Path) -> tuple[list[tuple[str, str]], list[str]]:
     """(stem, title) of the figures this run can draw, and the titles it cannot."""
     import json
 
     summary = json.loads((run / "summary.json").read_text())
-    drawn = [(stem, title) for stem, title, _f, _why in run_figures.FIGURES
+    drawn = [(stem, title) for stem, title, _f, _why in FIGURES
              if not (stem == "losses_by_cause" and "lost_by_cause" not in summary)
-             and not (stem == "transactions" and summary.get("txn") is None)]
-    missing = [title for stem, title, _f, _why in run_figures.FIGURES if (stem, title) not in drawn]
+             and not (any(f[0] == stem for f in txn_figures.FIGURES) and summary.get("txn") is None)]
+    missing = [title for stem, title, _f, _why in FIGURES if (stem, title) not in drawn]
     return drawn, missing
 
 
-def test_run_report_renders_in_headless_chromium(reported: Path, tmp_path: Path) -> None:
-    drawn, missing = _expected(reported)
-    assert len(drawn) >= 6
-    report = reported / "report"
+def _assert_renders(run: Path, captions: tuple[str, ...], tmp_path: Path) -> str:
+    """Headless Chromium loads every figure of the run's report, with each title and `captions`;
+    each figure the run cannot draw is listed with its reason. Returns the page's DOM."""
+    drawn, missing = _expected(run)
+    report = run / "report"
     for stem, _title in drawn:
         assert (report / f"{stem}.png").stat().st_size > 5_000, stem
         assert (report / f"{stem}.svg").read_text().lstrip().startswith(("<?xml", "<svg")), stem
@@ -74,24 +86,53 @@ def test_run_report_renders_in_headless_chromium(reported: Path, tmp_path: Path)
     dom = subprocess.run([browser, *flags, "--dump-dom", page], capture_output=True, text=True, timeout=120,
                          env=env).stdout
     assert f'data-figures-loaded="{len(drawn)}/{len(drawn)}"' in dom
-    for _stem, title in drawn:
+    for stem, title in drawn:
         assert f"<h2>{title}</h2>" in dom, title
-    for caption in ("How slow are sends and deliveries, up to the 1-in-10,000 message?",
-                    "Which broker do producers favour, and do they move away from a slow or failed one?",
-                    "Does each group keep up, and how long does it take to drain after a fault or rebalance?",
-                    "When did duplicates happen, and what caused them?"):
-        assert caption in dom, caption
-    why_of = {title: why for _stem, title, _f, why in run_figures.FIGURES}
+        caption = re.search(rf'<figure id="{stem}">.*?<figcaption>(.*?)<span', dom, re.S)
+        assert caption and "?" in caption.group(1), stem  # every figure says what question it answers
+    for caption in captions:
+        assert html.escape(caption, quote=False) in dom, caption
+    why_of = {title: why for _stem, title, _f, why in FIGURES}
     for title in missing:  # a metric this run has not recorded: said why, not drawn
         assert f"<b>{title}</b>: {html.escape(why_of[title])}" in dom, title
-    import json
-
-    verdict = json.loads((reported / "summary.json").read_text())["verdict"]
-    assert "disk_slow broker-b" in dom and f"verdict {verdict}" in dom
     shot = tmp_path / "shot.png"
     subprocess.run([browser, *flags, "--window-size=1400,5600", f"--screenshot={shot}", page],
                    capture_output=True, timeout=120, env=env, check=True)
     _assert_figures_visible(shot)
+    return dom
+
+
+def test_run_report_renders_in_headless_chromium(reported: Path, tmp_path: Path) -> None:
+    drawn, missing = _expected(reported)
+    assert len(drawn) >= 6 and "Check-backs per second" in missing  # no transactions: the panel is listed
+    dom = _assert_renders(reported, (
+        "How slow are sends and deliveries, up to the 1-in-10,000 message?",
+        "Which broker do producers favour, and do they move away from a slow or failed one?",
+        "Does each group keep up, and how long does it take to drain after a fault or rebalance?",
+        "When did duplicates happen, and what caused them?"), tmp_path)
+    import json
+
+    verdict = json.loads((reported / "summary.json").read_text())["verdict"]
+    assert "disk_slow broker-b" in dom and f"verdict {verdict}" in dom
+    assert "<th>send latency (RT) p99</th>" in dom and "transactions:" not in dom
+
+
+def test_run_report_transaction_panel_renders(reported_txn: Path, tmp_path: Path) -> None:
+    drawn, _missing = _expected(reported_txn)
+    assert {stem for stem, _f, _d, _w in txn_figures.FIGURES} <= {stem for stem, _t in drawn}
+    dom = _assert_renders(reported_txn, (
+        "Did each transactional message become visible if and only if its local transaction committed?",
+        "How many transactions hang undecided over time, and how many is the broker already checking back?",
+        "When did the broker check back on undecided transactions, was there a storm, and what did producers answer?",
+        "How and when were transactions resolved: committed or rolled back by the producer, by a check-back, "
+        "or discarded — and how many stayed unknown?",
+        "How many check-backs did a transaction need before it was resolved?",
+        "How long does a transaction stay undecided, from its half message to commit, rollback or discard?"),
+        tmp_path)
+    import json
+
+    txn = json.loads((reported_txn / "summary.json").read_text())["txn"]
+    assert f"<th>transactions: discarded</th><td>{txn['discarded']:,}</td>" in dom and txn["discarded"] > 0
 
 
 def test_report_of_a_finished_run_directory(reported: Path, tmp_path: Path) -> None:
