@@ -416,10 +416,10 @@ class Broker:
                                                                        MASTER_ID)))
         topic_index = self.commit_log.topic_index.get(req.topic)
         cq = None if topic_index is None else self.reput.queues.get(topic_index << QUEUE_ID_BITS | req.queue_id)
-        if cq is not None and req.queue_offset == cq.max_offset and req.suspend_timeout_us > 0 \
-                and self.cfg.long_polling_enable:
+        suspend_us = req.suspend_timeout_us
+        if cq is not None and req.queue_offset == cq.max_offset and suspend_us > 0 and self.cfg.long_polling_enable:
             # getMessage would answer OFFSET_OVERFLOW_ONE (PULL_NOT_FOUND): hold the request at once
-            self.hold.suspend(src, req_id, req, req.suspend_timeout_us, cq)
+            self.hold.suspend(src, req_id, req, suspend_us, cq)
             return None
         self.execute_pull(src, req_id, req, True, cq)
         return None
