@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 from array import array
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -125,6 +126,23 @@ def _saturating_add(counts: np.ndarray, index: np.ndarray, cap: int) -> None:
     counts[where] = np.minimum(counts[where].astype(np.int64) + times, cap)
 
 
+def _distinct(column: tuple) -> Iterable:
+    """A column's values in first-seen order; a column of one repeated value (the usual chunk:
+    one topic, one group) is recognised with `tuple.count`, in C, without hashing every value."""
+    first = column[0]
+    return (first,) if column.count(first) == len(column) else dict.fromkeys(column)
+
+
+def _indices(names: tuple, table: dict[str, int], register: Callable[[str], int], dtype: type) -> np.ndarray:
+    """Each name's index in `table`; names not seen before are registered first, in first-seen order."""
+    try:
+        return np.fromiter(map(table.__getitem__, names), dtype, len(names))
+    except KeyError:
+        for name in dict.fromkeys(names):
+            register(name)
+        return np.fromiter(map(table.__getitem__, names), dtype, len(names))
+
+
 def _grow(arr: Any, seq: int, fill: int) -> None:
     """Make `arr[seq]` valid (new slots hold `fill`)."""
     missing = seq + GROW - len(arr)
@@ -215,8 +233,9 @@ class Ledger:
                 records = itemgetter(*index)(chunk) if n > 1 else (chunk[index[0]],)
                 if not columns:
                     getattr(self, handler)(records)
-                else:
-                    getattr(self, handler)({c: list(map(itemgetter(c), records)) for c in columns})
+                else:  # the records of a kind have its declared fields: transpose them in one pass
+                    transposed = list(zip(*records, strict=True))
+                    getattr(self, handler)({c: transposed[c] for c in columns})
                 start += n
 
     def _event(self, records: tuple) -> None:
@@ -261,25 +280,31 @@ class Ledger:
             out.append((p, sel, seqs))
         return out
 
-    def _sent(self, cols: dict[int, list]) -> None:
+    def _sent(self, cols: dict[int, tuple]) -> None:
         # (t, node, kind, msg_id, topic, shard, broker, queue_id, status, attempts, born_us, steered)
-        ids, status = np.array(cols[3], np.int64), np.array(cols[8], object)
-        ok = status == "SEND_OK"
-        oneway = status == "ONEWAY"
-        n_ok = int(ok.sum())
+        ids = np.array(cols[3], np.int64)
+        n, n_ok = len(ids), cols[8].count("SEND_OK")
         self._count_send(cols[9], cols[11])
         self.counts["sent_ok"] += n_ok
-        self.counts["sent_not_ok"] += len(ids) - n_ok
+        self.counts["sent_not_ok"] += n - n_ok
         if n_ok:
             self.send_status["SEND_OK"] += n_ok
-        if n_ok < len(ids):
-            self.send_status.update(itertools.compress(cols[8], (~ok).tolist()))
         born = np.array(cols[10], np.int64)
         self._count_by_second(born // 1_000_000, cols[6])
-        rt = np.where(oneway, NO_RT, np.minimum(np.array(cols[0], np.int64) - born, RT_CAP_US)).astype(np.uint32)
+        rt = np.minimum(np.array(cols[0], np.int64) - born, RT_CAP_US)
+        if n_ok == n:  # the usual chunk: every outcome SEND_OK (no status array to build)
+            bits = np.full(n, ACKED, np.uint8)
+            answered = rt
+        else:
+            status = np.array(cols[8], object)
+            ok, oneway = status == "SEND_OK", status == "ONEWAY"
+            self.send_status.update(itertools.compress(cols[8], (~ok).tolist()))
+            answered = rt[~oneway]
+            rt = np.where(oneway, NO_RT, rt)
+            bits = np.where(ok, ACKED, np.where(oneway, ONEWAY, NOT_OK)).astype(np.uint8)
         if self.count_rt:
-            self._count_rt(rt[~oneway])
-        bits = np.where(ok, ACKED, np.where(oneway, ONEWAY, NOT_OK)).astype(np.uint8)
+            self._count_rt(answered)
+        rt = rt.astype(np.uint32)
         shard = np.array(cols[5], np.int32)
         for p, sel, seqs in self._by_producer(ids):
             np.frombuffer(self.born_us[p], np.int64)[seqs] = born[sel]
@@ -288,7 +313,7 @@ class Ledger:
             if self.shard is not None:
                 np.frombuffer(self.shard[p], np.int32)[seqs] = shard[sel]
 
-    def _count_send(self, attempts: list[int], steered: list[int]) -> None:
+    def _count_send(self, attempts: tuple[int, ...], steered: tuple[int, ...]) -> None:
         """Attempts, retried and steered-away sends of a chunk's outcomes (list.count: in C)."""
         n = len(attempts)
         self.counts["sent_attempts"] += sum(attempts)
@@ -302,7 +327,7 @@ class Ledger:
             self.rt_sum_us += int(rt.sum(dtype=np.int64))
             self.rt_max_us = max(self.rt_max_us, int(rt.max()))
 
-    def _count_by_second(self, seconds: np.ndarray, brokers: list[str]) -> None:
+    def _count_by_second(self, seconds: np.ndarray, brokers: tuple[str, ...]) -> None:
         """sends_by_second += the (second, broker) pairs (a chunk spans a second or two; the brokers
         seen so far are counted with list.count, in C)."""
         first, last = int(seconds.min()), int(seconds.max())
@@ -319,7 +344,7 @@ class Ledger:
                     self._brokers[broker] = None
                     self.sends_by_second[(second, broker)] += n
 
-    def _send_failed(self, cols: dict[int, list]) -> None:
+    def _send_failed(self, cols: dict[int, tuple]) -> None:
         # (t, node, kind, msg_id, topic, shard, attempts, reason, born_us, broker, steered)
         ids = np.array(cols[3], np.int64)
         self._count_send(cols[6], cols[10])
@@ -330,12 +355,13 @@ class Ledger:
             np.frombuffer(self.born_us[p], np.int64)[seqs] = born[sel]
             np.bitwise_or.at(np.frombuffer(self.state[p], np.uint8), seqs, FAILED)
 
-    def _stored(self, cols: dict[int, list]) -> None:
+    def _stored(self, cols: dict[int, tuple]) -> None:
         # (t, node, kind, msg_id, topic, queue_id, queue_offset, phys_offset, size_bytes, reconsume_times)
-        ids, topics = np.array(cols[3], np.int64), np.array(cols[4], object)
+        ids, distinct = np.array(cols[3], np.int64), _distinct(cols[4])
+        topics = np.array(cols[4], object) if len(distinct) > 1 else None  # usually one topic a chunk
         first_copy = np.array(cols[9], np.int64) == 0
-        for topic in dict.fromkeys(cols[4]):
-            of_topic = topics == topic
+        for topic in distinct:
+            of_topic = topics == topic if topics is not None else np.ones(len(ids), bool)
             if topic.startswith(DLQ_PREFIX):
                 self._mark_dlq(ids[of_topic], topic[len(DLQ_PREFIX):])
             elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
@@ -353,7 +379,7 @@ class Ledger:
             for msg_id in ids:
                 table.pop(msg_id, None)
 
-    def _destroyed(self, cols: dict[int, list]) -> None:
+    def _destroyed(self, cols: dict[int, tuple]) -> None:
         # (t, node, kind, msg_id, topic, queue_id, queue_offset, fault, replicas, replicated)
         for msg_id, topic, fault, replicas, replicated in zip(cols[3], cols[4], cols[7], cols[8], cols[9],
                                                               strict=True):
@@ -365,7 +391,7 @@ class Ledger:
             elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
                 self.destroyed[msg_id] = self.destroyed.get(msg_id, 0) | bits
 
-    def _reused(self, cols: dict[int, list]) -> None:
+    def _reused(self, cols: dict[int, tuple]) -> None:
         # (t, node, kind, msg_id, topic, queue_id, queue_offset)
         for msg_id, topic in zip(cols[3], cols[4], strict=True):
             if topic.startswith(RETRY_PREFIX):
@@ -398,12 +424,13 @@ class Ledger:
             _grow(unit.first_pos[p], top, -1)
             _grow(unit.first_node[p], top, -1)
 
-    def _consumed(self, cols: dict[int, list]) -> None:
+    def _consumed(self, cols: dict[int, tuple]) -> None:
         # (t, node, kind, group, msg_id, topic, broker, queue_id, queue_offset, ok, reconsume_times)
-        groups = np.array(cols[3], object)
-        nodes = np.array(cols[1], object)
-        for group in dict.fromkeys(cols[3]):
-            of_group = groups == group
+        distinct = _distinct(cols[3])
+        groups = np.array(cols[3], object) if len(distinct) > 1 else None  # usually one group a chunk
+        nodes = np.array(cols[1], object) if self.broadcasting else None
+        for group in distinct:
+            of_group = groups == group if groups is not None else np.ones(len(cols[3]), bool)
             if group not in self.broadcasting:
                 self._consumed_by(self._unit(group, group), cols, of_group, True)
                 continue
@@ -417,23 +444,18 @@ class Ledger:
         unit = self.units.get(name)
         return unit if unit is not None else self._add_unit(name, group, self.subscriptions.get(group))
 
-    def _positions(self, cols: dict[int, list], sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _positions(self, cols: dict[int, tuple], sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each consumption's stored copy as one int64 (broker, queue id, reconsume times, queue
         offset) and its consumer's node index."""
-        brokers, nodes = self.brokers, self.nodes
-        for name in dict.fromkeys(cols[6]):
-            self._broker_index(name)
-        for name in dict.fromkeys(cols[1]):
-            self._node_index(name)
-        broker = np.fromiter(map(brokers.__getitem__, cols[6]), np.int64, len(cols[6]))[sel]
+        broker = _indices(cols[6], self.brokers, self._broker_index, np.int64)[sel]
         queue = np.array(cols[7], np.int64)[sel]
         reconsume = np.minimum(np.array(cols[10], np.int64)[sel], 255)
         offset = np.array(cols[8], np.int64)[sel]
         pos = (((broker << 12 | queue) << 8 | reconsume) << 32) | (offset & 0xFFFFFFFF)
-        node = np.fromiter(map(nodes.__getitem__, cols[1]), np.int16, len(cols[1]))[sel]
+        node = _indices(cols[1], self.nodes, self._node_index, np.int16)[sel]
         return pos, node
 
-    def _consumed_by(self, unit: _Unit, cols: dict[int, list], sel: np.ndarray, clustering: bool) -> None:
+    def _consumed_by(self, unit: _Unit, cols: dict[int, tuple], sel: np.ndarray, clustering: bool) -> None:
         ids = np.array(cols[4], np.int64)[sel]
         ok = np.array(cols[9], bool)[sel]
         times = np.array(cols[0], np.int64)[sel]
@@ -465,7 +487,7 @@ class Ledger:
                 retry[failed] = np.maximum(retry[failed], IN_RETRY)
 
     @staticmethod
-    def _note_dups(unit: _Unit, cols: dict[int, list], rows: np.ndarray, p: int, seqs: np.ndarray) -> None:
+    def _note_dups(unit: _Unit, cols: dict[int, tuple], rows: np.ndarray, p: int, seqs: np.ndarray) -> None:
         for row, seq in zip(rows.tolist(), seqs.tolist(), strict=True):
             unit.dups.append((cols[0][row], cols[1][row], cols[6][row], cols[7][row], cols[8][row], cols[10][row],
                               p, seq))

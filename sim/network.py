@@ -197,10 +197,13 @@ class Network:
         return self.zone_latency.get(zones, self.default_latency)
 
     # --- traffic ----------------------------------------------------------------------------
-    def transmit(self, src_node: Any, dst: str, req_id: int, payload: Any, response: bool = False) -> None:
+    def transmit(self, src_node: Any, response: bool, dst: str, req_id: int, payload: Any) -> None:
         """Send one message from `src_node` to `dst`: a request (`req_id` > 0) or oneway message
-        (0) goes to the receiver's handler for its payload type, a response to the receiver's
-        continuation for `req_id`."""
+        (0) goes to the receiver's handler for its payload type, a `response` to the receiver's
+        continuation for `req_id` (none to a oneway message: `req_id` 0). `response` comes
+        second so that a node's `reply` is this method with both bound (sim/node.py)."""
+        if response and not req_id:
+            return
         link = src_node.out_links.get(dst)
         if link is None:
             link = src_node.out_links[dst] = self.link(src_node.name, dst)
@@ -228,8 +231,7 @@ class Network:
 
     def transmit_response(self, src_node: Any, dst: str, req_id: int, payload: Any) -> None:
         """`transmit` of a response (none for a oneway message: `req_id` 0)."""
-        if req_id:
-            self.transmit(src_node, dst, req_id, payload, True)
+        self.transmit(src_node, True, dst, req_id, payload)
 
     def _slow_transmit(self, src_node: Any, link: Link, req_id: int, payload: Any, response: bool) -> bool:
         """A transmission on a blocked link, or to a node that does not serve (module docstring);

@@ -78,7 +78,7 @@ class Node:
         self._chunk = env.tracer.chunk  # hot paths append records here (sim/trace.py Tracer.emit)
         self._flush = env.tracer.flush
         if env.network is not None:  # `reply` without a frame of its own: the network's, bound to us
-            self.reply = partial(env.network.transmit_response, self)  # type: ignore[method-assign]
+            self.reply = partial(env.network.transmit, self, True)  # type: ignore[method-assign]
 
     # --- life cycle -------------------------------------------------------------------------
     def add_service(self, service: Callable[[], Generator]) -> None:
@@ -178,7 +178,7 @@ class Node:
         self.handlers[payload_type] = handler
 
     def send(self, dst: str, payload: Any) -> None:
-        self.env.network.transmit(self, dst, 0, payload)
+        self.env.network.transmit(self, False, dst, 0, payload)
 
     def rpc(self, dst: str, payload: Any, timeout_us: int, on_reply: Callable[..., None], *args: Any) -> None:
         req_id = self._next_req_id
@@ -190,7 +190,7 @@ class Node:
                 fifo = self._deadlines[timeout_us] = deque()
             self.env.push_far(self.env._now + timeout_us, self, self.epoch, self._expire, (timeout_us,))
         fifo.append(req_id)
-        self.env.network.transmit(self, dst, req_id, payload)
+        self.env.network.transmit(self, False, dst, req_id, payload)
 
     def rpc_event(self, dst: str, payload: Any, timeout_us: int) -> simpy.Event:
         """`rpc` for generator services: the event's value is the response or None."""

@@ -283,22 +283,24 @@ class Broker:
         return self.process_send(src, req_id, req)
 
     def process_send(self, src: str, req_id: int, req: SendMessage) -> None:
-        msg = req.msg
-        queue_nums = self.topics.get(msg.topic)
-        if queue_nums is None or not 0 <= req.queue_id < queue_nums or msg.size_bytes > self.max_message_size_bytes:
+        msg, queue_id = req.msg, req.queue_id
+        topic, size, reconsume_times = msg.topic, msg.size_bytes, msg.reconsume_times  # each read once
+        queue_nums = self.topics.get(topic)
+        if queue_nums is None or not 0 <= queue_id < queue_nums or size > self.max_message_size_bytes:
             return self._reject(src, req_id, msg, queue_nums)
-        if msg.reconsume_times:  # only retry messages re-sent by a client carry RECONSUME_TIME
+        if reconsume_times:  # only retry messages re-sent by a client carry RECONSUME_TIME
             msg, req = self._retry_or_dlq(msg, req)
+            queue_id, topic, size = req.queue_id, msg.topic, msg.size_bytes
         props = msg.props
         if props is not None and PROPERTY_TRANSACTION_PREPARED in props:
             return self.transaction.on_half_send(src, req_id, req)
         if msg.delay_level > 0:
             props = dict(props or {}, **{PROPERTY_DELAY_TIME_LEVEL: msg.delay_level})
-        phys, queue_offset = self.put_message(msg.msg_id, msg.topic, req.queue_id, msg.size_bytes, msg.body_bytes,
-                                              msg.tags, msg.reconsume_times, props)
+        phys, queue_offset = self.put_message(msg.msg_id, topic, queue_id, size, msg.body_bytes, msg.tags,
+                                              reconsume_times, props)
         if not self.waits:
             return self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
-        self._wait_store(src, req_id, queue_offset, phys, phys + msg.size_bytes)
+        self._wait_store(src, req_id, queue_offset, phys, phys + size)
         return None
 
     def _retry_or_dlq(self, msg: Any, req: SendMessage) -> tuple[Any, SendMessage]:
@@ -414,10 +416,10 @@ class Broker:
                                                                        MASTER_ID)))
         topic_index = self.commit_log.topic_index.get(req.topic)
         cq = None if topic_index is None else self.reput.queues.get(topic_index << QUEUE_ID_BITS | req.queue_id)
-        if cq is not None and req.queue_offset == cq.max_offset and req.suspend_timeout_us > 0 \
-                and self.cfg.long_polling_enable:
+        suspend_us = req.suspend_timeout_us
+        if cq is not None and req.queue_offset == cq.max_offset and suspend_us > 0 and self.cfg.long_polling_enable:
             # getMessage would answer OFFSET_OVERFLOW_ONE (PULL_NOT_FOUND): hold the request at once
-            self.hold.suspend(src, req_id, req, req.suspend_timeout_us, cq)
+            self.hold.suspend(src, req_id, req, suspend_us, cq)
             return None
         self.execute_pull(src, req_id, req, True, cq)
         return None
