@@ -143,7 +143,9 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
             if c.stop_ms is not None:
                 env.call_later(ms(c.stop_ms), consumer.shutdown)
     _wire_network(network, sc)
-    world.injector = FaultInjector(env, world.nodes, list(sc.faults), list(sc.random_faults), duration_us)
+    shutdowns = {name: m.shutdown if isinstance(m, PushConsumer) else m.exit_gracefully
+                 for name, m in world.models.items() if isinstance(m, PushConsumer | Producer)}
+    world.injector = FaultInjector(env, world.nodes, list(sc.faults), list(sc.random_faults), duration_us, shutdowns)
     world.admin = MQAdmin(env, brokers, {g: e["topic"] for g, e in consumer_groups(sc).items()})
     return world
 
