@@ -25,7 +25,8 @@ broker, 1000 ms) before the consumer persists its offsets and unregisters.
 
 Simplified: the RECONSUME_TIME of a DLQ-bound re-send is reconsumeTimes + 1 (Java sends
 reconsumeTimes and relies on 5.1.x's rule that a retry send of a group holding orderly locks goes
-to the DLQ at once: the same destination); the inner-producer send does not hold the thread.
+to the DLQ at once: the same destination); the inner-producer send does not hold the thread
+and its failure is not seen (Java suspends the queue and counts the message up instead).
 BROADCASTING orderly consumption (no locks) is not modelled (the scenario check refuses it).
 """
 
@@ -191,17 +192,21 @@ class ConsumeOrderlyService:
             if begin_us is not None:
                 self._loop(pq, mq, begin_us)
             return
-        again = [m._replace(reconsume_times=m.reconsume_times + 1) for m in msgs
-                 if m.reconsume_times < self.max_reconsume_times]
-        for msg in msgs:
+        suspend = False
+        batch = []
+        for msg in msgs:  # checkReconsumeTimes
             if msg.reconsume_times >= self.max_reconsume_times:
                 self.send_back.send_as_normal(msg, lambda _ok: None)  # the DLQ path
-        if not again:
+                batch.append(msg)
+            else:
+                suspend = True
+                batch.append(msg._replace(reconsume_times=msg.reconsume_times + 1))
+        if not suspend:
             self._commit(pq, mq)
             if begin_us is not None:
                 self._loop(pq, mq, begin_us)
             return
-        pq.make_to_consume_again(again)
+        pq.make_to_consume_again(batch)  # the whole batch, as Java does
         if begin_us is not None:
             self.submit_later(pq, mq, self.suspend_us)
             self._release()

@@ -69,8 +69,10 @@ class OrderlyPushConsumer(PushConsumer):
         self.node.call_later(REBALANCE_LATER_US, self.rebalancer.wakeup)  # rebalanceLater(500)
 
     # --- rebalance: remove --------------------------------------------------------------------
-    def drop_queue(self, mq: MessageQueue, pq: Any, reason: str = "rebalance") -> None:
-        """removeUnnecessaryMessageQueue, orderly and CLUSTERING (5.2.0+): see the module docstring."""
+    def drop_queue(self, mq: MessageQueue, pq: Any, reason: str = "rebalance") -> bool:
+        """removeUnnecessaryMessageQueue, orderly and CLUSTERING (5.2.0+): see the module
+        docstring. True when the queue is removed (now, or when its listener call ends within
+        500 ms); False when it stays for the next round."""
         if not pq.dropped:
             self.node.trace(CONSUMER_QUEUE_DROPPED, self.group, mq.topic, mq.broker_name, mq.queue_id, reason)
             pq.dropped = True
@@ -78,8 +80,11 @@ class OrderlyPushConsumer(PushConsumer):
         now = self.node.env._now
         if now - pq.last_lock_us > REMOVE_DROPPED_LOCK_AGE_US or pq.busy_until_us < 0:
             self._remove(mq, pq)
-        elif pq.busy_until_us - now <= REMOVE_CONSUME_LOCK_WAIT_US:
+            return True
+        if pq.busy_until_us - now <= REMOVE_CONSUME_LOCK_WAIT_US:
             self.node.call_later(pq.busy_until_us - now, self._remove, mq, pq)
+            return True
+        return False
 
     def _remove(self, mq: MessageQueue, pq: Any) -> None:
         if self.process_queues.get(mq) is not pq:

@@ -178,13 +178,15 @@ class PushConsumer:
         self.node.crash()
 
     # --- queues ---------------------------------------------------------------------------------
-    def drop_queue(self, mq: MessageQueue, pq: ProcessQueue, reason: str = "rebalance") -> None:
-        """removeUnnecessaryMessageQueue (concurrent): persist, forget the offset, drop."""
+    def drop_queue(self, mq: MessageQueue, pq: ProcessQueue, reason: str = "rebalance") -> bool:
+        """removeUnnecessaryMessageQueue (concurrent): persist, forget the offset, drop; removed
+        (True) at once."""
         self.node.trace(CONSUMER_QUEUE_DROPPED, self.group, mq.topic, mq.broker_name, mq.queue_id, reason)
         pq.dropped = True
         self.offset_store.persist(mq, self.broker_addr)
         self.offset_store.remove(mq)
         self.process_queues.pop(mq, None)
+        return True
 
     # --- PullMessageService ---------------------------------------------------------------------
     def pull_later(self, mq: MessageQueue, pq: ProcessQueue, delay_us: int) -> None:

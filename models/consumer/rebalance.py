@@ -117,8 +117,8 @@ class Rebalancer:
             if mq.topic != topic:
                 continue
             if mq not in wanted or now - pq.last_pull_us > PULL_MAX_IDLE_TIME_US:
-                consumer.drop_queue(mq, pq, "rebalance" if mq not in wanted else "pull_expired")
-                removed += 1
+                if consumer.drop_queue(mq, pq, "rebalance" if mq not in wanted else "pull_expired"):
+                    removed += 1
         for mq in wanted:
             if mq not in consumer.process_queues and mq not in self.adding:
                 self.adding[mq] = None
