@@ -22,7 +22,14 @@ import pyarrow.parquet as pq
 
 from analysis.run_rows import fault_windows
 from analysis.trace_store import kind_path
-from models.records import BROKER_STORED, CONSUMER_CONSUMED, CONSUMER_REBALANCED, PRODUCER_SENT
+from models.records import (
+    BROKER_LOCK_GRANTED,
+    BROKER_LOCK_REFUSED,
+    BROKER_STORED,
+    CONSUMER_CONSUMED,
+    CONSUMER_REBALANCED,
+    PRODUCER_SENT,
+)
 from sim.trace import FAULT_HEALED, FAULT_INJECTED
 
 SPECTRUM = (("p50", 0.50), ("p75", 0.75), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99), ("p99.9", 0.999),
@@ -65,7 +72,8 @@ def load_run(directory: Path) -> RunData:
     wanted = {PRODUCER_SENT: ("t_us", "node", "msg_id", "broker", "status", "born_us"),
               CONSUMER_CONSUMED: ("t_us", "node", "group", "msg_id", "ok"),
               BROKER_STORED: ("t_us", "node", "msg_id", "topic", "reconsume_times"),
-              CONSUMER_REBALANCED: ("t_us", "node", "group")}
+              CONSUMER_REBALANCED: ("t_us", "node", "group"),
+              BROKER_LOCK_GRANTED: ("t_us", "node", "how"), BROKER_LOCK_REFUSED: ("t_us", "node")}
     for kind, cols in wanted.items():
         path = kind_path(directory / "trace", kind)
         if path.is_file():
@@ -189,3 +197,22 @@ def rebalances(data: RunData) -> list[tuple[float, str]]:
     """(simulated s, group) of every rebalance that changed a consumer's queues."""
     r = data.kind(CONSUMER_REBALANCED)
     return [(t / 1e6, str(g)) for t, g in zip(r.get("t_us", []), r.get("group", []), strict=True)]
+
+
+def lock_events(data: RunData) -> dict[str, np.ndarray]:
+    """Per-second counts of the orderly lock events, keyed "<broker>: <event>" (event: granted
+    new, renewed, taken over after expiry, refused); empty when the run recorded none."""
+    out: dict[str, np.ndarray] = {}
+    granted, refused = data.kind(BROKER_LOCK_GRANTED), data.kind(BROKER_LOCK_REFUSED)
+    labels = {"new": "granted (new)", "renewed": "renewed", "expired": "taken over (expired)"}
+    for broker in sorted(set(granted.get("node", np.zeros(0)).tolist()) | set(refused.get("node", np.zeros(0)).tolist())):
+        if granted:
+            for how, label in labels.items():
+                mine = (granted["node"] == broker) & (granted["how"] == how)
+                if mine.any():
+                    out[f"{broker}: {label}"] = per_second(granted["t_us"][mine], data.end_s)
+        if refused:
+            mine = refused["node"] == broker
+            if mine.any():
+                out[f"{broker}: refused"] = per_second(refused["t_us"][mine], data.end_s)
+    return out

@@ -214,6 +214,18 @@ def transactions(data: rd.RunData) -> tuple[Figure, str] | None:
             "How many transactional messages were committed, rolled back or checked back?")
 
 
+def lock_events(data: rd.RunData) -> tuple[Figure, str] | None:
+    events = rd.lock_events(data)
+    if not events:
+        return None
+    fig, ax = _per_second_lines(events, 0.5)
+    ax.set_ylim(bottom=0)
+    _finish(fig, ax, data, "simulated time (s)", "lock events per second",
+            "Orderly queue locks per broker: grants, renewals, expiry takeovers, refusals", "upper right")
+    return fig, ("When did brokers grant, renew, hand over (after the 60 s expiry) or refuse the orderly "
+                 "queue locks, and does a restarted broker grant anew?")
+
+
 # stem → (title, function, what a missing figure means); the page keeps this order
 FIGURES = (
     ("latency_spectra", "Latency percentile spectra", latency_spectra, "no message was sent"),
@@ -225,4 +237,6 @@ FIGURES = (
     ("losses_by_cause", "Losses by cause", losses_by_cause,
      "not recorded in this run (the summary has no `lost_by_cause`)"),
     ("transactions", "Transactions", transactions, "no transactional producer in this run (`txn` is null)"),
+    ("lock_events", "Orderly lock events per broker", lock_events,
+     "no orderly consumer group in this run (no broker lock records)"),
 )
