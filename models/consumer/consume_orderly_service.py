@@ -32,8 +32,6 @@ BROADCASTING orderly consumption (no locks) is not modelled (the scenario check 
 
 from __future__ import annotations
 
-import itertools
-from collections import deque
 from typing import Any
 
 from models.consumer.config import (
@@ -44,6 +42,7 @@ from models.consumer.config import (
     SUSPEND_MAX_MS,
     SUSPEND_MIN_MS,
 )
+from models.consumer.consume_pool import ConsumePool
 from models.consumer.send_back import SendBack
 from models.records import CONSUMER_CONSUMED
 from sim.env import ms
@@ -51,7 +50,7 @@ from sim.env import ms
 ORDERLY_OUTER_RELOCK_DELAY_US = 100_000  # ConsumeRequest.run: tryLockLaterAndReconsume(..., 100) when not locked
 
 
-class ConsumeOrderlyService:
+class ConsumeOrderlyService(ConsumePool):
     def __init__(self, consumer: Any, consume_time: Any, failure_probability: float) -> None:
         self.consumer = consumer
         self.node = consumer.node
@@ -67,19 +66,7 @@ class ConsumeOrderlyService:
         self.stream = self.node.env.rng.stream(f"{self.node.name}.listener")
         self._draw_us = consume_time.sampler_us(self.stream)  # listener times in µs
         self.send_back = SendBack(consumer, self.max_reconsume_times)
-        self.busy = 0
-        self.queue: deque = deque()  # ConsumeRequests waiting for a thread: (pq, mq)
-        self.running: dict[int, tuple] = {}  # listener calls in progress: token → (pq, mq, msgs, begin_us)
-        self._tokens = itertools.count(1)
-        self.stopping: Any = None
-        self._await_timer: Any = None
-        self.node.on_crash(self._reset)
-
-    def _reset(self) -> None:
-        self.busy = 0
-        self.queue.clear()
-        self.running.clear()
-        self.stopping = None
+        self.init_pool()  # running: token → (pq, mq, msgs, begin_us); queue: (pq, mq)
 
     # --- submitConsumeRequest -------------------------------------------------------------------
     def submit(self, pq: Any, mq: Any, _msgs: Any) -> None:
@@ -216,36 +203,16 @@ class ConsumeOrderlyService:
         if offset >= 0 and not pq.dropped:
             self.consumer.offset_store.update(mq, offset, increase_only=False)
 
-    # --- shutdown ---------------------------------------------------------------------------------
-    def shutdown(self, await_us: int, then: Any) -> None:
-        """shutdown(awaitTerminateMillis): stop, await the running calls up to `await_us`, interrupt
-        the rest (SUSPEND, no commit), then unlockAll, then `then()`."""
-        self.queue.clear()
-        self.stopping = then
-        if not self.running:
-            self._drained()
-        elif await_us > 0:
-            self._await_timer = self.node.timer(await_us, self._interrupt)
-        else:
-            self._interrupt()
+    # --- shutdown (models/consumer/consume_pool.py) --------------------------------------------
+    def _interrupted(self, call: tuple) -> None:
+        """An interrupted call throws: SUSPEND, the batch stays uncommitted."""
+        pq, mq, msgs, _begin = call
+        pq.busy_until_us = -1
+        self._record(mq, msgs, False)
+        self._process_result(pq, mq, msgs, False, None)
 
-    def _interrupt(self) -> None:
-        self._await_timer = None
-        running, self.running = self.running, {}
-        for pq, mq, msgs, _begin in running.values():
-            self.busy -= 1
-            pq.busy_until_us = -1
-            self._record(mq, msgs, False)
-            self._process_result(pq, mq, msgs, False, None)
-        self._drained()
-
-    def _drained(self) -> None:
-        then, self.stopping = self.stopping, None
-        if self._await_timer is not None:
-            self._await_timer.cancel()
-            self._await_timer = None
-        if then is None:
-            return
+    def _terminated(self, then: Any) -> None:
+        """Then unlockAll (CLUSTERING), before the consumer persists its offsets."""
         if self.consumer.broadcasting:
             then()
         else:
