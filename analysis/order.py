@@ -1,6 +1,7 @@
 """Per-sharding-key order of an orderly group (consume_mode ORDERLY), with each violation's cause.
 
-Definition. A *stream* is one producer's acknowledged (SEND_OK) messages of one sharding key, in
+Definition. A *stream* is one producer's acknowledged (SEND_OK) messages of one sharding key (only
+messages sent with the orderly selector have one; the others are not ordered by anyone), in
 send order (the producer's sequence numbers: an orderly send is synchronous, so sequence order is
 send order). Each message is placed by its *first successful consumption* in the group (time,
 then message id on ties). A message m is an order violation when, at its first successful
@@ -100,6 +101,8 @@ def order_violations(rows: list[FirstConsumed], group: str, topic: str, brokers:
     if not rows:
         return 0, causes
     cols = FirstConsumed(*(np.concatenate(c) for c in zip(*rows, strict=True)))
+    keyed = cols.shard >= 0  # only orderly (selector) sends carry a sharding key: order is per key
+    cols = FirstConsumed(*(c[keyed] for c in cols))
     msg_id = (cols.producer << SEQ_BITS) | cols.seq
     highest: dict[tuple[int, int], int] = {}  # stream → row of the latest-sent message consumed so far
     for i in np.lexsort((msg_id, cols.first_us)).tolist():

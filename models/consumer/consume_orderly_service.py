@@ -75,7 +75,7 @@ class ConsumeOrderlyService(ConsumePool):
             self.submit_request(pq, mq)
 
     def submit_request(self, pq: Any, mq: Any) -> None:
-        if self.stopping is not None or not self.node.up:
+        if self.stopped or not self.node.up:
             return
         if self.busy < self.threads:
             self.busy += 1
@@ -141,8 +141,8 @@ class ConsumeOrderlyService(ConsumePool):
         granted lock, 3000 ms after a refused one."""
         epoch = self.node.epoch
 
-        def relock() -> None:
-            if epoch != self.node.epoch or pq.dropped:
+        def relock() -> None:  # lockOneMQ: nothing once the service is stopped
+            if epoch != self.node.epoch or pq.dropped or self.stopped:
                 return
             self.consumer.locks.lock(mq, lambda ok: self.submit_later(
                 pq, mq, ORDERLY_RELOCK_DELAY_US if ok else ORDERLY_LOCK_FAILED_DELAY_US))

@@ -29,6 +29,7 @@ class ConsumePool:
         self.running: dict[int, tuple] = {}  # listener calls in progress: token → the call
         self._tokens = itertools.count(1)
         self.stopping: Any = None  # shutdown's continuation while it awaits the running calls
+        self.stopped = False  # shut down (the service's `stopped` flag); a relaunch clears it
         self._await_timer: Any = None
         self.node.on_crash(self._reset)
 
@@ -37,8 +38,10 @@ class ConsumePool:
         self.queue.clear()
         self.running.clear()
         self.stopping = None
+        self.stopped = False
 
     def shutdown(self, await_us: int, then: Any) -> None:
+        self.stopped = True
         self.queue.clear()
         self.stopping = then
         if not self.running:

@@ -77,6 +77,8 @@ class QueueLocks:
         return out
 
     def lock_all(self) -> None:
+        if self.consumer.consume.stopped:  # lockMQPeriodically: not once the service is stopped
+            return
         for broker, mqs in self._by_broker().items():
             addr = self.master(broker)
             if addr is None:
