@@ -38,6 +38,8 @@ message). For each unit, over the messages of its subscribed topic:
 - order_violations (orderly groups only; null elsewhere: order is not promised there): per
   (producer, sharding key), messages whose first successful consumption comes after that of a
   later-sent message (ties in consumption time are taken in message-id order);
+  `order_violations_by_cause` labels each (analysis/order.py: send_side, retry_path,
+  broker_lost_locks, lock_expired, other) and adds up to it;
 - pending_delay: acknowledged, not consumed, and so far stored only in SCHEDULE_TOPIC_XXXX (a
   delayed message whose delay had not run out when the run ended, or whose scheduled copy was
   never delivered): not counted as lost;
@@ -92,6 +94,8 @@ from analysis.ledger import (
     Ledger,
     display_key,
 )
+from analysis.order import CAUSES as ORDER_CAUSES
+from analysis.order import FirstConsumed, LockHistory, order_violations
 
 LOSS_CAUSES = ("unflushed_at_power_loss", "replica_not_synced", "truncated_on_recovery",
                "offset_skipped_after_recovery", "expired_file_deleted", "other")
@@ -191,11 +195,12 @@ def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[s
     groups: dict[str, dict[str, Any]] = {}
     latencies: list[np.ndarray] = []
     timeline = Timeline(ledger.events)
+    locks = LockHistory(ledger.events) if ledger.orderly else None
     own = ownership(ledger.events)
     store_us = [_view(ledger.store_us[p], np.int64, prods.length[p]) for p in range(prods.n)]
     for name in sorted(ledger.units):
         unit = ledger.units[name]
-        result, unit_latencies = _judge_unit(ledger, unit, prods, details, facts)
+        result, unit_latencies = _judge_unit(ledger, unit, prods, details, facts, locks)
         result["duplicates_by_cause"] = classify(unit, ledger, prods.copies, timeline)
         result["retries"] = unit.attempts - result["consumed_ok_distinct"] - result["duplicates"]
         first_ok = [_padded(unit.first_ok_us[p], np.int64, prods.length[p], -1) for p in range(prods.n)]
@@ -212,7 +217,7 @@ def _retry_facts(ledger: Ledger, group: str) -> _Facts:
 
 
 def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str, Any] | None,
-                facts: _Facts) -> tuple[dict[str, Any], np.ndarray]:
+                facts: _Facts, locks: LockHistory | None) -> tuple[dict[str, Any], np.ndarray]:
     retry_facts = _retry_facts(ledger, unit.group)
     causes = np.zeros(len(LOSS_CAUSES), np.int64)
     lost_ids: list[np.ndarray] = []
@@ -256,8 +261,10 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str,
         unit_lat = first[seqs] - prods.born[p][seqs]
         latencies.append(unit_lat[prods.born[p][seqs] >= ledger.warmup_us])  # warm-up: not measured
         if unit.orderly:
-            order_rows.append((first[seqs], np.full(len(seqs), p, np.int64), seqs,
-                               np.asarray(ledger.shard[p])[seqs]))
+            order_rows.append(FirstConsumed(first[seqs], np.full(len(seqs), p, np.int64), seqs.astype(np.int64),
+                                            np.asarray(ledger.shard[p])[seqs],
+                                            _padded(unit.first_pos[p], np.int64, length, -1)[seqs],
+                                            _padded(unit.first_node[p], np.int16, length, 0)[seqs]))
         if details is not None:
             _add_details(details, unit.name, p, acked, ok, seqs, prods.born[p][seqs], unit_lat)
     unit_latencies = np.concatenate(latencies) if latencies else np.zeros(0, np.int64)
@@ -274,7 +281,7 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str,
         | ({"txn_double_commit": c["txn_double_commit"]} if any(prods.transactional) else {}),
         "consumed_ok_distinct": c["consumed_ok_distinct"],
         "consume_attempts": unit.attempts,
-        "order_violations": _order_violations(order_rows) if unit.orderly else None,
+        **_order(ledger, unit, order_rows, locks),
         "latency_ms": percentiles_ms(unit_latencies),
     }
     return result, unit_latencies
@@ -302,21 +309,13 @@ def _lost_sample(ledger: Ledger, lost_ids: list[tuple[np.ndarray, np.ndarray]]) 
     return [display_key(p << SEQ_BITS | s, names) for s, p in pairs[:LOST_SAMPLE]]
 
 
-def _order_violations(rows: list[tuple[np.ndarray, ...]]) -> int:
-    if not rows:
-        return 0
-    first, producer, seq, shard = (np.concatenate(col) for col in zip(*rows, strict=True))
-    msg_id = (producer << SEQ_BITS) | seq
-    order = np.lexsort((msg_id, first))
-    highest: dict[tuple[int, int], int] = {}
-    violations = 0
-    for i in order.tolist():
-        stream, s = (int(producer[i]), int(shard[i])), int(seq[i])
-        if s < highest.get(stream, -1):
-            violations += 1
-        else:
-            highest[stream] = s
-    return violations
+def _order(ledger: Ledger, unit: Any, rows: list[FirstConsumed], locks: LockHistory | None) -> dict[str, Any]:
+    """`order_violations` and `order_violations_by_cause` of a unit (null unless orderly)."""
+    if not unit.orderly or locks is None:
+        return {"order_violations": None, "order_violations_by_cause": None}
+    brokers = sorted(ledger.brokers, key=ledger.brokers.get)
+    total, by_cause = order_violations(rows, unit.group, unit.topic, brokers, ledger.node_names, locks)
+    return {"order_violations": total, "order_violations_by_cause": by_cause}
 
 
 def _add_details(details: dict[str, Any], unit: str, p: int, acked: np.ndarray, ok: np.ndarray,
@@ -357,7 +356,7 @@ def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]]
     for g in groups.values():
         for cause, n in g["duplicates_by_cause"].items():
             by_cause[cause] += n
-    orderly = [g["order_violations"] for g in groups.values() if g["order_violations"] is not None]
+    orderly = [g for g in groups.values() if g["order_violations"] is not None]
     stored_duplicates = sum(int(np.maximum(c.astype(np.int64) - 1, 0).sum()) for c in prods.copies)
     oneway_unstored = sum(int((((s & ONEWAY) != 0) & ((s & SCHEDULED) == 0) & (c == 0)).sum())
                           for s, c in zip(prods.state, prods.copies, strict=True))
@@ -382,7 +381,9 @@ def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]]
         "lag_max": max((g["lag_max"] for g in groups.values()), default=0),
         "consume_latency_ms": percentiles_ms(np.concatenate(consume_latencies) if consume_latencies
                                              else np.zeros(0, np.int64)),
-        "order_violations": sum(orderly) if orderly else None,
+        "order_violations": sum(g["order_violations"] for g in orderly) if orderly else None,
+        "order_violations_by_cause": {c: sum(g["order_violations_by_cause"][c] for g in orderly)
+                                      for c in ORDER_CAUSES} if orderly else None,
         "latency_ms": percentiles_ms(latencies),
         "groups": groups,
     }

@@ -29,6 +29,7 @@ from analysis.run_rows import (
     DUPLICATE_CAUSES,
     LATENCY_KEYS,
     LOSS_CAUSES,
+    ORDER_COLUMNS,
     SEND_COUNTS,
     SEND_LATENCIES,
     SEND_SHARES,
@@ -94,7 +95,7 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
                ("error", pa.string()),
                ("repro", pa.string()), ("scenario", pa.string()), ("scenario_sha256", pa.string()),
                ("trace_sha256", pa.string())]
-    fields += [(name, pa.int64()) for name in SUMMARY_COUNTS]
+    fields += [(name, pa.int64()) for name in SUMMARY_COUNTS + ORDER_COLUMNS]
     fields += [("latency_ms", pa.struct([(k, pa.float64()) for k in LATENCY_KEYS])),
                ("duplicate_causes", pa.struct([(c, pa.int64()) for c in CAUSES])),
                ("duplicates_by_cause", pa.struct([(c, pa.int64()) for c in DUPLICATE_CAUSES])),

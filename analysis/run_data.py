@@ -23,6 +23,8 @@ import pyarrow.parquet as pq
 from analysis.run_rows import fault_windows
 from analysis.trace_store import kind_path
 from models.records import (
+    BROKER_LOCK_GRANTED,
+    BROKER_LOCK_REFUSED,
     BROKER_STORED,
     CONSUMER_CONSUMED,
     CONSUMER_REBALANCED,
@@ -80,7 +82,8 @@ def load_run(directory: Path) -> RunData:
               # transactions (analysis/txn_data.py); a run without them has none of these files
               PRODUCER_SEND_FAILED: ("msg_id", "born_us"), TXN_CHECKED: ("t_us", "msg_id"),
               TXN_ENDED: ("t_us", "msg_id", "action", "from_check", "code"), TXN_DISCARDED: ("t_us", "msg_id"),
-              TXN_LOCAL_DONE: ("t_us", "msg_id", "state"), TXN_CHECK_ANSWERED: ("t_us", "state")}
+              TXN_LOCAL_DONE: ("t_us", "msg_id", "state"), TXN_CHECK_ANSWERED: ("t_us", "state"),
+              BROKER_LOCK_GRANTED: ("t_us", "node", "how"), BROKER_LOCK_REFUSED: ("t_us", "node")}
     for kind, cols in wanted.items():
         path = kind_path(directory / "trace", kind)
         if path.is_file():
@@ -211,3 +214,22 @@ def rebalances(data: RunData) -> list[tuple[float, str]]:
     """(simulated s, group) of every rebalance that changed a consumer's queues."""
     r = data.kind(CONSUMER_REBALANCED)
     return [(t / 1e6, str(g)) for t, g in zip(r.get("t_us", []), r.get("group", []), strict=True)]
+
+
+def lock_events(data: RunData) -> dict[str, np.ndarray]:
+    """Per-second counts of the orderly lock events, keyed "<broker>: <event>" (event: granted
+    new, renewed, taken over after expiry, refused); empty when the run recorded none."""
+    out: dict[str, np.ndarray] = {}
+    granted, refused = data.kind(BROKER_LOCK_GRANTED), data.kind(BROKER_LOCK_REFUSED)
+    labels = {"new": "granted (new)", "renewed": "renewed", "expired": "taken over (expired)"}
+    for broker in sorted(set(granted.get("node", np.zeros(0)).tolist()) | set(refused.get("node", np.zeros(0)).tolist())):
+        if granted:
+            for how, label in labels.items():
+                mine = (granted["node"] == broker) & (granted["how"] == how)
+                if mine.any():
+                    out[f"{broker}: {label}"] = per_second(granted["t_us"][mine], data.end_s)
+        if refused:
+            mine = refused["node"] == broker
+            if mine.any():
+                out[f"{broker}: refused"] = per_second(refused["t_us"][mine], data.end_s)
+    return out

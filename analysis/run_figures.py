@@ -204,6 +204,18 @@ def losses_by_cause(data: rd.RunData) -> tuple[Figure, str] | None:
             "Which mechanism lost acknowledged messages?")
 
 
+def lock_events(data: rd.RunData) -> tuple[Figure, str] | None:
+    events = rd.lock_events(data)
+    if not events:
+        return None
+    fig, ax = per_second_lines(events, 0.5)
+    ax.set_ylim(bottom=0)
+    finish_time_axes(fig, ax, data, "simulated time (s)", "lock events per second",
+                     "Orderly queue locks per broker: grants, renewals, expiry takeovers, refusals", "upper right")
+    return fig, ("When did brokers grant, renew, hand over (after the 60 s expiry) or refuse the orderly "
+                 "queue locks, and does a restarted broker grant anew?")
+
+
 # (stem, title, function, what a missing figure means); the page keeps this order, then
 # analysis/txn_figures.py's transaction panel (analysis/run_report.py FIGURES)
 FIGURES = (
@@ -215,4 +227,6 @@ FIGURES = (
     ("duplicates_over_time", "Duplicates over time by cause", duplicates_over_time, "nothing was consumed"),
     ("losses_by_cause", "Losses by cause", losses_by_cause,
      "not recorded in this run (the summary has no `lost_by_cause`)"),
+    ("lock_events", "Orderly lock events per broker", lock_events,
+     "no orderly consumer group in this run (no broker lock records)"),
 )

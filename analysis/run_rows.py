@@ -32,12 +32,15 @@ import numpy as np
 
 from analysis.checks import LOSS_CAUSES, latency_samples
 from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
+from analysis.order import CAUSES as ORDER_CAUSES
 from sim.trace import FAULT_HEALED, FAULT_INJECTED
 
 LAT_BUCKETS_PER_OCTAVE = 64
 SUMMARY_COUNTS = ("records", "sim_time_ms", "sent_attempts", "sent_ok", "sent_not_ok", "send_failed",
                   "stored", "stored_duplicates", "consumed", "lost", "pending_retry", "dlq", "duplicates",
                   "duplicated_messages", "order_violations")
+# order_violations_by_cause as flat columns (null where order is not checked)
+ORDER_COLUMNS = tuple(f"order_violations_{cause}" for cause in ORDER_CAUSES)
 LATENCY_KEYS = ("p50", "p90", "p99", "p999", "max")
 # send-side metrics (analysis/checks.py): counts, latency structs, and maps keyed by broker / status / reason
 SEND_COUNTS = ("sends", "send_retried", "send_steered_away", "oneway_unstored", "pending_delay")
@@ -57,7 +60,7 @@ RESERVED_COLUMNS = frozenset(
      "duplicate_rate", "loss_rate", "verdict", "verdict_failures", "stopped_by", "wall_s", "simulate_wall_s", "lat_hist_bucket", "lat_hist_count",
      "delivery_hist", "tl_second", "tl_p50_ms", "tl_p99_ms", "tl_max_ms", "fault_windows",
      "sweep", "params_json", "dup_rate_producer_retry", "dup_rate_redelivery", "duplicates_by_cause",
-     "lost_by_cause") + SUMMARY_COUNTS + ("retries", "rebalances", "unowned_queue_s", "lag_max",
+     "lost_by_cause") + SUMMARY_COUNTS + ORDER_COLUMNS + ("retries", "rebalances", "unowned_queue_s", "lag_max",
                                           "consume_latency_ms") + SEND_COLUMNS
     + ("acked_deliveries", "warmup_ms") + tuple(f"latency_ms_{k}" for k in LATENCY_KEYS)
     + tuple(f"duplicate_causes_{c}" for c in CAUSES))
@@ -108,6 +111,9 @@ def runs_row(summary: dict[str, Any], details: dict[str, Any], fault_records: li
              meta: dict[str, Any]) -> dict[str, Any]:
     """The metric columns of a successful run (the caller adds identity and parameters)."""
     row: dict[str, Any] = {k: summary[k] for k in SUMMARY_COUNTS}
+    by_cause = summary.get("order_violations_by_cause")
+    row.update({col: None if by_cause is None else by_cause[cause] for col, cause in zip(ORDER_COLUMNS, ORDER_CAUSES,
+                                                                                          strict=True)})
     row["scenario"], row["scenario_sha256"] = summary["scenario"], summary["scenario_sha256"]
     row["trace_sha256"] = summary["trace_sha256"]
     row["latency_ms"] = {k: summary["latency_ms"][k] for k in LATENCY_KEYS}

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
+from analysis.order import CAUSES as ORDER_CAUSES
 
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 AT_LEAST_ONCE, PER_KEY_ORDER = "at_least_once", "per_key_order"
@@ -36,6 +37,7 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "duplicate_causes.producer_retry", "duplicate_causes.redelivery", "order_violations",
     "latency_ms.p50", "latency_ms.p90", "latency_ms.p99", "latency_ms.p999", "latency_ms.max",
     *(f"duplicates_by_cause.{cause}" for cause in DUPLICATE_CAUSES),
+    *(f"order_violations_by_cause.{cause}" for cause in ORDER_CAUSES),
     "retries", "rebalances", "unowned_queue_s", "lag_max",
     "consume_latency_ms.p50", "consume_latency_ms.p90", "consume_latency_ms.p99", "consume_latency_ms.p999",
     "consume_latency_ms.max",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from models.message import Message, MessageExt, fast_constructor
+from models.message import Message, MessageExt, MessageQueue, fast_constructor
 
 # ResponseCode / RemotingSysResponseCode
 SUCCESS, SYSTEM_ERROR, SYSTEM_BUSY = 0, 1, 2
@@ -252,3 +252,28 @@ class ResetConsumerClientOffset(NamedTuple):
     topic: str
     group: str
     offsets: tuple[tuple[str, int, int], ...]  # (broker name, queue id, offset)
+
+
+class LockBatchMQ(NamedTuple):
+    """LOCK_BATCH_MQ (LockBatchRequestBody): lock these queues of `group` for `client_id` on the
+    master; answered with LockBatchResponse."""
+
+    group: str
+    client_id: str
+    mqs: tuple[MessageQueue, ...]
+
+
+class LockBatchResponse(NamedTuple):
+    """LockBatchResponseBody.lockOKMQSet: the queues of the request now held by the client."""
+
+    code: int
+    locked: tuple[MessageQueue, ...] = ()
+
+
+class UnlockBatchMQ(NamedTuple):
+    """UNLOCK_BATCH_MQ (UnlockBatchRequestBody): release the client's locks on these queues
+    (oneway from a rebalance removal, a request at shutdown)."""
+
+    group: str
+    client_id: str
+    mqs: tuple[MessageQueue, ...]

@@ -68,6 +68,14 @@ CONSUMER_QUEUE_STARTED = declare("consumer.queue_started", group=str, topic=str,
 CONSUMER_QUEUE_DROPPED = declare("consumer.queue_dropped", group=str, topic=str, broker=str, queue_id=int,
                                  reason=str)
 CONSUMER_SHUTDOWN = declare("consumer.shutdown", group=str, queues=int)
+# orderly consumption (models/broker/rebalance_lock_manager.py, models/consumer/queue_lock.py): rare,
+# one per queue per lock request. `how` of a grant: new (no lock held), renewed (the same client),
+# expired (taken over from another client whose lock was older than lockMaxLiveTime); a refusal
+# names the holder. The client records what lockAll / a rebalance lock did to its ProcessQueue.
+BROKER_LOCK_GRANTED = declare("broker.lock_granted", group=str, client=str, topic=str, queue_id=int, how=str)
+BROKER_LOCK_REFUSED = declare("broker.lock_refused", group=str, client=str, topic=str, queue_id=int, holder=str)
+BROKER_UNLOCKED = declare("broker.unlocked", group=str, client=str, topic=str, queue_id=int)
+CONSUMER_LOCK_LOST = declare("consumer.lock_lost", group=str, topic=str, broker=str, queue_id=int)
 BROKER_OFFSET_ROLLED_BACK = declare("broker.offset_rolled_back", group=str, topic=str, queue_id=int,
                                     from_offset=int, to_offset=int)
 

@@ -41,6 +41,7 @@ def _summary_table(summary: dict[str, Any]) -> str:
         *((f"  by cause {cause}", n) for cause, n in summary["duplicates_by_cause"].items()),
         ("order violations", "n/a (no orderly group)" if summary["order_violations"] is None
          else summary["order_violations"]),
+        *((f"  by cause {cause}", n) for cause, n in (summary.get("order_violations_by_cause") or {}).items()),
         ("retries (failed listener calls)", summary["retries"]),
         ("rebalances (rounds that moved queues)", summary["rebalances"]),
         ("queue time unowned s", "n/a (broadcasting only)" if summary["unowned_queue_s"] is None

@@ -12,6 +12,9 @@
 | disk_slow     | multiply the node's disk times by `factor`                                  | duration |
 | fsync_stall   | the node's disk completes nothing for `duration_ms`                        | self     |
 | pause         | GC / VM stall: the node does nothing for `duration_ms`                      | self     |
+| shutdown      | graceful shutdown of a consumer or producer process, as `stop_ms`: consumer: | never    |
+|               | consume pool stop, unlock orderly queues, persist offsets, unregister;      |          |
+|               | producer: unregister; then the process exits and is not relaunched          |          |
 
 A scripted fault with `duration_ms` heals itself after that time (a crash restarts); with
 `jitter_ms` it happens at `at_ms` plus a uniform draw in [0, jitter_ms) from the injector's
@@ -25,6 +28,7 @@ own stream `faults.<index>`. At the end of the scenario's duration `heal_all()` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -36,8 +40,9 @@ from sim.env import ms
 from sim.limits import MAX_FAULT_RATE_PER_HOUR, MAX_SLOW_FACTOR, MAX_TIME_MS, MIN_FAULT_RATE_PER_HOUR
 
 FaultKind = Literal["process_crash", "power_loss", "restart", "partition", "heal",
-                    "link_latency", "packet_loss", "disk_slow", "fsync_stall", "pause"]
-NODE_KINDS = ("process_crash", "power_loss", "restart", "disk_slow", "fsync_stall", "pause")
+                    "link_latency", "packet_loss", "disk_slow", "fsync_stall", "pause", "shutdown"]
+NODE_KINDS = ("process_crash", "power_loss", "restart", "disk_slow", "fsync_stall", "pause", "shutdown")
+CLIENT_KINDS = ("shutdown",)  # only producer and consumer nodes can take these
 LINK_KINDS = ("link_latency", "packet_loss")
 DISK_KINDS = ("disk_slow", "fsync_stall")  # only nodes with a disk (brokers) can take these
 MAX_DOWN_US = ms(MAX_TIME_MS)  # a random fault's down time (its draw saturates far beyond)
@@ -45,7 +50,7 @@ _NEEDS = {
     "process_crash": ("node",), "power_loss": ("node",), "restart": ("node",),
     "partition": ("groups",), "heal": (), "link_latency": ("src", "dst", "extra_latency_ms"),
     "packet_loss": ("src", "dst", "probability"), "disk_slow": ("node", "factor"),
-    "fsync_stall": ("node", "duration_ms"), "pause": ("node", "duration_ms"),
+    "fsync_stall": ("node", "duration_ms"), "pause": ("node", "duration_ms"), "shutdown": ("node",),
 }
 
 
@@ -75,6 +80,8 @@ class FaultSpec(BaseModel):
             raise ValueError(f"kind {self.kind!r} needs {', '.join(missing)}")
         if self.kind == "partition" and len(self.groups or []) < 2:
             raise ValueError("partition needs at least two groups")
+        if self.kind == "shutdown" and self.duration_ms is not None:
+            raise ValueError("shutdown is not healed: drop duration_ms (the process exits for good)")
         return self
 
     def node_names(self) -> list[str]:
@@ -110,9 +117,12 @@ class FaultInjector:
     """Plays scripted faults, draws random ones, and heals everything at the end."""
 
     def __init__(self, env: Any, nodes: dict[str, Any], scripted: list[FaultSpec],
-                 random_specs: list[RandomFaultSpec], duration_us: int) -> None:
+                 random_specs: list[RandomFaultSpec], duration_us: int,
+                 shutdowns: dict[str, Callable[[], None]] | None = None) -> None:
+        """`shutdowns`: client node name → its graceful shutdown (the `shutdown` kind)."""
         self.env = env
         self.nodes = nodes
+        self.shutdowns = shutdowns or {}
         self.network = env.network
         self.scripted = sorted(scripted, key=lambda f: f.at_ms)  # stable: file order on ties
         self.random_specs = random_specs
@@ -171,6 +181,8 @@ class FaultInjector:
             node.disk.stall_until_us = self.env.now + ms(spec.duration_ms)
         elif kind == "pause":
             node.pause(ms(spec.duration_ms))
+        elif kind == "shutdown":
+            self.shutdowns[spec.node]()
         detail = f"duration_ms={spec.duration_ms}" if spec.duration_ms is not None else ""
         return spec.node, detail
 

@@ -37,6 +37,7 @@ from models.admin import MQAdmin
 from models.broker.broker import Broker
 from models.broker.config import BrokerRole
 from models.consumer.config import MessageModel
+from models.consumer.orderly_push_consumer import OrderlyPushConsumer
 from models.consumer.push_consumer import PushConsumer
 from models.namesrv import NameServer
 from models.producer.local_transaction import TransactionLog
@@ -135,13 +136,16 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
     zones |= {name: c.zone for c in sc.consumers for name in instance_names(c.name, c.count)}
     for c in sc.consumers:
         for name in instance_names(c.name, c.count):
-            consumer = PushConsumer(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
-                                    c.consume_time_ms, c.failure_probability, zones)
+            consumer_class = OrderlyPushConsumer if c.consume_mode == "ORDERLY" else PushConsumer
+            consumer = consumer_class(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
+                                      c.consume_time_ms, c.failure_probability, zones)
             _add(world, consumer)
             if c.stop_ms is not None:
                 env.call_later(ms(c.stop_ms), consumer.shutdown)
     _wire_network(network, sc)
-    world.injector = FaultInjector(env, world.nodes, list(sc.faults), list(sc.random_faults), duration_us)
+    shutdowns = {name: m.shutdown if isinstance(m, PushConsumer) else m.exit_gracefully
+                 for name, m in world.models.items() if isinstance(m, PushConsumer | Producer)}
+    world.injector = FaultInjector(env, world.nodes, list(sc.faults), list(sc.random_faults), duration_us, shutdowns)
     world.admin = MQAdmin(env, brokers, {g: e["topic"] for g, e in consumer_groups(sc).items()})
     return world
 
@@ -212,7 +216,7 @@ def consumer_groups(sc: Scenario) -> dict[str, dict[str, Any]]:
     """group → its topic, message model, consume mode and members (node names)."""
     groups: dict[str, dict[str, Any]] = {}
     for c in sc.consumers:
-        entry = groups.setdefault(c.group, {"topic": c.topic, "members": [], "orderly": False,
+        entry = groups.setdefault(c.group, {"topic": c.topic, "members": [], "orderly": c.consume_mode == "ORDERLY",
                                             "broadcasting": c.client.message_model is MessageModel.BROADCASTING})
         entry["members"] += instance_names(c.name, c.count)
     return groups

@@ -30,7 +30,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from models.admin import ActionSpec
 from models.broker.config import BrokerConfig, BrokerRole, MessageStoreConfig
-from models.consumer.config import PushConsumerConfig
+from models.consumer.config import MessageModel, PushConsumerConfig
 from models.producer.config import ProducerConfig
 from models.producer.transaction_config import TransactionSpec
 from sim import keypath
@@ -222,7 +222,21 @@ class ConsumerSpec(BaseModel):
     failure_probability: Float = Field(0.0, ge=0, lt=1)
     start_ms: DurationMs = 1_000
     stop_ms: PositiveDurationMs | None = None  # graceful shutdown (DefaultMQPushConsumer.shutdown) at this time
+    # the listener registered: MessageListenerConcurrently, or MessageListenerOrderly (broker locks, one
+    # batch at a time per queue; a failure suspends the queue)
+    consume_mode: Literal["CONCURRENTLY", "ORDERLY"] = "CONCURRENTLY"
     client: PushConsumerConfig = PushConsumerConfig()
+
+    @model_validator(mode="after")
+    def _orderly_needs_clustering(self) -> ConsumerSpec:
+        problems = []
+        if self.consume_mode == "ORDERLY" and self.client.message_model is MessageModel.BROADCASTING:
+            problems.append("consume_mode ORDERLY with message_model BROADCASTING is not modelled; use CLUSTERING")
+        if self.consume_mode != "ORDERLY" and self.client.consume_message_batch_max_size != 1:
+            problems.append("client.consume_message_batch_max_size > 1 is modelled for consume_mode ORDERLY only")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class ExpectBounds(BaseModel):

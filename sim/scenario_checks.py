@@ -2,7 +2,7 @@
 
 pydantic checks each value where it stands; what it cannot see is how sections refer to each
 other: fault targets and network links must be nodes, producers and consumers must use declared
-topics, members of a consumer group must subscribe alike, disk faults need a node with a disk,
+topics, members of a consumer group must subscribe (and consume) alike, disk faults need a node with a disk,
 and the sane maxima of the scenario's `limits:` section. These checks run on the raw document
 (so they report alongside pydantic's problems), but every value they use is first read through
 the model's own field definition (`FieldReader`): a value pydantic rejects is `INVALID` here,
@@ -27,7 +27,7 @@ from models.consumer.allocate import java_split
 from models.consumer.allocate_setup import naming_room
 from models.message import retry_topic
 from sim.config import render_path
-from sim.faults import DISK_KINDS
+from sim.faults import CLIENT_KINDS, DISK_KINDS
 from sim.limits import HARD_MAX_NODES
 
 INVALID: Any = type("Invalid", (), {"__repr__": lambda self: "INVALID"})()
@@ -344,10 +344,11 @@ def _check_topic_brokers(data: dict, ctx: Context) -> list[str]:
 
 def _check_groups(data: dict, ctx: Context) -> list[str]:
     seen: dict[str, tuple[Any, Any]] = {}
+    modes: dict[str, Any] = {}
     problems = []
     model = ctx.model("consumers")
     for i, entry in _client_entries(data, ctx, "consumers"):
-        group, topic, tags = (ctx.read.get(model, entry, n) for n in ("group", "topic", "tags"))
+        group, topic, tags, mode = (ctx.read.get(model, entry, n) for n in ("group", "topic", "tags", "consume_mode"))
         if INVALID in (group, topic, tags):
             continue
         sub = (topic, tags)
@@ -355,6 +356,10 @@ def _check_groups(data: dict, ctx: Context) -> list[str]:
             problems.append(f"consumers[{i}].group: members of group {group!r} must subscribe alike "
                             f"(got {sub} and {seen[group]})")
         seen.setdefault(group, sub)
+        if mode is not INVALID and group in modes and modes[group] != mode:
+            problems.append(f"consumers[{i}].consume_mode: members of group {group!r} consume alike "
+                            f"(got {mode} and {modes[group]}): the order checker judges a group as one")
+        modes.setdefault(group, mode)
     return problems
 
 
@@ -435,6 +440,9 @@ def _check_fault_targets(data: dict, ctx: Context) -> list[str]:
                 elif kind in DISK_KINDS and key in ("node", "nodes") and \
                         ctx.nodes.kinds.get(name, "broker") not in ("broker", "slave"):
                     problems.append(f"{section}[{i}].{key}: {kind} needs a node with a disk (a broker); "
+                                    f"{name!r} is a {ctx.nodes.kinds[name]}")
+                elif kind in CLIENT_KINDS and key == "node" and ctx.nodes.kinds.get(name, "client") != "client":
+                    problems.append(f"{section}[{i}].{key}: {kind} needs a producer or consumer node; "
                                     f"{name!r} is a {ctx.nodes.kinds[name]}")
             problems += _unknown_targets(f"{section}[{i}]", unknown, ctx.nodes)
     return problems

@@ -103,18 +103,23 @@ print(json.dumps({{"digest": r.summary["trace_sha256"], "lost": r.summary["lost"
 """
 
 
-def test_broker_fidelity_run_is_deterministic_across_pythonhashseed() -> None:
-    """HA replication, a power loss with page-cache write-back and stale connections, the
-    transient store pool and a reset by time: the same digest in processes with different hash
-    seeds, and records of the declared scalar types."""
-    path = str(ROOT / "scenarios" / "power_loss_async_master.yaml")
-    code = _BROKER_CHILD.format(root=str(ROOT), path=path, overrides=_BROKER_FIDELITY)
+def _children(code: str) -> list[dict]:
+    """The JSON line `code` prints, run in processes with PYTHONHASHSEED 0 and 1."""
     outs = []
     for hash_seed in ("0", "1"):
         env = dict(os.environ, PYTHONHASHSEED=hash_seed)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
                              cwd=str(ROOT))
         outs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return outs
+
+
+def test_broker_fidelity_run_is_deterministic_across_pythonhashseed() -> None:
+    """HA replication, a power loss with page-cache write-back and stale connections, the
+    transient store pool and a reset by time: the same digest in processes with different hash
+    seeds, and records of the declared scalar types."""
+    path = str(ROOT / "scenarios" / "power_loss_async_master.yaml")
+    outs = _children(_BROKER_CHILD.format(root=str(ROOT), path=path, overrides=_BROKER_FIDELITY))
     local = sim.run(path, seed=2, overrides=_BROKER_FIDELITY, keep_records=True)
     assert outs[0] == outs[1] and outs[0]["digest"] == local.summary["trace_sha256"]
     kinds = {r[2] for r in local.records}
@@ -122,3 +127,21 @@ def test_broker_fidelity_run_is_deterministic_across_pythonhashseed() -> None:
             "consumer.offset_reset", "broker.offsets_loaded"} <= kinds
     allowed = {str, int, float, bool, type(None)}
     assert all(type(v) in allowed for r in local.records for v in r)
+
+
+def test_orderly_broker_failure_is_deterministic_across_pythonhashseed() -> None:
+    """Orderly consumption with broker locks, a broker crash that loses them, and the order
+    checker: the same digest and figures in processes with different hash seeds; records of the
+    declared scalar types."""
+    path = str(ROOT / "scenarios" / "orderly_broker_failure.yaml")
+    overrides = ["duration_ms=45s", "settle_ms=15s"]
+    outs = _children(_BROKER_CHILD.format(root=str(ROOT), path=path, overrides=overrides).replace(
+        '"lost": r.summary["lost"]', '"lost": r.summary["lost"], "order": r.summary["order_violations_by_cause"]'))
+    local = sim.run(path, seed=2, overrides=overrides, keep_records=True)
+    assert outs[0] == outs[1] and outs[0]["digest"] == local.summary["trace_sha256"]
+    assert outs[0]["order"] == local.summary["order_violations_by_cause"]
+    kinds = {r[2] for r in local.records}
+    assert {"broker.lock_granted", "broker.lock_refused", "broker.unlocked"} <= kinds
+    for record in local.records:
+        declared = trace.TYPES[record[2]]
+        assert all(v is None or type(v) is tp for v, tp in zip(record[3:], declared, strict=True)), record

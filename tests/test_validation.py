@@ -59,6 +59,15 @@ CASES = [
      "consumers[1].group", "subscribe alike"),
     ("topic_on_unknown_broker", "cluster:\n  topics:\n    - {name: t, brokers: [broker-z]}\n",
      "cluster.topics[0].brokers", "'broker-z' is not a broker"),
+    ("group_members_consume_differently",
+     "consumers:\n  - {name: c, group: g}\n  - {name: d, group: g, consume_mode: ORDERLY}\n",
+     "consumers[1].consume_mode", "consume alike"),
+    ("orderly_broadcasting", "consumers:\n  - {name: c, consume_mode: ORDERLY, client: {message_model: BROADCASTING}}\n",
+     "consumers[0]", "not modelled"),
+    ("shutdown_on_a_broker", "faults:\n  - {at_ms: 100, kind: shutdown, node: broker-a}\n",
+     "faults[0].node", "needs a producer or consumer node"),
+    ("shutdown_with_duration", "consumers:\n  - {name: c}\nfaults:\n  - {at_ms: 100, kind: shutdown, node: c-1, duration_ms: 5s}\n",
+     "faults[0]", "shutdown is not healed"),
     ("negative_fault_time", "faults:\n  - {at_ms: -5, kind: heal}\n", "faults[0].at_ms", "greater than or equal"),
 ]
 

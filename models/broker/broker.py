@@ -63,6 +63,7 @@ from models.broker.message_store import (
 )
 from models.broker.offsets import ConsumerOffsetManager
 from models.broker.producer_manager import ProducerManager
+from models.broker.rebalance_lock_manager import RebalanceLockManager
 from models.broker.reset_offset import ResetOffsetService
 from models.broker.schedule import ScheduleMessageService
 from models.broker.slave_read import SlaveProcessors
@@ -166,6 +167,7 @@ class Broker:
         self.ha: HAService | None = None
         self.ha_client: HAClient | None = None
         self.slave_processors: SlaveProcessors | None = None
+        self.locks: RebalanceLockManager | None = None  # masters: set with the handlers
         if self.slave:
             self._build_slave(master)
         else:
@@ -250,6 +252,7 @@ class Broker:
             node.handle(PullMessage, self.on_pull)
             node.handle(ConsumerSendMsgBack, self.on_send_back)
             node.handle(GetAllConsumerOffset, self.on_get_all_offsets)
+            self.locks = RebalanceLockManager(node)  # LOCK_BATCH_MQ / UNLOCK_BATCH_MQ: masters only
         node.handle(QueryConsumerOffset, self.on_query_offset)
         node.handle(GetMaxOffset, self.on_get_max_offset)
         node.handle(SearchOffset, self.reset_offset.on_search_offset)

@@ -31,6 +31,20 @@ CLEAN_EXPIRED_MAX_PER_ROUND = 16  # ProcessQueue.cleanExpiredMsg looks at most a
 EXPIRED_SEND_BACK_DELAY_LEVEL = 3  # cleanExpiredMsg sends back with delay level 3
 RESET_OFFSET_CLIENT_SLEEP_US = 10_000_000  # MQClientInstance.resetOffset: TimeUnit.SECONDS.sleep(10)
 CONSUME_TIMESTAMP_BEFORE_START_US = 30 * 60_000_000  # DefaultMQPushConsumer.consumeTimestamp: 30 min ago
+# orderly consumption (ConsumeMessageOrderlyService, ProcessQueue, RebalanceImpl, 5.3.3)
+REBALANCE_LOCK_MAX_LIVE_TIME_US = 30_000_000  # ProcessQueue: rocketmq.client.rebalance.lockMaxLiveTime
+REBALANCE_LOCK_INTERVAL_US = 20_000_000  # ProcessQueue.REBALANCE_LOCK_INTERVAL (lockAll period)
+LOCK_ALL_INITIAL_DELAY_US = 1_000_000  # ConsumeMessageOrderlyService.start: lockMQPeriodically after 1 s
+LOCK_BATCH_TIMEOUT_US = 1_000_000  # RebalanceImpl.lock / lockAll: lockBatchMQ(..., 1000)
+UNLOCK_TIMEOUT_US = 1_000_000  # RebalanceImpl.unlockAll at shutdown: unlockBatchMQ(..., 1000, false)
+MAX_TIME_CONSUME_CONTINUOUSLY_US = 60_000_000  # rocketmq.client.maxTimeConsumeContinuously
+ORDERLY_RELOCK_DELAY_US = 10_000  # ConsumeRequest: tryLockLaterAndReconsume(..., 10) / yield after 60 s
+ORDERLY_LOCK_FAILED_DELAY_US = 3_000_000  # tryLockLaterAndReconsume: lock refused → resubmit after 3000
+REBALANCE_LATER_US = 500_000  # RebalanceImpl: rebalanceLater(500) when a new queue could not be locked (5.x)
+REMOVE_CONSUME_LOCK_WAIT_US = 500_000  # RebalancePushImpl (5.2.0+): tryLock of the consume lock, 500 ms
+REMOVE_DROPPED_LOCK_AGE_US = 20_000_000  # 5.2.0+: a dropped queue is unlocked 20 s after its last lock
+SUSPEND_MIN_MS, SUSPEND_MAX_MS = 10, 30_000  # submitConsumeRequestLater clamps the suspend time
+ORDERLY_MAX_RECONSUME_TIMES = 2**31 - 1  # getMaxReconsumeTimes: -1 → Integer.MAX_VALUE (orderly)
 
 
 class MessageModel(StrEnum):
@@ -86,9 +100,11 @@ class PushConsumerConfig(BaseModel):
     pull_threshold_size_for_queue_mib: Int = Field(100, gt=0, le=1024)  # pullThresholdSizeForQueue (MiB)
     pull_batch_size: Int = Field(32, gt=0, le=1024)  # pullBatchSize
     pull_interval_ms: Int = Field(0, ge=0, le=65_535)  # pullInterval
-    max_reconsume_times: Int = Field(-1, ge=-1, le=10_000)  # maxReconsumeTimes (-1 → 16)
+    max_reconsume_times: Int = Field(-1, ge=-1, le=10_000)  # maxReconsumeTimes (-1 → 16; orderly: Integer.MAX_VALUE, never)
     persist_consumer_offset_interval_ms: PositiveIntMs = 5_000  # persistConsumerOffsetInterval
     await_termination_millis_when_shutdown: NonNegativeIntMs = 0  # awaitTerminationMillisWhenShutdown
+    suspend_current_queue_time_millis: NonNegativeIntMs = 1_000  # suspendCurrentQueueTimeMillis (orderly; used clamped to [10, 30000])
+    consume_message_batch_max_size: Int = Field(1, gt=0, le=1024)  # consumeMessageBatchMaxSize (orderly; the concurrent model takes 1)
     consume_timeout_min: Int = Field(15, gt=0, le=MAX_TIME_MS // 60_000)  # consumeTimeout (minutes)
     pull_time_delay_mills_when_exception: NonNegativeIntMs = 1_000  # pullTimeDelayMillsWhenException
     heartbeat_broker_interval_ms: PositiveIntMs = 30_000  # heartbeatBrokerInterval

@@ -17,8 +17,6 @@ Simplified: the thread is released when the listener returns; the send-back RPC 
 
 from __future__ import annotations
 
-import itertools
-from collections import deque
 from collections.abc import Generator
 from typing import Any
 
@@ -28,13 +26,14 @@ from models.consumer.config import (
     EXPIRED_SEND_BACK_DELAY_LEVEL,
     LOCAL_RETRY_DELAY_US,
 )
+from models.consumer.consume_pool import ConsumePool
 from models.consumer.send_back import SendBack
 from models.message import MessageExt
 from models.records import CONSUMER_CONSUMED, CONSUMER_EXPIRED_CLEANED
 from sim.trace import DIGEST_CHUNK
 
 
-class ConsumeService:
+class ConsumeService(ConsumePool):
     def __init__(self, consumer: Any, consume_time: Any, failure_probability: float) -> None:
         self.consumer = consumer
         self.node = consumer.node
@@ -54,19 +53,7 @@ class ConsumeService:
         self.send_back = SendBack(consumer, self.max_reconsume_times)
         self.consume_timeout_us = consumer.cfg.consume_timeout_min * 60_000_000
         self.node.add_service(self.clean_expired_loop)
-        self.busy = 0
-        self.queue: deque = deque()
-        self.running: dict[int, tuple] = {}  # listener calls in progress: token → (pq, mq, msg)
-        self._tokens = itertools.count(1)
-        self.stopping: Any = None  # shutdown's continuation while it awaits the running calls
-        self._await_timer: Any = None
-        self.node.on_crash(self._reset)
-
-    def _reset(self) -> None:
-        self.busy = 0
-        self.queue.clear()
-        self.running.clear()
-        self.stopping = None
+        self.init_pool()  # running: token → (pq, mq, msg)
 
     def submit(self, pq: Any, mq: Any, msgs: Any) -> None:
         """One ConsumeRequest per message: a free thread starts it, else it waits in the pool's queue.
@@ -164,37 +151,12 @@ class ConsumeService:
         again = msg._replace(reconsume_times=msg.reconsume_times + 1)
         self.node.call_later(LOCAL_RETRY_DELAY_US, self.submit, pq, mq, [again])
 
-    # --- shutdown ------------------------------------------------------------------------------
-    def shutdown(self, await_us: int, then: Any) -> None:
-        """ConsumeMessageConcurrentlyService.shutdown(awaitTerminateMillis): the pool stops taking
-        requests (queued ones never run: shutdownNow), waits up to `await_us` for the running
-        listener calls, then interrupts the rest. An interrupted call is modelled as a listener
-        that throws at once (RECONSUME_LATER: send-back while its offset stays uncommitted, the
-        #7182 pattern); a listener that ignores interrupts is not modelled. Then `then()`."""
-        self.queue.clear()
-        self.stopping = then
-        if not self.running:
-            self._drained()
-        elif await_us > 0:
-            self._await_timer = self.node.timer(await_us, self._interrupt)
-        else:
-            self._interrupt()
-
-    def _interrupt(self) -> None:
-        self._await_timer = None
-        running, self.running = self.running, {}
-        for pq, mq, msg in running.values():
-            self.busy -= 1
-            self._result(pq, mq, msg, False)
-        self._drained()
-
-    def _drained(self) -> None:
-        then, self.stopping = self.stopping, None
-        if self._await_timer is not None:
-            self._await_timer.cancel()
-            self._await_timer = None
-        if then is not None:
-            then()
+    # --- shutdown (models/consumer/consume_pool.py) ------------------------------------------
+    def _interrupted(self, call: tuple) -> None:
+        """An interrupted call throws: RECONSUME_LATER, sent back while its offset stays
+        uncommitted (the #7182 pattern)."""
+        pq, mq, msg = call
+        self._result(pq, mq, msg, False)
 
     # --- cleanExpiredMsg ------------------------------------------------------------------------
     def clean_expired_loop(self) -> Generator:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from models.consumer.config import REBALANCE_LOCK_MAX_LIVE_TIME_US
+
 
 class ProcessQueue:
     __slots__ = ("msgs", "msg_size_bytes", "queue_offset_max", "dropped", "last_pull_us",
@@ -59,3 +61,78 @@ class ProcessQueue:
         if not cached:
             return 0
         return next(reversed(cached)) - next(iter(cached))
+
+
+class OrderlyProcessQueue(ProcessQueue):
+    """ProcessQueue as ConsumeMessageOrderlyService uses it.
+
+    `taking` is consumingMsgOrderlyTreeMap (the batch the listener holds); `consuming` the flag
+    putMessage sets when it hands the queue to a ConsumeRequest; `locked` / `last_lock_us` the
+    broker lock as last seen (isLockExpired: older than 30 s); `previously_locked` the
+    PullRequest's flag (the first pull after locking re-reads the offset); `busy_until_us` the end
+    of the listener call in progress, under the consume lock (-1: none). Span flow control is
+    concurrent-only, so `max_span` is 0 here (the pull loop is shared); the count and size flow
+    control see only the messages not taken (Java counts the taken batch too: at most
+    consumeMessageBatchMaxSize more).
+    """
+
+    __slots__ = ("taking", "consuming", "locked", "last_lock_us", "previously_locked", "busy_until_us",
+                 "consume_started_us")
+
+    def __init__(self, next_offset: int, now_us: int) -> None:
+        super().__init__(next_offset, now_us)
+        self.taking: dict[int, Any] = {}
+        self.consuming = False
+        self.locked = False
+        self.last_lock_us = now_us  # lastLockTimestamp starts at construction
+        self.previously_locked = False
+        self.busy_until_us = -1
+        self.consume_started_us = 0
+
+    def dispatch_to_consume(self) -> bool:
+        """putMessage's result: true when messages are cached and no ConsumeRequest holds the queue."""
+        if self.msgs and not self.consuming:
+            self.consuming = True
+            return True
+        return False
+
+    def max_span(self) -> int:
+        return 0
+
+    def has_messages(self) -> bool:
+        """msgCount > 0: cached or taken by the listener."""
+        return bool(self.msgs or self.taking)
+
+    def take_messages(self, n: int) -> list[Any]:
+        """takeMessages(n): the n smallest cached messages move to the taken map; none left →
+        `consuming` is cleared (the ConsumeRequest ends)."""
+        cached, out = self.msgs, []
+        while cached and len(out) < n:
+            offset = next(iter(cached))
+            msg = cached.pop(offset)
+            self.taking[offset] = msg
+            out.append(msg)
+        if not out:
+            self.consuming = False
+        return out
+
+    def commit(self) -> int:
+        """commit(): forget the taken batch; the offset to store is its last offset + 1 (-1 if none)."""
+        taking = self.taking
+        if not taking:
+            return -1
+        offset = next(reversed(taking)) + 1
+        self.msg_size_bytes -= sum(m.body_bytes for m in taking.values())
+        self.taking = {}
+        return offset
+
+    def make_to_consume_again(self, msgs: list[Any]) -> None:
+        """makeMessageToConsumeAgain: the batch goes back to the cache (in offset order)."""
+        for msg in msgs:
+            self.taking.pop(msg.queue_offset, None)
+        merged = {m.queue_offset: m for m in msgs}
+        merged.update(self.msgs)
+        self.msgs = dict(sorted(merged.items()))
+
+    def is_lock_expired(self, now_us: int) -> bool:
+        return now_us - self.last_lock_us > REBALANCE_LOCK_MAX_LIVE_TIME_US

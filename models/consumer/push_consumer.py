@@ -58,6 +58,9 @@ MIB = 1024 * 1024
 
 
 class PushConsumer:
+    consume_service_class: Any = ConsumeService  # ConsumeMessageConcurrentlyService; orderly: its subclass
+    process_queue_class: Any = ProcessQueue
+
     def __init__(self, env: Any, name: str, zone: str, group: str, topic: str, tags: list[str] | None,
                  cfg: PushConsumerConfig, namesrvs: list[str], consume_time: Any,
                  failure_probability: float, zones: dict[str, str] | None = None) -> None:
@@ -78,7 +81,7 @@ class PushConsumer:
         self._routes_pending = 0
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.offset_store = OffsetStore(node, group, self.broadcasting)
-        self.consume = ConsumeService(self, consume_time, failure_probability)
+        self.consume = self.consume_service_class(self, consume_time, failure_probability)
         # zones: node name → zone, for MACHINE_ROOM_NEARBY by ZONE
         self.rebalancer = Rebalancer(self, allocate_strategy(cfg, topic, zones or {}))
         self.pull_api = PullAPIWrapper(self.broker_addr_table)
@@ -175,13 +178,15 @@ class PushConsumer:
         self.node.crash()
 
     # --- queues ---------------------------------------------------------------------------------
-    def drop_queue(self, mq: MessageQueue, pq: ProcessQueue, reason: str = "rebalance") -> None:
-        """removeUnnecessaryMessageQueue (concurrent): persist, forget the offset, drop."""
+    def drop_queue(self, mq: MessageQueue, pq: ProcessQueue, reason: str = "rebalance") -> bool:
+        """removeUnnecessaryMessageQueue (concurrent): persist, forget the offset, drop; removed
+        (True) at once."""
         self.node.trace(CONSUMER_QUEUE_DROPPED, self.group, mq.topic, mq.broker_name, mq.queue_id, reason)
         pq.dropped = True
         self.offset_store.persist(mq, self.broker_addr)
         self.offset_store.remove(mq)
         self.process_queues.pop(mq, None)
+        return True
 
     # --- PullMessageService ---------------------------------------------------------------------
     def pull_later(self, mq: MessageQueue, pq: ProcessQueue, delay_us: int) -> None:
@@ -236,8 +241,7 @@ class PushConsumer:
                 self.consume.submit(pq, mq, msgs)
         elif code in (PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY):
             pq.next_offset = response.next_begin_offset
-            if not pq.msgs:
-                self.offset_store.update(mq, pq.next_offset, increase_only=True)
+            self.correct_tags_offset(mq, pq)
         elif code == PULL_OFFSET_MOVED:
             return self._offset_illegal(mq, pq, response.next_begin_offset)
         else:
@@ -245,6 +249,11 @@ class PushConsumer:
         if self.cfg.pull_interval_ms:
             return self.pull_later(mq, pq, ms(self.cfg.pull_interval_ms))
         return self.pull(mq, pq)
+
+    def correct_tags_offset(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """correctTagsOffset: with nothing cached, the committed offset follows the pull."""
+        if not pq.msgs:
+            self.offset_store.update(mq, pq.next_offset, increase_only=True)
 
     def _offset_illegal(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
         """5.2.0+: update-and-freeze the offset, persist it, drop the queue, rebalance now."""

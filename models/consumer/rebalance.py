@@ -30,7 +30,6 @@ from models.consumer.config import (
     REBALANCE_WAIT_INTERVAL_US,
     ConsumeFromWhere,
 )
-from models.consumer.process_queue import ProcessQueue
 from models.message import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
 from models.protocol import (
     SUCCESS,
@@ -54,6 +53,8 @@ class Rebalancer:
         self.last_round_us = -REBALANCE_MIN_INTERVAL_US
         self.timer: Any = None
         self.adding: dict[MessageQueue, None] = {}
+        # what a new queue goes through before computePullFromWhere: orderly locks it first
+        self.prepare_add = self.compute_pull_from_where
         self.node.on_crash(self.adding.clear)
 
     # --- RebalanceService -----------------------------------------------------------------------
@@ -116,12 +117,12 @@ class Rebalancer:
             if mq.topic != topic:
                 continue
             if mq not in wanted or now - pq.last_pull_us > PULL_MAX_IDLE_TIME_US:
-                consumer.drop_queue(mq, pq, "rebalance" if mq not in wanted else "pull_expired")
-                removed += 1
+                if consumer.drop_queue(mq, pq, "rebalance" if mq not in wanted else "pull_expired"):
+                    removed += 1
         for mq in wanted:
             if mq not in consumer.process_queues and mq not in self.adding:
                 self.adding[mq] = None
-                self.compute_pull_from_where(mq)
+                self.prepare_add(mq)
                 added += 1
         if removed or added:
             owned = sum(1 for mq in consumer.process_queues if mq.topic == topic)
@@ -171,7 +172,7 @@ class Rebalancer:
             return
         consumer.offset_store.remove(mq)
         consumer.offset_store.update(mq, offset, increase_only=False)  # readOffset caches it
-        pq = ProcessQueue(offset, self.node.env._now)
+        pq = consumer.process_queue_class(offset, self.node.env._now)
         consumer.process_queues[mq] = pq
         self.node.trace(CONSUMER_QUEUE_STARTED, consumer.group, mq.topic, mq.broker_name, mq.queue_id, offset)
         self.node.call_later(NEW_PULL_REQUEST_DELAY_US, consumer.pull, mq, pq)

@@ -72,6 +72,7 @@ from models.protocol import (
     OffsetResponse,
     SendBatchMessage,
     TopicRouteData,
+    UnregisterClient,
     new_send_message,
 )
 from models.records import PRODUCER_ROUTE_UPDATED, PRODUCER_SEND_FAILED, PRODUCER_SENT
@@ -132,6 +133,20 @@ class Producer:
         self.oneway = send_mode == ONEWAY
         if self.fault_on and self.fault.start_detector_enable:
             node.add_service(self.detector_loop)
+
+    def exit_gracefully(self) -> None:
+        """DefaultMQProducer.shutdown, then the process exits (a `shutdown` fault): the
+        application stops calling send(), unregisterProducer sends UNREGISTER_CLIENT (oneway) to
+        every known broker, the client instance stops. A send still waiting for its answer gets
+        none (as when the remoting client closes under it). The process is not relaunched when
+        the fault phase ends."""
+        if not self.node.up:
+            return
+        for addrs in self.client.broker_addr_table.values():
+            for addr in addrs.values():
+                self.node.send(addr, UnregisterClient(self.client.client_id, producer_group=self.group))
+        self.node.stopped = True
+        self.node.crash()
 
     # --- routes (MQProducerInner) ---------------------------------------------------------------
     def update_topic_publish_info(self, topic: str, route: TopicRouteData) -> None:

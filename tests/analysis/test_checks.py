@@ -13,8 +13,8 @@ import pytest
 from analysis.checks import check, percentiles_ms
 from analysis.ledger import ProducerInfo
 from models.message import msg_id_of
-from models.records import BROKER_STORED, CONSUMER_CONSUMED, PRODUCER_SEND_FAILED, PRODUCER_SENT
-from sim.trace import KINDS
+from models.records import BROKER_LOCK_GRANTED, BROKER_STORED, CONSUMER_CONSUMED, PRODUCER_SEND_FAILED, PRODUCER_SENT
+from sim.trace import KINDS, NODE_CRASHED
 
 TOPIC = "orders"
 PRODUCERS = [ProducerInfo("p", TOPIC), ProducerInfo("q", TOPIC), ProducerInfo("o", "other")]
@@ -196,6 +196,42 @@ def test_order_violations_orderly_group():
     assert run_check(recs, {"g": TOPIC}, orderly=["g"])["order_violations"] == 2
     m = run_check(recs, {"g": TOPIC})  # not an orderly group: order is not promised, not checked
     assert m["order_violations"] is None and m["groups"]["g"]["order_violations"] is None
+    assert m["order_violations_by_cause"] is None
+
+
+def consumed_at(t, key, consumer="c", queue_id=0, offset=0, reconsume=0, ok=True):
+    return record(t, consumer, CONSUMER_CONSUMED, group="g", msg_id=mid(key), topic=TOPIC, broker="broker-a",
+                  queue_id=queue_id, queue_offset=offset, ok=ok, reconsume_times=reconsume)
+
+
+def granted(t, client, how, queue_id=0):
+    return record(t, "broker-a", BROKER_LOCK_GRANTED, group="g", client=client, topic=TOPIC, queue_id=queue_id, how=how)
+
+
+def test_order_violation_causes_from_ground_truth():
+    """Each violation is labelled by comparing the late message with the one that overtook it;
+    redeliveries and failed calls do not count; messages without a sharding key are not judged."""
+    sends = [sent(1_000 + i, f"p-{i}", shard=7) for i in range(1, 9)] + [sent(2_000, "q-1"), sent(2_001, "q-2")]
+    recs = sends + [
+        consumed_at(5_000, "p-2", queue_id=1),               # p-2 in another queue, first
+        consumed_at(5_100, "p-1", queue_id=0),               # p-1 late: send_side
+        consumed_at(5_200, "p-1", queue_id=0),               # a redelivery: not a violation
+        consumed_at(5_300, "p-4", reconsume=1),              # p-4 from %RETRY%
+        consumed_at(5_350, "p-3", ok=False),                 # a failed call: not a consumption
+        consumed_at(5_400, "p-3"),                           # p-3 late: retry_path
+        granted(6_000, "c1", "new"), record(7_000, "broker-a", NODE_CRASHED, power_loss=False),
+        granted(8_000, "c2", "new"),                         # the restarted broker grants anew
+        consumed_at(9_000, "p-6", consumer="c2", offset=6),  # c2 (start offset past p-5) overtakes
+        consumed_at(9_100, "p-5", consumer="c1", offset=5),  # p-5 late: broker_lost_locks
+        granted(10_000, "c1", "expired"),                    # c1 takes over an expired lock
+        consumed_at(11_000, "p-8", consumer="c1", offset=8),
+        consumed_at(11_100, "p-7", consumer="c2", offset=7),  # p-7 late: lock_expired
+        consumed_at(12_000, "q-2"), consumed_at(12_100, "q-1"),  # no sharding key: not judged
+    ]
+    m = run_check(recs, {"g": TOPIC}, orderly=["g"])
+    assert m["order_violations_by_cause"] == {"send_side": 1, "retry_path": 1, "broker_lost_locks": 1,
+                                              "lock_expired": 1, "other": 0}
+    assert m["order_violations"] == 4 == m["groups"]["g"]["order_violations"]
 
 
 def test_order_judged_per_producer_and_shard():

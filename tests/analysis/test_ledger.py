@@ -3,7 +3,7 @@
 `oracle()` below is the pre-issue-9 checker algorithm (analysis/checks.py before the Ledger): one
 pass over the records keeping per-message dicts, then per-unit verdicts, with the issue-9
 vocabulary added (`pending_retry`, `dlq` apart from `lost`; `order_violations` null for groups
-that do not consume orderly; ties in first-consumption time taken in message-id order). It is
+that do not consume orderly, and judged over keyed messages only; ties in first-consumption time taken in message-id order). It is
 written for clarity, not speed: it is the definition the Ledger's NumPy arrays must reproduce.
 
 Hypothesis generates record streams shaped like a run's: several producers and topics; SEND_OK,
@@ -256,7 +256,8 @@ def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[in
 
 
 def _oracle_order(consumed: dict[int, list], acked: dict[int, tuple[int, int]]) -> int:
-    firsts = sorted((e[1], msg_id) for msg_id, e in consumed.items() if e[1] is not None and msg_id in acked)
+    firsts = sorted((e[1], msg_id) for msg_id, e in consumed.items()
+                    if e[1] is not None and msg_id in acked and acked[msg_id][1] >= 0)  # keyed messages only
     highest: dict[tuple[int, int], int] = {}
     violations = 0
     for _t, msg_id in firsts:
@@ -442,16 +443,26 @@ def _without_causes(got: dict[str, Any]) -> dict[str, Any]:
     (analysis/consumer_metrics.py) are beyond the oracle: the causes must add up to duplicates,
     retries must be the failed attempts, per group and in total; the rest must equal the oracle's."""
     assert sum(got.pop("duplicates_by_cause").values()) == got["duplicates"]
+    _pop_order_causes(got)
     assert got.pop("retries") == sum(g["retries"] for g in got["groups"].values())
     for key in CONSUMER_KEYS:
         got.pop(key)
     for group in got["groups"].values():
         assert sum(group.pop("duplicates_by_cause").values()) == group["duplicates"]
+        _pop_order_causes(group)
         assert group.pop("retries") == group["consume_attempts"] - group["consumed_ok_distinct"] - group["duplicates"]
         assert len(group.pop("lag_by_second")) >= 1
         for key in CONSUMER_KEYS:
             group.pop(key)
     return got
+
+
+def _pop_order_causes(metrics: dict[str, Any]) -> None:
+    """order_violations_by_cause (analysis/order.py) must add up to order_violations (both null
+    where order is not checked)."""
+    by_cause = metrics.pop("order_violations_by_cause")
+    assert (by_cause is None) == (metrics["order_violations"] is None)
+    assert by_cause is None or sum(by_cause.values()) == metrics["order_violations"]
 
 
 def test_empty_stream():

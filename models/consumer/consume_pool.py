@@ -1,0 +1,74 @@
+"""A consume service's thread pool (consumeExecutor) and its shutdown (ThreadUtils.shutdownGracefully,
+5.3.3), shared by ConsumeMessageConcurrentlyService and ConsumeMessageOrderlyService.
+
+`busy` threads of `consumeThreadMax` run listener calls (`running`: token → the call); requests
+wait in the FIFO `queue`. A process crash empties it all.
+
+The pool stops taking requests (queued ones never run: shutdownNow), waits up to
+awaitTerminationMillisWhenShutdown for the running listener calls, then interrupts the rest: an
+interrupted call is modelled as a listener that fails at once (`_interrupted`, per service); a
+listener that ignores interrupts is not modelled. When no call is left, `_terminated(then)` runs
+(the service's own last step, then the consumer's continuation).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from typing import Any
+
+
+class ConsumePool:
+    """Mixin of a consume service with a `node`; `init_pool()` in its constructor."""
+
+    node: Any
+
+    def init_pool(self) -> None:
+        self.busy = 0
+        self.queue: deque = deque()
+        self.running: dict[int, tuple] = {}  # listener calls in progress: token → the call
+        self._tokens = itertools.count(1)
+        self.stopping: Any = None  # shutdown's continuation while it awaits the running calls
+        self.stopped = False  # shut down (the service's `stopped` flag); a relaunch clears it
+        self._await_timer: Any = None
+        self.node.on_crash(self._reset)
+
+    def _reset(self) -> None:
+        self.busy = 0
+        self.queue.clear()
+        self.running.clear()
+        self.stopping = None
+        self.stopped = False
+
+    def shutdown(self, await_us: int, then: Any) -> None:
+        self.stopped = True
+        self.queue.clear()
+        self.stopping = then
+        if not self.running:
+            self._drained()
+        elif await_us > 0:
+            self._await_timer = self.node.timer(await_us, self._interrupt)
+        else:
+            self._interrupt()
+
+    def _interrupt(self) -> None:
+        self._await_timer = None
+        running, self.running = self.running, {}
+        for call in running.values():
+            self.busy -= 1
+            self._interrupted(call)
+        self._drained()
+
+    def _drained(self) -> None:
+        then, self.stopping = self.stopping, None
+        if self._await_timer is not None:
+            self._await_timer.cancel()
+            self._await_timer = None
+        if then is not None:
+            self._terminated(then)
+
+    def _interrupted(self, call: tuple) -> None:  # pragma: no cover - each service defines it
+        raise NotImplementedError
+
+    def _terminated(self, then: Any) -> None:
+        then()

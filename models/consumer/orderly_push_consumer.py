@@ -1,0 +1,131 @@
+"""DefaultMQPushConsumerImpl with a MessageListenerOrderly (`consume_mode: ORDERLY`), 5.3.3.
+
+What differs from the concurrent consumer (models/consumer/push_consumer.py), chosen once when the
+group's consumers are built (the concurrent path carries no orderly test):
+
+- consumption: ConsumeMessageOrderlyService (models/consumer/consume_orderly_service.py);
+- broker locks: models/consumer/queue_lock.py (lockAll every 20 s, first after 1 s);
+- rebalance, new queue: locked on its master first; refused or failed → skipped this round and
+  `rebalanceLater(500)` (5.x); granted → a ProcessQueue created `locked`;
+- rebalance, removed queue (RebalancePushImpl.removeUnnecessaryMessageQueue, 5.2.0+): the queue is
+  marked dropped and its offset persisted; then if 20 s have passed since its last lock refresh,
+  or the consume lock is free within 500 ms (no listener call on it, or the call ends within
+  500 ms: the removal happens then), the offset is persisted again and forgotten, the queue
+  unlocked on the broker (oneway) and removed; otherwise it stays in the table, dropped, for the
+  next round;
+- pulling (pullMessage): only while the ProcessQueue is `locked` (else again after
+  `pullTimeDelayMillsWhenException`, 1000 ms); the first pull of a PullRequest re-reads the
+  offset from the broker (computePullFromWhere; an error → again after 1000 ms); no span flow
+  control; with nothing cached or taken, NO_NEW_MSG advances the committed offset.
+
+Pulls may go to a slave when the master is gone (the ProcessQueue stays `locked` and consumption
+runs until the 30 s client-side expiry), but a lock is only ever granted by a master.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models.consumer.config import (
+    REBALANCE_LATER_US,
+    REMOVE_CONSUME_LOCK_WAIT_US,
+    REMOVE_DROPPED_LOCK_AGE_US,
+)
+from models.consumer.consume_orderly_service import ConsumeOrderlyService
+from models.consumer.process_queue import OrderlyProcessQueue
+from models.consumer.push_consumer import PushConsumer
+from models.consumer.queue_lock import QueueLocks
+from models.message import MessageQueue
+from models.protocol import SUCCESS, OffsetResponse, QueryConsumerOffset
+from models.records import CONSUMER_QUEUE_DROPPED
+from sim.env import ms
+
+
+def locked_process_queue(next_offset: int, now_us: int) -> OrderlyProcessQueue:
+    """createProcessQueue + setLocked(true): only a queue whose lock was granted is added."""
+    pq = OrderlyProcessQueue(next_offset, now_us)
+    pq.locked = True
+    return pq
+
+
+class OrderlyPushConsumer(PushConsumer):
+    consume_service_class = ConsumeOrderlyService
+    process_queue_class = staticmethod(locked_process_queue)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.locks = QueueLocks(self)
+        self.rebalancer.prepare_add = self._lock_then_add
+
+    # --- rebalance: add -----------------------------------------------------------------------
+    def _lock_then_add(self, mq: MessageQueue) -> None:
+        self.locks.lock(mq, lambda ok: self._lock_answered(mq, ok))
+
+    def _lock_answered(self, mq: MessageQueue, ok: bool) -> None:
+        if ok:
+            self.rebalancer.compute_pull_from_where(mq)
+            return
+        self.rebalancer.adding.pop(mq, None)
+        self.node.call_later(REBALANCE_LATER_US, self.rebalancer.wakeup)  # rebalanceLater(500)
+
+    # --- rebalance: remove --------------------------------------------------------------------
+    def drop_queue(self, mq: MessageQueue, pq: Any, reason: str = "rebalance") -> bool:
+        """removeUnnecessaryMessageQueue, orderly and CLUSTERING (5.2.0+): see the module
+        docstring. True when the queue is removed (now, or when its listener call ends within
+        500 ms); False when it stays for the next round."""
+        if not pq.dropped:
+            self.node.trace(CONSUMER_QUEUE_DROPPED, self.group, mq.topic, mq.broker_name, mq.queue_id, reason)
+            pq.dropped = True
+        self.offset_store.persist(mq, self.broker_addr)
+        now = self.node.env._now
+        if now - pq.last_lock_us > REMOVE_DROPPED_LOCK_AGE_US or pq.busy_until_us < 0:
+            self._remove(mq, pq)
+            return True
+        if pq.busy_until_us - now <= REMOVE_CONSUME_LOCK_WAIT_US:
+            self.node.call_later(pq.busy_until_us - now, self._remove, mq, pq)
+            return True
+        return False
+
+    def _remove(self, mq: MessageQueue, pq: Any) -> None:
+        if self.process_queues.get(mq) is not pq:
+            return
+        self.offset_store.persist(mq, self.broker_addr)
+        self.offset_store.remove(mq)
+        pq.locked = False
+        self.locks.unlock(mq)
+        del self.process_queues[mq]
+
+    # --- pullMessage --------------------------------------------------------------------------
+    def pull(self, mq: MessageQueue, pq: Any) -> None:
+        if pq.dropped:
+            return None
+        if not pq.locked:
+            pq.last_pull_us = self.node.env._now
+            return self.pull_later(mq, pq, ms(self.cfg.pull_time_delay_mills_when_exception))
+        if pq.previously_locked:
+            return super().pull(mq, pq)
+        addr = self.broker_addr(mq.broker_name)
+        if addr is None:
+            return self.pull_later(mq, pq, ms(self.cfg.pull_time_delay_mills_when_exception))
+        request = QueryConsumerOffset(self.group, mq.topic, mq.queue_id)
+        self.node.rpc(addr, request, ms(self.cfg.mq_client_api_timeout_ms), self._offset_reread, mq, pq)
+        return None
+
+    def _offset_reread(self, mq: MessageQueue, pq: Any, response: Any) -> None:
+        """The first pull after locking: nextOffset = the broker's committed offset; none stored
+        (QUERY_NOT_FOUND) → the offset the rebalance computed by the same rule stands (simplified:
+        not computed again); no answer → again after 1000 ms."""
+        if pq.dropped:
+            return
+        if not isinstance(response, OffsetResponse):
+            self.pull_later(mq, pq, ms(self.cfg.pull_time_delay_mills_when_exception))
+            return
+        if response.code == SUCCESS and response.offset >= 0:
+            pq.next_offset = response.offset
+            self.offset_store.update(mq, response.offset, increase_only=False)
+        pq.previously_locked = True
+        super().pull(mq, pq)
+
+    def correct_tags_offset(self, mq: MessageQueue, pq: Any) -> None:
+        if not pq.has_messages():
+            self.offset_store.update(mq, pq.next_offset, increase_only=True)
