@@ -22,6 +22,12 @@ class FrameError(Exception):
 
 
 def check_kind(kind: str) -> None:
+    """Refuse an unknown kind, and say how to get pandas when it is missing (it is the `notebook` extra)."""
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        raise FrameError("RunResult.frame() needs pandas: pip install -e '.[notebook]' "
+                         "(scripts/setup.sh installs it)") from None
     if kind not in KINDS:
         raise FrameError(f"unknown record kind {kind!r}; kinds: {', '.join(sorted(KINDS))}")
 

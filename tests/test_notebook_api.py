@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import sys
 
 import pytest
 
@@ -44,6 +45,12 @@ def test_frame_says_what_is_missing() -> None:
         bare.frame("producer.sent")
     with pytest.raises(FrameError, match="unknown record kind 'producer.snet'"):
         bare.frame("producer.snet")
+
+
+def test_frame_without_pandas_names_the_extra(kept, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` now raises ImportError
+    with pytest.raises(FrameError, match=r"needs pandas: pip install -e '\.\[notebook\]'"):
+        kept.frame("producer.sent")
 
 
 def test_run_takes_documented_keywords_not_kwargs() -> None:
