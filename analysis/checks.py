@@ -29,7 +29,9 @@ message). For each unit, over the messages of its subscribed topic:
   rebalance, consumer_crash, consumer_shutdown, broker_offset_rollback, offset_reset, failover,
   send_back, txn_double_commit, other) and adds up to `duplicates`. The older two-way split
   `duplicate_causes` (`producer_retry` when the brokers stored the message more than once, else
-  `redelivery`) is kept for sweeps and stored results;
+  `redelivery`) is kept for sweeps and stored results. Per group, `duplicates_by_second` gives
+  the same causes over time (cause → [[second, duplicates], ...], seconds with any; the per-run
+  report's "duplicates over time by cause" figure);
 - transactional producers (a `transaction:` section): their messages are judged by
   analysis/txn_checker.py (visible iff the local transaction committed), not here: they count
   for duplicates only, and a duplicate of a message stored twice in its topic gets the cause
@@ -75,7 +77,7 @@ from typing import Any
 import numpy as np
 
 from analysis.consumer_metrics import ownership, unit_metrics
-from analysis.duplicates import Timeline, classify, empty_causes
+from analysis.duplicates import Timeline, causes_by_second, count_causes, empty_causes, timed_causes
 from analysis.ledger import (
     ACKED,
     DELIVERY_COUNT_CAP,
@@ -201,7 +203,9 @@ def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[s
     for name in sorted(ledger.units):
         unit = ledger.units[name]
         result, unit_latencies = _judge_unit(ledger, unit, prods, details, facts, locks)
-        result["duplicates_by_cause"] = classify(unit, ledger, prods.copies, timeline)
+        timed = timed_causes(unit, ledger, prods.copies, timeline)
+        result["duplicates_by_cause"] = count_causes(timed)
+        result["duplicates_by_second"] = causes_by_second(timed)
         result["retries"] = unit.attempts - result["consumed_ok_distinct"] - result["duplicates"]
         first_ok = [_padded(unit.first_ok_us[p], np.int64, prods.length[p], -1) for p in range(prods.n)]
         result.update(unit_metrics(unit, prods, first_ok, _padded_all(store_us, prods), own, ledger.last_us,

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -102,13 +102,37 @@ class Timeline:
         return t, reason
 
 
-def classify(unit: Any, ledger: Any, copies: list[np.ndarray], timeline: Timeline) -> dict[str, int]:
-    """The causes of every duplicate delivery of `unit` (their sum is the unit's duplicates)."""
-    causes = empty_causes()
+class TimedCause(NamedTuple):
+    """One duplicate delivery: when it was consumed and why."""
+
+    t_us: int
+    cause: str
+
+
+def timed_causes(unit: Any, ledger: Any, copies: list[np.ndarray], timeline: Timeline) -> list[TimedCause]:
+    """The cause of every duplicate delivery of `unit`, with its consumption time."""
     names = ledger.node_names
-    for t_us, node, broker, qid, offset, reconsume, p, seq in unit.dups:
-        causes[_cause(unit, ledger, copies, timeline, names, t_us, node, broker, qid, offset, reconsume, p, seq)] += 1
+    return [TimedCause(t_us, _cause(unit, ledger, copies, timeline, names, t_us, node, broker, qid, offset,
+                                    reconsume, p, seq))
+            for t_us, node, broker, qid, offset, reconsume, p, seq in unit.dups]
+
+
+def count_causes(timed: list[TimedCause]) -> dict[str, int]:
+    """Duplicates per cause, every cause present (their sum is the unit's duplicates)."""
+    causes = empty_causes()
+    for d in timed:
+        causes[d.cause] += 1
     return causes
+
+
+def causes_by_second(timed: list[TimedCause]) -> dict[str, list[list[int]]]:
+    """cause → [[simulated second, duplicates], ...] over the seconds that had any, seconds ascending;
+    causes with none are left out (sparse: a run has few duplicates, and an hour has 3,600 seconds)."""
+    per: dict[str, dict[int, int]] = defaultdict(dict)
+    for d in timed:
+        second = d.t_us // 1_000_000
+        per[d.cause][second] = per[d.cause].get(second, 0) + 1
+    return {c: [[s, n] for s, n in sorted(per[c].items())] for c in CAUSES if c in per}
 
 
 def _cause(unit: Any, ledger: Any, copies: list[np.ndarray], timeline: Timeline, names: list[str], t_us: int,

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
 from analysis.run_rows import fault_windows
 from analysis.trace_store import kind_path
 from models.records import (
@@ -174,12 +175,32 @@ def send_share_by_broker(data: RunData) -> dict[str, np.ndarray]:
     return {b: np.where(total >= enough, n / np.maximum(total, 1), np.nan) for b, n in counts.items()}
 
 
-def duplicates_by_cause(data: RunData) -> dict[str, np.ndarray]:
-    """Successful consumptions beyond a group's first, per second, by cause (analysis/checks.py's
-    rule: `producer_retry` when the brokers stored the message more than once, else `redelivery`)."""
+def duplicates_by_cause(data: RunData) -> dict[str, np.ndarray] | None:
+    """Duplicate deliveries per second by mechanism, summed over groups (None: nothing consumed; an
+    empty dict: no duplicates): the summary's per-group
+    `duplicates_by_second` (analysis/duplicates.py's ten causes). A run summarised before that key
+    existed falls back to the two-way split read off the trace (`_two_way_duplicates`)."""
+    groups = data.summary.get("groups") or {}
+    if not groups or any("duplicates_by_second" not in g for g in groups.values()):
+        return _two_way_duplicates(data)
+    if not data.kind(CONSUMER_CONSUMED):
+        return None
+    length = int(np.ceil(data.end_s)) + 1
+    out: dict[str, np.ndarray] = {}
+    for g in groups.values():
+        for cause, pairs in g["duplicates_by_second"].items():
+            series = out.setdefault(cause, np.zeros(length, np.int64))
+            for second, n in pairs:
+                series[min(second, length - 1)] += n
+    return {c: out[c] for c in DUPLICATE_CAUSES if c in out}
+
+
+def _two_way_duplicates(data: RunData) -> dict[str, np.ndarray] | None:
+    """Successful consumptions beyond a group's first, per second, by analysis/checks.py's older
+    rule: `producer_retry` when the brokers stored the message more than once, else `redelivery`."""
     c, stored = data.kind(CONSUMER_CONSUMED), data.kind(BROKER_STORED)
     if not c:
-        return {}
+        return None
     ok = c["ok"].astype(bool)
     group, msg, t = c["group"][ok], c["msg_id"][ok], c["t_us"][ok]
     order = np.lexsort((t, msg, group))

@@ -20,7 +20,11 @@ from analysis import run_data as rd
 from analysis.figures import FAULT_COLORS, plt
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-CAUSE_COLORS = {"producer_retry": "#d95f02", "redelivery": "#7570b3"}
+# duplicates_by_cause's mechanisms (analysis/duplicates.py CAUSES); `redelivery`: the older two-way split
+CAUSE_COLORS = {"producer_retry": "#d95f02", "rebalance": "#1b9e77", "consumer_crash": "#e41a1c",
+                "consumer_shutdown": "#66a61e", "broker_offset_rollback": "#000000", "offset_reset": "#e6ab02",
+                "failover": "#377eb8", "send_back": "#a6761d", "txn_double_commit": "#e7298a",
+                "other": "#999999", "redelivery": "#7570b3"}
 LABEL_CHARS_PER_S = 0.9  # rough label width: characters × axis seconds per character
 
 
@@ -169,10 +173,12 @@ def backlog(data: rd.RunData) -> tuple[Figure, str] | None:
 
 def duplicates_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
     by_cause = rd.duplicates_by_cause(data)
-    if not by_cause:
+    if by_cause is None:
         return None
     fig, ax = plt.subplots(figsize=(11, 4.2))
-    bottom = np.zeros(max(len(v) for v in by_cause.values()))
+    bottom = np.zeros(max((len(v) for v in by_cause.values()), default=int(np.ceil(data.end_s)) + 1))
+    if not by_cause:
+        ax.plot([0, len(bottom)], [0, 0], color="#1b9e77", label="no duplicate delivery")
     for cause, values in by_cause.items():
         ax.bar(np.arange(len(values)) + 0.5, values, width=0.9, bottom=bottom[:len(values)],
                color=CAUSE_COLORS.get(cause), label=f"cause: {cause}")
