@@ -21,8 +21,9 @@ offset, reconsume times). Its cause, `CAUSES`:
     the committed offset at or below this message (`broker.offset_rolled_back`);
   - else by how the first consumer's ownership of the queue ended before t0: killed
     (`consumer_crash`), shut down gracefully (`consumer_shutdown`), dropped by a rebalance or as
-    pull-expired (`rebalance`), dropped after OFFSET_ILLEGAL (`offset_reset`); still owning it
-    at t0 (two owners at once during a rebalance) → `rebalance`;
+    pull-expired (`rebalance`), dropped after OFFSET_ILLEGAL (`offset_reset`) — a drop before t1
+    counts when t1 is a listener call that ended on the dropped queue (its offset is not
+    committed); still owning it at t0 (two owners at once during a rebalance) → `rebalance`;
   - `other` when none of these explains it.
 - `failover` (a re-read
   from another replica, issue 11's slave reads) is not told apart yet: such a re-read gets the
@@ -93,8 +94,12 @@ class Timeline:
         return starts[i - 1][0] if i else None
 
     def end_after(self, key: tuple, node: str, t_us: int) -> tuple[int, str] | None:
-        """The first end of `node`'s ownership of `key` after `t_us`: a drop, a crash or a shutdown."""
-        ends = [(t, 2, reason) for t, reason in self.ended.get(key, ()) if t > t_us]
+        """The first end of `node`'s ownership of `key` after `t_us`: a drop, a crash or a shutdown;
+        or a drop of the ownership in force at `t_us` before it (a batch whose listener call ended
+        after its queue was dropped: the orderly removal waits for it, its offset is not committed)."""
+        since = self.owned_since(key, t_us)
+        ends = [(t, 2, reason) for t, reason in self.ended.get(key, ())
+                if t > t_us or (since is not None and t >= since)]
         ends += [e for e in self.node_ends.get(node, ()) if e[0] > t_us]
         if not ends:
             return None

@@ -136,9 +136,13 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
     zones |= {name: c.zone for c in sc.consumers for name in instance_names(c.name, c.count)}
     for c in sc.consumers:
         for name in instance_names(c.name, c.count):
-            consumer_class = OrderlyPushConsumer if c.consume_mode == "ORDERLY" else PushConsumer
-            consumer = consumer_class(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
-                                      c.consume_time_ms, c.failure_probability, zones)
+            if c.consume_mode == "ORDERLY":  # the orderly path follows the clients' version (4.x / 5.x)
+                consumer = OrderlyPushConsumer(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
+                                               c.consume_time_ms, c.failure_probability, zones,
+                                               client_version=sc.resolved_client_version)
+            else:
+                consumer = PushConsumer(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
+                                        c.consume_time_ms, c.failure_probability, zones)
             _add(world, consumer)
             if c.stop_ms is not None:
                 env.call_later(ms(c.stop_ms), consumer.shutdown)

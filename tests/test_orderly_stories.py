@@ -7,6 +7,10 @@ old queue still held a backlog. Bound, derived from that mechanism: a violating 
 sent before its producer's route change c and first consumed after a message sent after c; so
 at T_c (the first consumption of any message its producer sent after c) m was still unconsumed.
 Violations ≤ Σ_c #{messages the producer sent before c, first consumed after T_c}.
+
+Both client lines are held to it (`version` 5.x and 4.x): 4.9.8's 20 s unlockDelay and missing
+rebalanceLater keep handed-over queues idle longer, so more messages are stranded, but the
+mechanism and the bound are the same; every duplicate has its mechanism (none `other`).
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ SCENARIO = "scenarios/orderly_broker_failure.yaml"
 SEEDS = (1, 2, 3)
 
 
+@pytest.mark.parametrize("version", ["5.x", "4.x"])
 @pytest.mark.parametrize("seed", SEEDS)
-def test_orderly_without_faults_keeps_every_key_in_order(seed: int) -> None:
-    s = sim.run(SCENARIO, seed=seed, overrides=["faults=[]"]).summary
+def test_orderly_without_faults_keeps_every_key_in_order(seed: int, version: str) -> None:
+    s = sim.run(SCENARIO, seed=seed, overrides=["faults=[]", f"version={version}"]).summary
     assert s["order_violations"] == 0
     assert s["order_violations_by_cause"] == dict.fromkeys(s["order_violations_by_cause"], 0)
     assert s["lost"] == 0 and s["duplicates"] == 0 and s["verdict"] == "valid"
@@ -56,11 +61,13 @@ def _stranded_behind_route_changes(records: list[tuple]) -> int:
     return total
 
 
+@pytest.mark.parametrize("version", ["5.x", "4.x"])
 @pytest.mark.parametrize("seed", SEEDS)
-def test_broker_failure_breaks_order_only_send_side_and_bounded(seed: int) -> None:
-    r = sim.run(SCENARIO, seed=seed, keep_records=True)
+def test_broker_failure_breaks_order_only_send_side_and_bounded(seed: int, version: str) -> None:
+    r = sim.run(SCENARIO, seed=seed, keep_records=True, overrides=[f"version={version}"])
     s = r.summary
     assert s["lost"] == 0
+    assert s["duplicates_by_cause"]["other"] == 0  # every duplicate has its mechanism
     by_cause = s["order_violations_by_cause"]
     assert sum(by_cause.values()) == s["order_violations"]
     assert {c: n for c, n in by_cause.items() if n}.keys() <= {"send_side"}  # the kind RocketMQ allows

@@ -43,6 +43,10 @@ ORDERLY_LOCK_FAILED_DELAY_US = 3_000_000  # tryLockLaterAndReconsume: lock refus
 REBALANCE_LATER_US = 500_000  # RebalanceImpl: rebalanceLater(500) when a new queue could not be locked (5.x)
 REMOVE_CONSUME_LOCK_WAIT_US = 500_000  # RebalancePushImpl (5.2.0+): tryLock of the consume lock, 500 ms
 REMOVE_DROPPED_LOCK_AGE_US = 20_000_000  # 5.2.0+: a dropped queue is unlocked 20 s after its last lock
+# 4.x (4.9.8) orderly removal, RebalancePushImpl.removeUnnecessaryMessageQueue / unlockDelay
+V4_REMOVE_CONSUME_LOCK_WAIT_US = 1_000_000  # 4.9.8: consumeLock.tryLock(1000, MILLISECONDS)
+UNLOCK_DELAY_TIME_US = 20_000_000  # UNLOCK_DELAY_TIME_MILLS: rocketmq.client.unlockDelayTimeMills 20000
+V4_NEW_PULL_REQUEST_DELAY_US = 0  # 4.9.8 dispatchPullRequest: executePullRequestImmediately
 SUSPEND_MIN_MS, SUSPEND_MAX_MS = 10, 30_000  # submitConsumeRequestLater clamps the suspend time
 ORDERLY_MAX_RECONSUME_TIMES = 2**31 - 1  # getMaxReconsumeTimes: -1 → Integer.MAX_VALUE (orderly)
 

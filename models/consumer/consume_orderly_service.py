@@ -1,4 +1,6 @@
-"""ConsumeMessageOrderlyService with the application's MessageListenerOrderly (5.3.3).
+"""ConsumeMessageOrderlyService with the application's MessageListenerOrderly (5.3.3; 4.9.8 runs
+the same ConsumeRequest: its consume lock is a plain lock where 5.x takes a read lock, which only
+the removal's tryLock sees (models/consumer/orderly_push_consumer.py)).
 
 A pool of `consumeThreadMax` threads with a FIFO task queue. A queue has at most one ConsumeRequest
 at a time: the pull hands it over when putMessage reports `dispatchToConsume` (messages cached and
@@ -23,9 +25,9 @@ Shutdown: the pool stops, waits up to awaitTerminationMillisWhenShutdown for the
 (then interrupts them: a call that throws, i.e. SUSPEND), then unlockAll (one UNLOCK_BATCH_MQ per
 broker, 1000 ms) before the consumer persists its offsets and unregisters.
 
-Simplified: the RECONSUME_TIME of a DLQ-bound re-send is reconsumeTimes + 1 (Java sends
-reconsumeTimes and relies on 5.1.x's rule that a retry send of a group holding orderly locks goes
-to the DLQ at once: the same destination); the inner-producer send does not hold the thread
+Simplified: the RECONSUME_TIME of a DLQ-bound re-send is reconsumeTimes + 1 as in 5.3.3 (4.9.8
+sends reconsumeTimes, which its broker's handleRetryAndDLQ, reconsumeTimes ≥ MAX_RECONSUME_TIMES,
+also sends to the DLQ: the same destination); the inner-producer send does not hold the thread
 and its failure is not seen (Java suspends the queue and counts the message up instead).
 BROADCASTING orderly consumption (no locks) is not modelled (the scenario check refuses it).
 """

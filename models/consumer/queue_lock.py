@@ -1,12 +1,13 @@
 """The client side of the orderly broker locks: RebalanceImpl.lock / lockAll / unlock / unlockAll and
-ConsumeMessageOrderlyService.lockMQPeriodically (5.3.3).
+ConsumeMessageOrderlyService.lockMQPeriodically (5.3.3; 4.9.8 where it differs).
 
 Every request goes to the queue's master (brokerId 0 in the broker address table; none known →
 the lock fails): LOCK_BATCH_MQ with a 1000 ms timeout. `lock(mq)` (a new queue at rebalance, or
 a ConsumeRequest re-locking) sets `locked` and `lastLockTimestamp` of the queue's ProcessQueue
 when granted. `lockAll` runs every 20 s (first 1 s after start, CLUSTERING only): one request per
-broker for its non-dropped queues; granted queues get `locked` and a fresh `lastLockTimestamp`,
-refused ones `locked = false` (`consumer.lock_lost` when that takes a lock away); a failed
+broker for its non-dropped queues (4.9.8: every queue in the table, a dropped one kept for the
+next round included, so its broker lock is renewed); granted queues get `locked` and a fresh
+`lastLockTimestamp`, refused ones `locked = false` (`consumer.lock_lost` when that takes a lock away); a failed
 request changes nothing (the queue stays locked until its 30 s client-side expiry).
 `unlock(mq)` is oneway (rebalance removal); `unlockAll` at shutdown waits for the answers (1000 ms).
 
@@ -31,8 +32,9 @@ from models.records import CONSUMER_LOCK_LOST
 
 
 class QueueLocks:
-    def __init__(self, consumer: Any) -> None:
+    def __init__(self, consumer: Any, skip_dropped: bool = True) -> None:
         self.consumer = consumer
+        self.skip_dropped = skip_dropped  # buildProcessQueueTableByBrokerName skips dropped queues (5.x)
         self.node = consumer.node
         self.group = consumer.group
         if not consumer.broadcasting:
@@ -69,10 +71,11 @@ class QueueLocks:
             yield self.node.sleep_us(REBALANCE_LOCK_INTERVAL_US)
 
     def _by_broker(self) -> dict[str, list[MessageQueue]]:
-        """buildProcessQueueTableByBrokerName: the non-dropped queues, per broker name, sorted."""
+        """buildProcessQueueTableByBrokerName: the (5.x: non-dropped) queues, per broker name, sorted."""
         out: dict[str, list[MessageQueue]] = {}
+        skip_dropped = self.skip_dropped
         for mq in sorted(self.consumer.process_queues):
-            if not self.consumer.process_queues[mq].dropped:
+            if not (skip_dropped and self.consumer.process_queues[mq].dropped):
                 out.setdefault(mq.broker_name, []).append(mq)
         return out
 

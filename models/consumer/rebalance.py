@@ -6,7 +6,8 @@ ProcessQueue table; BROADCASTING takes every readable queue. Removed queues are 
 oneway offset persist; added queues start at `computePullFromWhere` (the broker's committed
 offset; else the max offset for CONSUME_FROM_LAST_OFFSET, 0 for retry topics and
 CONSUME_FROM_FIRST_OFFSET, the offset at `consumeTimestamp` for CONSUME_FROM_TIMESTAMP (the
-broker's searchOffset; the max offset for a retry topic)), and their first pull is dispatched after 500 ms (5.x). Queues with
+broker's searchOffset; the max offset for a retry topic)), and their first pull is dispatched after 500 ms (5.x;
+`new_pull_delay_us`: a 4.x orderly consumer dispatches it at once, as 4.9.8 does). Queues with
 no pull for 120 s are dropped and re-added. An empty or missing member list changes nothing.
 
 RebalanceService runs every 20 s on its own timer, started with the client whatever else
@@ -55,6 +56,7 @@ class Rebalancer:
         self.adding: dict[MessageQueue, None] = {}
         # what a new queue goes through before computePullFromWhere: orderly locks it first
         self.prepare_add = self.compute_pull_from_where
+        self.new_pull_delay_us = NEW_PULL_REQUEST_DELAY_US  # dispatchPullRequest(..., 500) (5.x)
         self.node.on_crash(self.adding.clear)
 
     # --- RebalanceService -----------------------------------------------------------------------
@@ -175,4 +177,4 @@ class Rebalancer:
         pq = consumer.process_queue_class(offset, self.node.env._now)
         consumer.process_queues[mq] = pq
         self.node.trace(CONSUMER_QUEUE_STARTED, consumer.group, mq.topic, mq.broker_name, mq.queue_id, offset)
-        self.node.call_later(NEW_PULL_REQUEST_DELAY_US, consumer.pull, mq, pq)
+        self.node.call_later(self.new_pull_delay_us, consumer.pull, mq, pq)

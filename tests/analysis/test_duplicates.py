@@ -62,6 +62,15 @@ def test_a_reread_of_the_same_copy_gets_the_mechanism_that_rolled_the_offset_bac
     assert by_cause(base() + HAND_OVER + extra) == {cause: 1}
 
 
+def test_a_batch_ending_on_a_dropped_queue_then_reread_by_the_same_consumer_is_rebalance():
+    """The orderly removal waits for the listener call (500 ms in 5.x, 1 s in 4.x): the batch is
+    consumed after its queue was dropped, its offset not committed, and the same consumer, owning
+    the queue again later, re-reads it."""
+    recs = base() + [started(5, "c-1"), (8, "c-1", CONSUMER_QUEUE_DROPPED, "billing", "orders", "broker-a", 0,
+                                         "rebalance"), consumed(10, "c-1"), started(30, "c-1"), consumed(40, "c-1")]
+    assert by_cause(recs) == {"rebalance": 1}
+
+
 def test_a_rollback_that_does_not_cover_the_message_is_not_blamed():
     extra = [(20, "broker-a", BROKER_OFFSET_ROLLED_BACK, "billing", "orders", 0, 5, 3),  # rolled back over [3, 5) only
              (21, "c-1", NODE_CRASHED, False)]
