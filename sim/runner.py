@@ -142,7 +142,8 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
                                                client_version=sc.resolved_client_version)
             else:
                 consumer = PushConsumer(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
-                                        c.consume_time_ms, c.failure_probability, zones)
+                                        c.consume_time_ms, c.failure_probability, zones,
+                                        client_version=sc.resolved_client_version)
             _add(world, consumer)
             if c.stop_ms is not None:
                 env.call_later(ms(c.stop_ms), consumer.shutdown)

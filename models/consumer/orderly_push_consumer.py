@@ -46,7 +46,6 @@ from models.consumer.config import (
     REMOVE_CONSUME_LOCK_WAIT_US,
     REMOVE_DROPPED_LOCK_AGE_US,
     UNLOCK_DELAY_TIME_US,
-    V4_NEW_PULL_REQUEST_DELAY_US,
     V4_REMOVE_CONSUME_LOCK_WAIT_US,
 )
 from models.consumer.consume_orderly_service import ConsumeOrderlyService
@@ -54,7 +53,6 @@ from models.consumer.process_queue import OrderlyProcessQueue
 from models.consumer.push_consumer import PushConsumer
 from models.consumer.queue_lock import QueueLocks
 from models.message import MessageQueue
-from models.producer.fault_strategy import CLIENT_VERSIONS, V4, V5
 from models.protocol import SUCCESS, OffsetResponse, QueryConsumerOffset
 from models.records import CONSUMER_QUEUE_DROPPED
 from sim.env import ms
@@ -71,15 +69,10 @@ class OrderlyPushConsumer(PushConsumer):
     consume_service_class = ConsumeOrderlyService
     process_queue_class = staticmethod(locked_process_queue)
 
-    def __init__(self, *args: Any, client_version: str = V5, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if client_version not in CLIENT_VERSIONS:
-            raise ValueError(f"client_version must be one of {CLIENT_VERSIONS}, not {client_version!r}")
-        self.v4 = client_version == V4
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # client_version: PushConsumer sets `v4` and the first-pull delay
         self.locks = QueueLocks(self, skip_dropped=not self.v4)
         self.rebalancer.prepare_add = self._lock_then_add
-        if self.v4:
-            self.rebalancer.new_pull_delay_us = V4_NEW_PULL_REQUEST_DELAY_US
 
     # --- rebalance: add -----------------------------------------------------------------------
     def _lock_then_add(self, mq: MessageQueue) -> None:

@@ -4,7 +4,9 @@ One PushConsumer is one client process (node) with one consumer group, registere
 process's MQClientInstance (models/client_instance.py), which polls the routes, keeps the broker
 address table, heartbeats and persists offsets. Start-up: fetch routes of the subscribed topics
 (plus `%RETRY%<group>` in CLUSTERING), heartbeat to every broker, then rebalance at once if
-the heartbeat round went out (not when no broker address was known yet).
+the heartbeat round went out (not when no broker address was known yet). A new queue's first
+pull is dispatched 500 ms after the rebalance (5.x `dispatchPullRequest(..., 500)`), at once for a
+4.9.8 client (`client_version` 4.x: `executePullRequestImmediately`).
 Timers of the client instance: route poll every 30 s (first after 10 ms), heartbeat every 30 s
 (first after 1 s), offset persist every 5 s (first after 10 s); rebalance every 20 s.
 
@@ -30,6 +32,7 @@ from models.consumer.config import (
     CONSUME_TIMESTAMP_BEFORE_START_US,
     CONSUMER_TIMEOUT_WHEN_SUSPEND_US,
     PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US,
+    V4_NEW_PULL_REQUEST_DELAY_US,
     MessageModel,
     PushConsumerConfig,
 )
@@ -40,6 +43,7 @@ from models.consumer.pull_api import PullAPIWrapper
 from models.consumer.rebalance import Rebalancer
 from models.consumer.reset_offset import ClientResetOffset
 from models.message import MessageQueue, java_string_hash, retry_topic
+from models.producer.fault_strategy import CLIENT_VERSIONS, V4, V5
 from models.protocol import (
     PULL_NOT_FOUND,
     PULL_OFFSET_MOVED,
@@ -63,7 +67,11 @@ class PushConsumer:
 
     def __init__(self, env: Any, name: str, zone: str, group: str, topic: str, tags: list[str] | None,
                  cfg: PushConsumerConfig, namesrvs: list[str], consume_time: Any,
-                 failure_probability: float, zones: dict[str, str] | None = None) -> None:
+                 failure_probability: float, zones: dict[str, str] | None = None, *,
+                 client_version: str = V5) -> None:
+        if client_version not in CLIENT_VERSIONS:
+            raise ValueError(f"client_version must be one of {CLIENT_VERSIONS}, not {client_version!r}")
+        self.v4 = client_version == V4  # 4.9.8 client (the scenario's `client_version` / `version`)
         self.node = node = Node(env, name, zone)
         self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one
         self.group = group
@@ -84,6 +92,8 @@ class PushConsumer:
         self.consume = self.consume_service_class(self, consume_time, failure_probability)
         # zones: node name → zone, for MACHINE_ROOM_NEARBY by ZONE
         self.rebalancer = Rebalancer(self, allocate_strategy(cfg, topic, zones or {}))
+        if self.v4:  # 4.9.8 RebalancePushImpl.dispatchPullRequest: executePullRequestImmediately
+            self.rebalancer.new_pull_delay_us = V4_NEW_PULL_REQUEST_DELAY_US
         self.pull_api = PullAPIWrapper(self.broker_addr_table)
         self.consume_timestamp_us = ms(cfg.consume_timestamp_ms) if cfg.consume_timestamp_ms is not None else \
             max(0, env._now - CONSUME_TIMESTAMP_BEFORE_START_US)

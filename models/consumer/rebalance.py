@@ -7,7 +7,7 @@ oneway offset persist; added queues start at `computePullFromWhere` (the broker'
 offset; else the max offset for CONSUME_FROM_LAST_OFFSET, 0 for retry topics and
 CONSUME_FROM_FIRST_OFFSET, the offset at `consumeTimestamp` for CONSUME_FROM_TIMESTAMP (the
 broker's searchOffset; the max offset for a retry topic)), and their first pull is dispatched after 500 ms (5.x;
-`new_pull_delay_us`: a 4.x orderly consumer dispatches it at once, as 4.9.8 does). Queues with
+`new_pull_delay_us`: a 4.x consumer dispatches it at once, as 4.9.8 does). Queues with
 no pull for 120 s are dropped and re-added. An empty or missing member list changes nothing.
 
 RebalanceService runs every 20 s on its own timer, started with the client whatever else

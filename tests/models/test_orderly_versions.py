@@ -84,3 +84,21 @@ def test_4x_unlocks_at_the_removal_when_nothing_is_cached(tmp_path: Path) -> Non
     unlocked = t["broker.unlocked:c1"][0][0]
     assert 0 < unlocked - dropped <= 1_000  # no call in progress, no message cached: at once
     assert "broker.lock_refused:c2" not in t or t["broker.lock_refused:c2"][0][0] < unlocked
+
+
+@pytest.mark.parametrize(("client_version", "earliest_ms", "latest_ms"), [("5.x", 500, 600), ("4.x", 0, 100)])
+def test_concurrent_consumer_first_pull_of_a_new_queue_follows_the_version(client_version, earliest_ms, latest_ms):
+    """A concurrent consumer joining a backlog: its first consumption from each queue comes 500 ms after
+    the rebalance that gave it the queue in 5.x (dispatchPullRequest(..., 500)), at once in 4.9.8
+    (executePullRequestImmediately), plus one pull round trip and one listener call."""
+    r = sim.run("scenarios/baseline.yaml", seed=1, keep_records=True,
+                overrides=["duration_ms=8s", "settle_ms=2s", "consumers[0].start_ms=5s",
+                           f"client_version={client_version}"])
+    started = r.frame("consumer.queue_started")
+    consumed = r.frame("consumer.consumed")
+    gaps = []
+    for row in started[started.topic == "orders"].itertuples():
+        mine = consumed[(consumed.node == row.node) & (consumed.broker == row.broker)
+                        & (consumed.queue_id == row.queue_id) & (consumed.t_us >= row.t_us)]
+        gaps.append((int(mine.t_us.min()) - row.t_us) / 1000)
+    assert len(gaps) == 8 and all(earliest_ms <= g < latest_ms for g in gaps), gaps
