@@ -19,15 +19,20 @@ offset, reconsume times). Its cause, `CAUSES`:
   - `offset_reset`: the queue's offset was corrected (OFFSET_MOVED / OFFSET_ILLEGAL) meanwhile;
   - `broker_offset_rollback`: the broker restarted from an older consumerOffset.json that puts
     the committed offset at or below this message (`broker.offset_rolled_back`);
+  - `failover`: the re-reading consumer's offset query for the queue was answered by a replica
+    behind another replica of the group (`broker.offset_behind_replica`: a slave whose copy of
+    the master's offsets lagged — SlaveSynchronize — while the master was away, or a master back
+    with its own table, without what clients committed on the slave meanwhile) and the message
+    lies between the offset answered and the one the other replica held;
   - else by how the first consumer's ownership of the queue ended before t0: killed
     (`consumer_crash`), shut down gracefully (`consumer_shutdown`), dropped by a rebalance or as
     pull-expired (`rebalance`), dropped after OFFSET_ILLEGAL (`offset_reset`) — a drop before t1
     counts when t1 is a listener call that ended on the dropped queue (its offset is not
     committed); still owning it at t0 (two owners at once during a rebalance) → `rebalance`;
   - `other` when none of these explains it.
-- `failover` (a re-read
-  from another replica, issue 11's slave reads) is not told apart yet: such a re-read gets the
-  mechanism that moved the queue or its offset (or `other`), and `failover` stays 0.
+A pull a slave serves never moves the consumer's offset back (slave_read.py: no OFFSET_MOVED
+without offsetCheckInSlave, and with it the correction is an `offset_reset`), so `failover` is
+only the offset answer above.
 
 The retry topic and the user topic share (broker, queue id); a copy with reconsume times > 0 is
 matched with the `%RETRY%` queue's ownership, others with the user topic's.
@@ -42,6 +47,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from models.records import (
+    BROKER_OFFSET_BEHIND_REPLICA,
     BROKER_OFFSET_ROLLED_BACK,
     CONSUMER_OFFSET_MOVED,
     CONSUMER_QUEUE_DROPPED,
@@ -69,6 +75,7 @@ class Timeline:
         self.node_ends: dict[str, list[tuple[int, int, str]]] = defaultdict(list)  # crash / shutdown
         self.moved: dict[tuple, list[int]] = defaultdict(list)  # (group, broker, qid)
         self.rolled_back: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)  # (group, broker, qid, retry)
+        self.behind: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)  # (group, client, broker, qid, retry)
         for r in sorted(events, key=lambda e: e[0]):
             kind = r[2]
             if kind == CONSUMER_QUEUE_STARTED:  # (t, node, kind, group, topic, broker, qid, offset)
@@ -84,6 +91,9 @@ class Timeline:
             elif kind == BROKER_OFFSET_ROLLED_BACK:  # (t, broker, kind, group, topic, qid, from, to)
                 key = (r[3], r[1], r[5], r[4].startswith(RETRY_GROUP_TOPIC_PREFIX))
                 self.rolled_back[key].append((r[0], r[6], r[7]))
+            elif kind == BROKER_OFFSET_BEHIND_REPLICA:  # (t, node, kind, group, topic, broker, qid, client, offset, held)
+                key = (r[3], r[7], r[5], r[6], r[4].startswith(RETRY_GROUP_TOPIC_PREFIX))
+                self.behind[key].append((r[0], r[8], r[9]))
 
     def owned_since(self, key: tuple, t_us: int) -> int | None:
         """Start of the ownership of `key` in force at `t_us` (its latest start at or before it)."""
@@ -162,6 +172,9 @@ def _cause(unit: Any, ledger: Any, copies: list[np.ndarray], timeline: Timeline,
     for t, before, after in timeline.rolled_back.get((group, broker, qid, retry), ()):
         if t_first < t <= t0 and after <= offset < before:
             return "broker_offset_rollback"
+    for t, answered, held in timeline.behind.get(key, ()):
+        if t_first < t <= t0 and answered <= offset < held:
+            return "failover"
     first_node = names[unit.first_node[p][seq]]
     first_key = (group, first_node, broker, qid, retry)
     end = timeline.end_after(first_key, first_node, t_first)

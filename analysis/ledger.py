@@ -39,6 +39,7 @@ import numpy as np
 
 from models.records import (
     BROKER_LOCK_GRANTED,
+    BROKER_OFFSET_BEHIND_REPLICA,
     BROKER_OFFSET_ROLLED_BACK,
     BROKER_STORED,
     COMMIT_LOG_DESTROYED,
@@ -84,7 +85,8 @@ _HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED
             (CONSUMER_QUEUE_STARTED, "_event", ()), (CONSUMER_QUEUE_DROPPED, "_event", ()),
             (CONSUMER_SHUTDOWN, "_event", ()), (NODE_CRASHED, "_event", ()),
             (CONSUMER_OFFSET_MOVED, "_event", ()), (BROKER_OFFSET_ROLLED_BACK, "_event", ()),
-            (CONSUMER_REBALANCED, "_event", ()), (BROKER_LOCK_GRANTED, "_event", ()))
+            (CONSUMER_REBALANCED, "_event", ()), (BROKER_LOCK_GRANTED, "_event", ()),
+            (BROKER_OFFSET_BEHIND_REPLICA, "_event", ()))
 _KIND_CODES = {kind: code for code, (kind, _h, _c) in enumerate(_HANDLED)}
 _DESTROYED_CODE = _KIND_CODES[COMMIT_LOG_DESTROYED]
 _NO_CODES = itertools.repeat(-1)

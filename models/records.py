@@ -78,6 +78,10 @@ BROKER_UNLOCKED = declare("broker.unlocked", group=str, client=str, topic=str, q
 CONSUMER_LOCK_LOST = declare("consumer.lock_lost", group=str, topic=str, broker=str, queue_id=int)
 BROKER_OFFSET_ROLLED_BACK = declare("broker.offset_rolled_back", group=str, topic=str, queue_id=int,
                                     from_offset=int, to_offset=int)
+# a QUERY_CONSUMER_OFFSET from `client` answered `offset`, below the `replica_offset` another replica
+# of broker group `broker` held (models/broker/offsets.py): rare, one per queue start at most
+BROKER_OFFSET_BEHIND_REPLICA = declare("broker.offset_behind_replica", group=str, topic=str, broker=str,
+                                       queue_id=int, client=str, offset=int, replica_offset=int)
 
 # transactional messages (analysis/txn_checker.py). Producer side: `txn.local_done` when the local
 # transaction's outcome is decided (ground truth: `outcome` COMMIT / ROLLBACK; `state` what

@@ -166,7 +166,8 @@ def _transaction_producer(env: SimEnv, name: str, p: Any, namesrvs: list[str], c
 
 def _build_group(world: World, b: Any, sc: Scenario, namesrvs: list[str]) -> list[Broker]:
     """The brokers of one broker group, master first; slaves share the master's intern tables,
-    and the master learns (for the loss checkers only) which records its slaves hold."""
+    and the master learns (for the loss checkers only) which records its slaves hold; every
+    replica's offset manager knows the others' (for the duplicate checker only)."""
     topics = {t.name: t.queues for t in sc.cluster.topics if t.brokers is None or b.name in t.brokers}
     group = []
     for node, role, zone, broker_id in broker_group_nodes(b.name, b.zone, b.store.broker_role, b.replicas):
@@ -181,6 +182,8 @@ def _build_group(world: World, b: Any, sc: Scenario, namesrvs: list[str]) -> lis
         logs = [s.commit_log for s in group[1:]]
         group[0].commit_log.replica_has = lambda phys, msg_id: any(log.holds(phys, msg_id) for log in logs)
         group[0].commit_log.replicas = len(logs)
+        for broker in group:  # ground truth for the `failover` duplicate cause (models/broker/offsets.py)
+            broker.offsets.peers = tuple(other.offsets for other in group if other is not broker)
     return group
 
 

@@ -155,7 +155,7 @@ class Broker:
                                            **self._hold_interval())
         if not (self.slave and self.version is Version.V4):  # 4.x notifies held pulls on masters only
             self.store.reput.listeners.append(self.hold.notify_message_arriving)
-        self.offsets = ConsumerOffsetManager(node, broker_cfg, self.version)
+        self.offsets = ConsumerOffsetManager(node, broker_cfg, self.version, slave=self.slave)
         self.consumers = ConsumerManager(node, broker_cfg)
         self.producers = ProducerManager(node)
         self.schedule = ScheduleMessageService(node, store_cfg.message_delay_level, self.store,
@@ -468,6 +468,8 @@ class Broker:
         if offset < 0 and self.store.head_in_memory(req.topic, req.queue_id):
             offset = 0  # 5.1.0+: a hot queue head makes a brand-new group start at 0
         response = OffsetResponse(SUCCESS, offset) if offset >= 0 else OffsetResponse(QUERY_NOT_FOUND)
+        if self.offsets.peers:
+            self.offsets.behind_replica(src, self.broker_name, (req.group, req.topic, req.queue_id), offset)
         self.node.reply(src, req_id, response)
 
     def on_get_max_offset(self, src: str, req_id: int, req: GetMaxOffset) -> None:

@@ -18,7 +18,8 @@ prevent this; the controller mode's truncation is out of scope.)
 
 SlaveSynchronize: copy the master's consumer offsets (its entries replace the slave's for each
 group and topic the master has) — 4.x every 10 s (first after 3 s), 5.x at most every 60 s
-(checked every 3 s, first after 10 s). Topic configs are static in the simulator; delay offsets
+(checked every 3 s from 10 s on; `lastSyncTimeMs` starts at the broker's start, so the first copy
+is at the first check more than 60 s after it: 61 s). Topic configs are static in the simulator; delay offsets
 are not copied (the schedule service runs on masters only).
 """
 
@@ -152,7 +153,7 @@ class SlaveSynchronize:
         self.offsets = offsets  # the slave's ConsumerOffsetManager
         self.master = master
         self.v4 = version == Version.V4
-        self.last_sync_us = -SLAVE_SYNC_5X[2]
+        self.last_sync_us = 0  # BrokerController.lastSyncTimeMs (set again at each process start)
         node.add_service(self.run)
 
     def run(self) -> Generator:
@@ -164,6 +165,7 @@ class SlaveSynchronize:
                 self.sync()
                 yield node.sleep_us(period)
         first, period, gap = SLAVE_SYNC_5X
+        self.last_sync_us = node.env._now  # a field initialised when the BrokerController is built
         yield node.sleep_us(first)
         while True:
             if node.env._now - self.last_sync_us > gap:
@@ -181,6 +183,7 @@ class SlaveSynchronize:
         keys = {(group, topic) for group, topic, _q, _o in response.entries}
         for key in [k for k in table if (k[0], k[1]) in keys]:
             del table[key]
+            self.offsets.client_commits.pop(key, None)
         for group, topic, queue_id, offset in response.entries:
             table[(group, topic, queue_id)] = offset
         self.offsets.file.persist(table)

@@ -14,6 +14,13 @@ UPDATE_CONSUMER_OFFSET for the queue be ignored until then.
 An HA slave copies the master's table (SlaveSynchronize.syncConsumerOffset: the master's
 entries replace its own) and still accepts UPDATE_CONSUMER_OFFSET while the master is away;
 those entries are overwritten by the next copy and never reach the master.
+
+Ground truth for the `failover` duplicate cause (checkers only, not a RocketMQ structure): the
+replicas of the broker group know each other (`peers`); a slave keeps the entries clients
+committed on it (`client_commits`, dropped when SlaveSynchronize overwrites them). A
+QUERY_CONSUMER_OFFSET answered below what another replica holds — a master's table (the one a
+crash destroyed while it is down), or a slave's client commits — is recorded
+(`broker.offset_behind_replica`, `behind_replica`): rare, one per queue start at most.
 """
 
 from __future__ import annotations
@@ -23,20 +30,28 @@ from typing import Any
 
 from models.broker.config import OFFSET_PERSIST_INITIAL_DELAY_US, BrokerConfig
 from models.broker.config_file import ConfigFile
-from models.records import BROKER_OFFSET_ROLLED_BACK, CONSUMER_OFFSETS_LOADED, CONSUMER_OFFSETS_PERSISTED
+from models.records import (
+    BROKER_OFFSET_BEHIND_REPLICA,
+    BROKER_OFFSET_ROLLED_BACK,
+    CONSUMER_OFFSETS_LOADED,
+    CONSUMER_OFFSETS_PERSISTED,
+)
 from sim.env import ms
 
 CONSUMER_OFFSET_FILE = "config/consumerOffset.json"
 
 
 class ConsumerOffsetManager:
-    def __init__(self, node: Any, cfg: BrokerConfig, version: str = "5.x") -> None:
+    def __init__(self, node: Any, cfg: BrokerConfig, version: str = "5.x", slave: bool = False) -> None:
         self.node = node
         self.cfg = cfg
         self.table: dict[tuple[str, str, int], int] = {}
         self.reset: dict[tuple[str, str, int], int] = {}  # resetOffsetTable (heap)
         self.file = ConfigFile(node, CONSUMER_OFFSET_FILE, version)
         self.before_crash: dict[tuple[str, str, int], int] = {}  # ground truth for the checkers only
+        self.slave = slave
+        self.client_commits: dict[tuple[str, str, int], int] = {}  # ground truth: a slave's own commits
+        self.peers: tuple[ConsumerOffsetManager, ...] = ()  # ground truth: the group's other replicas
         node.on_crash(self._crashed)
         node.on_crash(self.reset.clear)
         node.on_start(self.load)
@@ -66,6 +81,22 @@ class ConsumerOffsetManager:
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         self.table[(group, topic, queue_id)] = offset
+        if self.slave:
+            self.client_commits[(group, topic, queue_id)] = offset
+
+    def held(self, key: tuple[str, str, int]) -> int:
+        """Ground truth: the committed offset this replica holds for `key` that the others may
+        lack — a master's (its crashed table while down), a slave's client commits; -1 if none."""
+        if self.slave:
+            return self.client_commits.get(key, -1)
+        return max(self.table.get(key, -1), self.before_crash.get(key, -1))
+
+    def behind_replica(self, client: str, broker_name: str, key: tuple[str, str, int], answered: int) -> None:
+        """Record an offset answer below what another replica of the group holds (ground truth)."""
+        ahead = max((peer.held(key) for peer in self.peers), default=-1)
+        if ahead > max(answered, 0):
+            group, topic, queue_id = key
+            self.node.trace(BROKER_OFFSET_BEHIND_REPLICA, group, topic, broker_name, queue_id, client, answered, ahead)
 
     def query(self, group: str, topic: str, queue_id: int) -> int:
         return self.table.get((group, topic, queue_id), -1)

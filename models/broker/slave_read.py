@@ -64,7 +64,7 @@ class SlaveProcessors:
             self.node.reply(src, req_id, new_pull_response((SYSTEM_BUSY, req.queue_offset, 0, 0, (), MASTER_ID)))
             return
         if self.v5 and req.commit_offset >= 0:
-            broker.offsets.table[(req.group, req.topic, req.queue_id)] = req.commit_offset
+            broker.offsets.commit(req.group, req.topic, req.queue_id, req.commit_offset)
         broker.execute_pull(src, req_id, req, True)
 
     def compose(self, code: int, msgs: tuple) -> tuple[int, int]:

@@ -10,6 +10,7 @@ from analysis.checks import check
 from analysis.ledger import ProducerInfo
 from models.message import msg_id_of
 from models.records import (
+    BROKER_OFFSET_BEHIND_REPLICA,
     BROKER_OFFSET_ROLLED_BACK,
     BROKER_STORED,
     CONSUMER_CONSUMED,
@@ -69,6 +70,28 @@ def test_a_batch_ending_on_a_dropped_queue_then_reread_by_the_same_consumer_is_r
     recs = base() + [started(5, "c-1"), (8, "c-1", CONSUMER_QUEUE_DROPPED, "billing", "orders", "broker-a", 0,
                                          "rebalance"), consumed(10, "c-1"), started(30, "c-1"), consumed(40, "c-1")]
     assert by_cause(recs) == {"rebalance": 1}
+
+
+def behind(t: int, client: str, answered: int, held: int, node: str = "broker-a-s1") -> tuple:
+    return (t, node, BROKER_OFFSET_BEHIND_REPLICA, "billing", "orders", "broker-a", 0, client, answered, held)
+
+
+CRASH = [(20, "c-1", NODE_CRASHED, False)]
+
+
+@pytest.mark.parametrize(("extra", "cause"), [
+    ([behind(25, "c-2", 3, 6)], "failover"),  # the slave answered 3, the master held 6: [3, 6) re-read
+    ([behind(25, "c-2", 3, 6, node="broker-a")], "failover"),  # a master back without the slave's commits
+    ([behind(25, "c-2", 3, 5)], "consumer_crash"),  # the master's offset did not cover the message
+    ([behind(25, "c-2", 6, 9)], "consumer_crash"),  # the answer was above it
+    ([behind(25, "c-1", 3, 6)], "consumer_crash"),  # another client's query
+    ([behind(8, "c-2", 3, 6)], "consumer_crash"),  # before the first consumption
+    ([behind(35, "c-2", 3, 6)], "consumer_crash"),  # after the re-reader's queue start
+    ([(22, "broker-a", BROKER_OFFSET_ROLLED_BACK, "billing", "orders", 0, 6, 3), behind(25, "c-2", 3, 9)],
+     "broker_offset_rollback"),  # the master's own rollback keeps its label
+])
+def test_a_reread_after_an_offset_answer_behind_another_replica_is_failover(extra, cause):
+    assert by_cause(base() + HAND_OVER + CRASH + extra) == {cause: 1}
 
 
 def test_a_rollback_that_does_not_cover_the_message_is_not_blamed():

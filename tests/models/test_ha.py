@@ -26,7 +26,7 @@ from models.protocol import (
     SendResponse,
     UpdateConsumerOffset,
 )
-from models.records import HA_CONNECTED
+from models.records import BROKER_OFFSET_BEHIND_REPLICA, HA_CONNECTED, SLAVE_SYNCED
 from sim.disk import DiskConfig
 from sim.dist import Constant
 from sim.env import SimEnv
@@ -240,3 +240,37 @@ def test_4x_offsets_committed_to_a_slave_are_overwritten_by_the_returning_master
                                                          (24, "broker-a-s1", 5)]
     assert (24, "broker-a", 5) in got
     assert slave.offsets.table[("g", TOPIC, 0)] == 5
+
+
+def test_5x_slave_copies_offsets_first_after_a_minute_and_answers_behind_the_master_are_recorded():
+    """5.3.3 SlaveSynchronize: `lastSyncTimeMs` starts at the broker's start, so the 3 s checks
+    (from 10 s) copy the master's offsets first at 61 s. A QUERY_CONSUMER_OFFSET answered below
+    what the other replica holds is recorded (ground truth for the `failover` duplicate cause):
+    the slave before its first copy, the slave after the master took a newer commit and crashed,
+    the returning master without the commit the slave took meanwhile; not an answer that agrees."""
+    env, g = make_group(version="5.x", broker={"startup_ms": 0})
+    master, slave, client = g["master"], g["slave"], g["client"]
+    master.offsets.peers, slave.offsets.peers = (slave.offsets,), (master.offsets,)  # as sim/runner.py wires them
+    got: list = []
+
+    def update(dst: str, offset: int) -> None:
+        client.rpc(dst, UpdateConsumerOffset("g", TOPIC, 0, offset), 3_000_000, lambda r: None)
+
+    def query(dst: str) -> None:
+        client.rpc(dst, QueryConsumerOffset("g", TOPIC, 0), 3_000_000,
+                   lambda r: got.append((env.now // 1_000_000, dst, r.offset)))
+
+    env.call_later(500_000, update, "broker-a", 5)
+    env.call_later(30_000_000, query, "broker-a-s1")  # no copy yet: not found
+    env.call_later(62_000_000, query, "broker-a-s1")  # the 61 s copy: 5, no record
+    env.call_later(63_000_000, update, "broker-a", 8)
+    env.call_later(64_000_000, master.node.crash)
+    env.call_later(65_000_000, query, "broker-a-s1")  # 5, the crashed master had 8
+    env.call_later(66_000_000, update, "broker-a-s1", 9)
+    env.call_later(70_000_000, master.node.restart)
+    env.call_later(72_000_000, query, "broker-a")  # its file's 5, the slave took 9
+    env.run(until=73_000_000)
+    assert [r[0] // 1_000_000 for r in env.tracer.of_kind(SLAVE_SYNCED)] == [61]
+    assert [x[2] for x in got] == [-1, 5, 5, 5]
+    behind = [(r[0] // 1_000_000, r[1], r[-2], r[-1]) for r in env.tracer.of_kind(BROKER_OFFSET_BEHIND_REPLICA)]
+    assert behind == [(30, "broker-a-s1", -1, 5), (65, "broker-a-s1", 5, 8), (72, "broker-a", 5, 9)]
