@@ -8,6 +8,7 @@ DefaultHAClient, GroupTransferService) in 5.3.3, HAService in 4.9.8.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from models.broker.broker import Broker
@@ -72,6 +73,20 @@ def send(env: SimEnv, group: dict, seq: int, replies: list, body: int = 1000) ->
 
 
 # --- replication ------------------------------------------------------------------------------------
+
+
+def offset_calls(env: Any, client: Any, got: list) -> tuple[Callable, Callable]:
+    """update(dst, offset) commits group g's offset of queue 0 to `dst`; query(dst) appends
+    (second, dst, answered offset) to `got`."""
+
+    def update(dst: str, offset: int) -> None:
+        client.rpc(dst, UpdateConsumerOffset("g", TOPIC, 0, offset), 3_000_000, lambda r: None)
+
+    def query(dst: str) -> None:
+        client.rpc(dst, QueryConsumerOffset("g", TOPIC, 0), 3_000_000,
+                   lambda r: got.append((env.now // 1_000_000, dst, r.offset)))
+
+    return update, query
 
 def test_slave_catches_up_and_follows_within_the_100_ms_writer_wait():
     env, g = make_group(broker={"startup_ms": 0})
@@ -219,13 +234,7 @@ def test_4x_offsets_committed_to_a_slave_are_overwritten_by_the_returning_master
     env, g = make_group(version="4.x", broker={"startup_ms": 0})
     master, slave, client = g["master"], g["slave"], g["client"]
     got: list = []
-
-    def update(dst: str, offset: int) -> None:
-        client.rpc(dst, UpdateConsumerOffset("g", TOPIC, 0, offset), 3_000_000, lambda r: None)
-
-    def query(dst: str) -> None:
-        client.rpc(dst, QueryConsumerOffset("g", TOPIC, 0), 3_000_000,
-                   lambda r: got.append((env.now // 1_000_000, dst, r.offset)))
+    update, query = offset_calls(env, client, got)
 
     env.call_later(500_000, update, "broker-a", 5)
     env.call_later(3_500_000, query, "broker-a-s1")  # the first sync (3 s) brought the master's 5
@@ -252,13 +261,7 @@ def test_5x_slave_copies_offsets_first_after_a_minute_and_answers_behind_the_mas
     master, slave, client = g["master"], g["slave"], g["client"]
     master.offsets.peers, slave.offsets.peers = (slave.offsets,), (master.offsets,)  # as sim/runner.py wires them
     got: list = []
-
-    def update(dst: str, offset: int) -> None:
-        client.rpc(dst, UpdateConsumerOffset("g", TOPIC, 0, offset), 3_000_000, lambda r: None)
-
-    def query(dst: str) -> None:
-        client.rpc(dst, QueryConsumerOffset("g", TOPIC, 0), 3_000_000,
-                   lambda r: got.append((env.now // 1_000_000, dst, r.offset)))
+    update, query = offset_calls(env, client, got)
 
     env.call_later(500_000, update, "broker-a", 5)
     env.call_later(30_000_000, query, "broker-a-s1")  # no copy yet: not found
