@@ -439,7 +439,7 @@ CONSUMER_KEYS = ("consume_latency_ms", "lag_max", "rebalances", "unowned_queue_s
 
 
 def _without_causes(got: dict[str, Any]) -> dict[str, Any]:
-    """duplicates_by_cause (analysis/duplicates.py) and the consumer metrics
+    """duplicates_by_cause and duplicates_by_second (analysis/duplicates.py) and the consumer metrics
     (analysis/consumer_metrics.py) are beyond the oracle: the causes must add up to duplicates,
     retries must be the failed attempts, per group and in total; the rest must equal the oracle's."""
     assert sum(got.pop("duplicates_by_cause").values()) == got["duplicates"]
@@ -448,6 +448,9 @@ def _without_causes(got: dict[str, Any]) -> dict[str, Any]:
     for key in CONSUMER_KEYS:
         got.pop(key)
     for group in got["groups"].values():
+        by_second = group.pop("duplicates_by_second")  # the same causes over time: they add up to them
+        assert {c: sum(n for _s, n in pairs) for c, pairs in by_second.items()} == \
+            {c: n for c, n in group["duplicates_by_cause"].items() if n}
         assert sum(group.pop("duplicates_by_cause").values()) == group["duplicates"]
         _pop_order_causes(group)
         assert group.pop("retries") == group["consume_attempts"] - group["consumed_ok_distinct"] - group["duplicates"]
