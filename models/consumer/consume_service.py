@@ -101,15 +101,20 @@ class ConsumeService(ConsumePool):
             self._drained()
 
     def _result(self, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
+        """Record the consumption, then commit or send back. The message and queue are unpacked
+        once: a NamedTuple field read costs about 200 instructions on CPython 3.11, a tuple
+        unpacking a few per field, and this runs once per consumed message."""
+        msg_id, topic, _qid, queue_offset, _phys, _size, _store, _tags, reconsume_times, _body, props = msg
+        _topic, broker_name, queue_id = mq
         chunk = self._chunk
-        chunk.append((self.env._now, self.name, CONSUMER_CONSUMED, self.group, msg.msg_id,
-                      msg.topic if msg.props is None else msg.user_topic, mq.broker_name, mq.queue_id,
-                      msg.queue_offset, ok, msg.reconsume_times))
+        chunk.append((self.env._now, self.name, CONSUMER_CONSUMED, self.group, msg_id,
+                      topic if props is None else msg.user_topic, broker_name, queue_id,
+                      queue_offset, ok, reconsume_times))
         if len(chunk) >= DIGEST_CHUNK:
             self.node._flush()
         if not pq.dropped:
             if ok or self.consumer.broadcasting:
-                self._commit(pq, mq, msg)
+                self._commit_offset(pq, mq, queue_offset)
             else:
                 self._send_back(pq, mq, msg)
 
@@ -124,8 +129,11 @@ class ConsumeService(ConsumePool):
                 return
 
     def _commit(self, pq: Any, mq: Any, msg: MessageExt) -> None:
-        """removeMessage, then updateOffset(increaseOnly=true) of the returned offset."""
-        offset = pq.remove(msg.queue_offset)
+        self._commit_offset(pq, mq, msg.queue_offset)
+
+    def _commit_offset(self, pq: Any, mq: Any, queue_offset: int) -> None:
+        """removeMessage(queue_offset), then updateOffset(increaseOnly=true) of the returned offset."""
+        offset = pq.remove(queue_offset)
         if offset >= 0:
             offsets = self.offsets
             old = offsets.get(mq)

@@ -240,9 +240,13 @@ class Producer:
                 self._update_fault(mq.broker_name, begin_us, False, True)
             if type(msg) is not Message:
                 return self.sent(msg, mq, times, SEND_OK, steered)
-            chunk = self._chunk  # the hot path: `sent` inlined
-            chunk.append((self.node.env._now, self.name, PRODUCER_SENT, msg.msg_id, msg.topic, msg.shard,
-                          mq.broker_name, mq.queue_id, SEND_OK, times, msg.born_us, steered))
+            # the hot path: `sent` inlined, the tuples unpacked once (a NamedTuple field read costs
+            # ~200 instructions on CPython 3.11, a field of an unpacking a few)
+            msg_id, topic, _tags, shard, _body, born_us, _size, _reconsume, _delay, _props = msg
+            _topic, broker_name, queue_id = mq
+            chunk = self._chunk
+            chunk.append((self.node.env._now, self.name, PRODUCER_SENT, msg_id, topic, shard,
+                          broker_name, queue_id, SEND_OK, times, born_us, steered))
             if len(chunk) >= DIGEST_CHUNK:
                 self.node._flush()
             return None
