@@ -56,13 +56,16 @@ class QueueLocks:
 
     def _locked_one(self, mq: MessageQueue, done: Callable[[bool], None], response: Any) -> None:
         granted = _granted(response)
-        ok = mq in granted
+        ok = granted is not None and mq in granted
         if ok:
             pq = self.consumer.process_queues.get(mq)
             if pq is not None:
-                pq.locked = True
-                pq.last_lock_us = self.node.env._now
+                self._mark_locked(pq)
         done(ok)
+
+    def _mark_locked(self, pq: Any) -> None:
+        pq.locked = True
+        pq.last_lock_us = self.node.env._now
 
     def lock_mq_periodically(self) -> Generator:
         yield self.node.sleep_us(LOCK_ALL_INITIAL_DELAY_US)
@@ -90,16 +93,15 @@ class QueueLocks:
             self.node.rpc(addr, request, LOCK_BATCH_TIMEOUT_US, self._locked_all, request.mqs)
 
     def _locked_all(self, mqs: tuple[MessageQueue, ...], response: Any) -> None:
-        if response is None or getattr(response, "code", None) != SUCCESS:
+        granted = _granted(response)
+        if granted is None:
             return  # an exception: nothing changes
-        granted, now = set(response.locked), self.node.env._now
         for mq in mqs:
             pq = self.consumer.process_queues.get(mq)
             if pq is None:
                 continue
             if mq in granted:
-                pq.locked = True
-                pq.last_lock_us = now
+                self._mark_locked(pq)
             elif pq.locked:
                 pq.locked = False
                 self.node.trace(CONSUMER_LOCK_LOST, self.group, mq.topic, mq.broker_name, mq.queue_id)
@@ -131,7 +133,8 @@ class QueueLocks:
                           UNLOCK_TIMEOUT_US, answered)
 
 
-def _granted(response: Any) -> frozenset:
+def _granted(response: Any) -> frozenset | None:
+    """The queues a LOCK_BATCH_MQ answer granted; None when the request failed (timeout, error)."""
     if response is None or getattr(response, "code", None) != SUCCESS:
-        return frozenset()
+        return None
     return frozenset(response.locked)
