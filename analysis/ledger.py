@@ -76,7 +76,7 @@ PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
 DELIVERY_COUNT_CAP = 10  # delivery-count histograms put 10 and more in the last bin
 LOST_SAMPLE = 10
 _KIND = itemgetter(2)
-# (kind, handler, the record positions it reads); a kind's code is its index here
+# (kind, handler, the record positions it reads; () for a handler given the records whole); a kind's code is its index here
 _HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED, "_stored", (0, 3, 4, 9)),
             (CONSUMER_CONSUMED, "_consumed", (0, 1, 3, 4, 6, 7, 8, 9, 10)),
             (PRODUCER_SEND_FAILED, "_send_failed", (3, 6, 7, 8, 10)),
@@ -129,14 +129,35 @@ def _saturating_add(counts: np.ndarray, index: np.ndarray, cap: int) -> None:
     counts[where] = np.minimum(counts[where].astype(np.int64) + times, cap)
 
 
-def _distinct(column: tuple) -> Iterable:
+class _Columns(dict):
+    """The records of one kind by column: `cols[c]` is column `c` as a list, `cols.ints(c)` as a
+    NumPy array; each is extracted from the records on first use, in C (np.fromiter over an
+    itemgetter: no intermediate list for a numeric column)."""
+
+    def __init__(self, records: tuple) -> None:
+        super().__init__()
+        self.records = records
+        self._arrays: dict[tuple[int, type], np.ndarray] = {}
+
+    def __missing__(self, c: int) -> list:
+        column = self[c] = list(map(itemgetter(c), self.records))
+        return column
+
+    def ints(self, c: int, dtype: type = np.int64) -> np.ndarray:
+        array = self._arrays.get((c, dtype))
+        if array is None:
+            array = self._arrays[c, dtype] = np.fromiter(map(itemgetter(c), self.records), dtype, len(self.records))
+        return array
+
+
+def _distinct(column: list) -> Iterable:
     """A column's values in first-seen order; a column of one repeated value (the usual chunk:
-    one topic, one group) is recognised with `tuple.count`, in C, without hashing every value."""
+    one topic, one group) is recognised with `list.count`, in C, without hashing every value."""
     first = column[0]
     return (first,) if column.count(first) == len(column) else dict.fromkeys(column)
 
 
-def _indices(names: tuple, table: dict[str, int], register: Callable[[str], int], dtype: type) -> np.ndarray:
+def _indices(names: list, table: dict[str, int], register: Callable[[str], int], dtype: type) -> np.ndarray:
     """Each name's index in `table`; names not seen before are registered first, in first-seen order."""
     try:
         return np.fromiter(map(table.__getitem__, names), dtype, len(names))
@@ -236,9 +257,8 @@ class Ledger:
                 records = itemgetter(*index)(chunk) if n > 1 else (chunk[index[0]],)
                 if not columns:
                     getattr(self, handler)(records)
-                else:  # the records of a kind have its declared fields: transpose them in one pass
-                    transposed = list(zip(*records, strict=True))
-                    getattr(self, handler)({c: transposed[c] for c in columns})
+                else:  # the columns the handler reads, each extracted when first read
+                    getattr(self, handler)(_Columns(records))
                 start += n
 
     def _event(self, records: tuple) -> None:
@@ -274,8 +294,11 @@ class Ledger:
         producer's message arrays grown to hold them."""
         producers = ids >> SEQ_BITS
         first, last = int(producers.min()), int(producers.max())
-        groups = [(first, slice(None))] if first == last else \
-            [(int(p), producers == p) for p in np.unique(producers)]
+        if first == last:
+            groups = [(first, slice(None))]
+        else:  # a short range of producer indexes is cheaper to walk than to np.unique
+            candidates = range(first, last + 1) if last - first < 16 else np.unique(producers).tolist()
+            groups = [(p, sel) for p in candidates if (sel := producers == p).any()]
         out = []
         for p, sel in groups:
             seqs = ids[sel] & SEQ_MASK
@@ -283,18 +306,18 @@ class Ledger:
             out.append((p, sel, seqs))
         return out
 
-    def _sent(self, cols: dict[int, tuple]) -> None:
+    def _sent(self, cols: _Columns) -> None:
         # (t, node, kind, msg_id, topic, shard, broker, queue_id, status, attempts, born_us, steered)
-        ids = np.array(cols[3], np.int64)
+        ids = cols.ints(3)
         n, n_ok = len(ids), cols[8].count("SEND_OK")
         self._count_send(cols[9], cols[11])
         self.counts["sent_ok"] += n_ok
         self.counts["sent_not_ok"] += n - n_ok
         if n_ok:
             self.send_status["SEND_OK"] += n_ok
-        born = np.array(cols[10], np.int64)
+        born = cols.ints(10)
         self._count_by_second(born // 1_000_000, cols[6])
-        rt = np.minimum(np.array(cols[0], np.int64) - born, RT_CAP_US)
+        rt = np.minimum(cols.ints(0) - born, RT_CAP_US)
         if n_ok == n:  # the usual chunk: every outcome SEND_OK (no status array to build)
             bits = np.full(n, ACKED, np.uint8)
             answered = rt
@@ -308,7 +331,7 @@ class Ledger:
         if self.count_rt:
             self._count_rt(answered)
         rt = rt.astype(np.uint32)
-        shard = np.array(cols[5], np.int32)
+        shard = cols.ints(5, np.int32)
         for p, sel, seqs in self._by_producer(ids):
             np.frombuffer(self.born_us[p], np.int64)[seqs] = born[sel]
             np.bitwise_or.at(np.frombuffer(self.state[p], np.uint8), seqs, bits[sel])
@@ -316,7 +339,7 @@ class Ledger:
             if self.shard is not None:
                 np.frombuffer(self.shard[p], np.int32)[seqs] = shard[sel]
 
-    def _count_send(self, attempts: tuple[int, ...], steered: tuple[int, ...]) -> None:
+    def _count_send(self, attempts: list[int], steered: list[int]) -> None:
         """Attempts, retried and steered-away sends of a chunk's outcomes (list.count: in C)."""
         n = len(attempts)
         self.counts["sent_attempts"] += sum(attempts)
@@ -330,7 +353,7 @@ class Ledger:
             self.rt_sum_us += int(rt.sum(dtype=np.int64))
             self.rt_max_us = max(self.rt_max_us, int(rt.max()))
 
-    def _count_by_second(self, seconds: np.ndarray, brokers: tuple[str, ...]) -> None:
+    def _count_by_second(self, seconds: np.ndarray, brokers: list[str]) -> None:
         """sends_by_second += the (second, broker) pairs (a chunk spans a second or two; the brokers
         seen so far are counted with list.count, in C)."""
         first, last = int(seconds.min()), int(seconds.max())
@@ -347,28 +370,28 @@ class Ledger:
                     self._brokers[broker] = None
                     self.sends_by_second[(second, broker)] += n
 
-    def _send_failed(self, cols: dict[int, tuple]) -> None:
+    def _send_failed(self, cols: _Columns) -> None:
         # (t, node, kind, msg_id, topic, shard, attempts, reason, born_us, broker, steered)
-        ids = np.array(cols[3], np.int64)
+        ids = cols.ints(3)
         self._count_send(cols[6], cols[10])
         self.counts["send_failed"] += len(ids)
         self.send_failures.update(cols[7])
-        born = np.array(cols[8], np.int64)
+        born = cols.ints(8)
         for p, sel, seqs in self._by_producer(ids):
             np.frombuffer(self.born_us[p], np.int64)[seqs] = born[sel]
             np.bitwise_or.at(np.frombuffer(self.state[p], np.uint8), seqs, FAILED)
 
-    def _stored(self, cols: dict[int, tuple]) -> None:
+    def _stored(self, cols: _Columns) -> None:
         # (t, node, kind, msg_id, topic, queue_id, queue_offset, phys_offset, size_bytes, reconsume_times)
-        ids, distinct = np.array(cols[3], np.int64), _distinct(cols[4])
+        ids, distinct = cols.ints(3), _distinct(cols[4])
         topics = np.array(cols[4], object) if len(distinct) > 1 else None  # usually one topic a chunk
-        first_copy = np.array(cols[9], np.int64) == 0
+        first_copy = cols.ints(9) == 0
         for topic in distinct:
             of_topic = topics == topic if topics is not None else np.ones(len(ids), bool)
             if topic.startswith(DLQ_PREFIX):
                 self._mark_dlq(ids[of_topic], topic[len(DLQ_PREFIX):])
             elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
-                self._count_copies(ids[of_topic & first_copy], np.array(cols[0], np.int64)[of_topic & first_copy])
+                self._count_copies(ids[of_topic & first_copy], cols.ints(0)[of_topic & first_copy])
                 continue
             if topic == SCHEDULE_TOPIC:  # a delayed send parked by its send, or a retry copy on its way
                 self._mark_scheduled(ids[of_topic & first_copy])
@@ -382,7 +405,7 @@ class Ledger:
             for msg_id in ids:
                 table.pop(msg_id, None)
 
-    def _destroyed(self, cols: dict[int, tuple]) -> None:
+    def _destroyed(self, cols: _Columns) -> None:
         # (t, node, kind, msg_id, topic, queue_id, queue_offset, fault, replicas, replicated)
         for msg_id, topic, fault, replicas, replicated in zip(cols[3], cols[4], cols[7], cols[8], cols[9],
                                                               strict=True):
@@ -394,7 +417,7 @@ class Ledger:
             elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
                 self.destroyed[msg_id] = self.destroyed.get(msg_id, 0) | bits
 
-    def _reused(self, cols: dict[int, tuple]) -> None:
+    def _reused(self, cols: _Columns) -> None:
         # (t, node, kind, msg_id, topic, queue_id, queue_offset)
         for msg_id, topic in zip(cols[3], cols[4], strict=True):
             if topic.startswith(RETRY_PREFIX):
@@ -427,7 +450,7 @@ class Ledger:
             _grow(unit.first_pos[p], top, -1)
             _grow(unit.first_node[p], top, -1)
 
-    def _consumed(self, cols: dict[int, tuple]) -> None:
+    def _consumed(self, cols: _Columns) -> None:
         # (t, node, kind, group, msg_id, topic, broker, queue_id, queue_offset, ok, reconsume_times)
         distinct = _distinct(cols[3])
         groups = np.array(cols[3], object) if len(distinct) > 1 else None  # usually one group a chunk
@@ -447,21 +470,21 @@ class Ledger:
         unit = self.units.get(name)
         return unit if unit is not None else self._add_unit(name, group, self.subscriptions.get(group))
 
-    def _positions(self, cols: dict[int, tuple], sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _positions(self, cols: _Columns, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each consumption's stored copy as one int64 (broker, queue id, reconsume times, queue
         offset) and its consumer's node index."""
         broker = _indices(cols[6], self.brokers, self._broker_index, np.int64)[sel]
-        queue = np.array(cols[7], np.int64)[sel]
-        reconsume = np.minimum(np.array(cols[10], np.int64)[sel], 255)
-        offset = np.array(cols[8], np.int64)[sel]
+        queue = cols.ints(7)[sel]
+        reconsume = np.minimum(cols.ints(10)[sel], 255)
+        offset = cols.ints(8)[sel]
         pos = (((broker << 12 | queue) << 8 | reconsume) << 32) | (offset & 0xFFFFFFFF)
         node = _indices(cols[1], self.nodes, self._node_index, np.int16)[sel]
         return pos, node
 
-    def _consumed_by(self, unit: _Unit, cols: dict[int, tuple], sel: np.ndarray, clustering: bool) -> None:
-        ids = np.array(cols[4], np.int64)[sel]
-        ok = np.array(cols[9], bool)[sel]
-        times = np.array(cols[0], np.int64)[sel]
+    def _consumed_by(self, unit: _Unit, cols: _Columns, sel: np.ndarray, clustering: bool) -> None:
+        ids = cols.ints(4)[sel]
+        ok = cols.ints(9, np.bool_)[sel]
+        times = cols.ints(0)[sel]
         unit.attempts += len(ids)
         pos, node = self._positions(cols, sel)
         rows = np.nonzero(sel)[0]
@@ -490,7 +513,7 @@ class Ledger:
                 retry[failed] = np.maximum(retry[failed], IN_RETRY)
 
     @staticmethod
-    def _note_dups(unit: _Unit, cols: dict[int, tuple], rows: np.ndarray, p: int, seqs: np.ndarray) -> None:
+    def _note_dups(unit: _Unit, cols: _Columns, rows: np.ndarray, p: int, seqs: np.ndarray) -> None:
         for row, seq in zip(rows.tolist(), seqs.tolist(), strict=True):
             unit.dups.append((cols[0][row], cols[1][row], cols[6][row], cols[7][row], cols[8][row], cols[10][row],
                               p, seq))

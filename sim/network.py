@@ -75,8 +75,9 @@ class Link:
     delivery is a heap entry `(t, NORMAL, eid, link, epoch, fn, args)` (sim/env.py), dropped if
     the connection was reset since (`epoch` bumped by the receiver's crash) and deferred while
     the receiver is paused (`paused_until` mirrors the receiving node's). `blocked` (cut, stale,
-    or `renew`: the first send of a restarted node, which replaces its peer's stale connection
-    back) sends a transmission down the slow path."""
+    `renew`: the first send of a restarted node, which replaces its peer's stale connection
+    back, or a receiver that does not serve: `Network.serving_changed` keeps it current) sends a
+    transmission down the slow path."""
 
     __slots__ = ("src", "dst", "dst_node", "handlers", "response", "dist", "stream", "latencies_us",
                  "_next_block", "last_delivery_us", "epoch", "paused_until", "on_drop", "reset_reason",
@@ -96,7 +97,7 @@ class Link:
         self.cut = False
         self.stale = False  # the far end forgot this connection (reboot, or a FIN lost in a partition)
         self.renew = False  # restarted sender: its first send renews the stale reverse link
-        self.blocked = False  # cut, stale or renew: `transmit` takes the slow path
+        self.blocked = not dst_node.serving  # cut, stale, renew or not serving: `transmit` takes the slow path
         self.held: list[tuple] = []  # (fn, args) TCP could not deliver through a partition, in order
         self.held_since_us = -1  # first send of the oldest held segment
         self.unacked_since_us = -1  # stale link: first segment lost to the host while it was down
@@ -130,7 +131,7 @@ class Link:
         self._update_impaired()
 
     def update_blocked(self) -> None:
-        self.blocked = self.cut or self.stale or self.renew
+        self.blocked = self.cut or self.stale or self.renew or not self.dst_node.serving
 
     def _update_impaired(self) -> None:
         self.impaired = self._extra is not None or self._loss_probability > 0
@@ -207,8 +208,7 @@ class Network:
         link = src_node.out_links.get(dst)
         if link is None:
             link = src_node.out_links[dst] = self.link(src_node.name, dst)
-        if (link.blocked or not link.dst_node.serving) and self._slow_transmit(src_node, link, req_id, payload,
-                                                                                 response):
+        if link.blocked and self._slow_transmit(src_node, link, req_id, payload, response):
             return
         latencies = link.latencies_us
         arrive = self.env._now + (latencies.pop() if latencies else link.sample_us())
@@ -322,6 +322,12 @@ class Network:
         for observer, on_closed in self._watchers.get(link.dst, []):
             if observer is src:
                 src.call_later(delay_us, on_closed, link.dst)
+
+    def serving_changed(self, node: Any) -> None:
+        """`node` started or stopped serving: the links into it take the slow path exactly while it does not."""
+        for link in self.links.values():
+            if link.dst_node is node:
+                link.update_blocked()
 
     def paused(self, node: Any) -> None:
         """`node` paused or resumed: deliveries to it wait as its timers do."""

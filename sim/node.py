@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Callable, Generator
 from functools import partial
 from heapq import heappush
+from operator import itemgetter
 from typing import Any
 
 import simpy
@@ -45,6 +46,7 @@ class ConnectFailed:
 
 
 CONNECT_FAILED = ConnectFailed()
+_EID = itemgetter(2)  # a heap entry's eid: the order its call was made (sim/env.py)
 Handler = Callable[[str, int, Any], None]
 
 
@@ -56,7 +58,7 @@ class Node:
         self.up = True
         self.host_up = True  # False after a power loss: nobody answers, not even with a RST
         self.booting = False  # restarted, start-up not finished: connections are refused
-        self.serving = True  # up and not booting (kept as a field: read on every send)
+        self.serving = True  # up and not booting: change it with `set_serving` (the links into the node follow)
         self.startup_us = 0  # JVM start + recovery time before a restarted node serves
         self.epoch = 0  # incarnation; bumped by every crash
         self.stopped = False  # shut down on purpose (a graceful consumer shutdown): heal_all leaves it down
@@ -102,11 +104,16 @@ class Node:
         for service in self._services:
             self.env.process(service())
 
+    def set_serving(self, serving: bool) -> None:
+        self.serving = serving
+        if self.env.network is not None:
+            self.env.network.serving_changed(self)
+
     def crash(self, power_loss: bool = False) -> None:
         if not self.up:
             return
         self.up = False
-        self.serving = False
+        self.set_serving(False)
         self.host_up = not power_loss
         self.booting = False
         self.epoch += 1
@@ -138,7 +145,7 @@ class Node:
 
     def _booted(self) -> None:
         self.booting = False
-        self.serving = True
+        self.set_serving(True)
         self.trace(trace.NODE_RESTARTED, self.epoch)
         self.start()
 
@@ -209,6 +216,14 @@ class Node:
         for req_id, (_on_reply, _args, dst, _deadline) in list(self._pending.items()):
             if dst == link.src:
                 self.call_later(delay_us, self.response_arrived, req_id, CONNECT_FAILED)
+
+    def pending_calls(self, fn: Callable[..., Any]) -> list[tuple]:
+        """The argument tuples of this incarnation's `call_later(…, fn, …)` calls still to come,
+        in the order they were made. A scan of the event heap: for the rare caller (a shutdown)
+        that would otherwise have to register every call as it is made."""
+        env = self.env
+        entries = [e for q in (env._queue, env._far) for e in q if e[3] is self and e[4] == self.epoch and e[5] == fn]
+        return [e[6] for e in sorted(entries, key=_EID)]
 
     def pending_to(self, dst: str) -> list[int]:
         """Ids of the requests to `dst` still waiting for a response (in issue order)."""

@@ -211,7 +211,8 @@ def start(world: World) -> None:
             starts[name] = ms(c.start_ms)
     for name, node in world.nodes.items():
         if starts[name]:
-            node.up = node.serving = False  # not yet launched: connections refused
+            node.up = False  # not yet launched: connections refused
+            node.set_serving(False)
             node.host_up = True
             env.call_later(starts[name], node.restart)
         else:

@@ -146,6 +146,7 @@ class Broker:
         node.disk = Disk(env, disk_cfg, env.rng.stream(f"{name}.disk"))
         node.on_power_loss(lambda: node.disk.files.power_loss(env._now))
         self.cfg, self.store_cfg = broker_cfg, store_cfg
+        self.long_polling_enable = broker_cfg.long_polling_enable  # read per pull: a plain attribute
         self.topics = dict(topics)  # TopicConfigManager: topic -> queue count (read = write)
         self.namesrvs = namesrvs
         self.max_message_size_bytes = store_cfg.max_message_size_bytes
@@ -286,21 +287,20 @@ class Broker:
         return self.process_send(src, req_id, req)
 
     def process_send(self, src: str, req_id: int, req: SendMessage) -> None:
-        msg, queue_id = req.msg, req.queue_id
-        topic, size, reconsume_times = msg.topic, msg.size_bytes, msg.reconsume_times  # each read once
+        msg, queue_id = req  # unpacked once (a NamedTuple field read costs tens of instructions)
+        msg_id, topic, tags, _shard, body_bytes, _born, size, reconsume_times, delay_level, props = msg
         queue_nums = self.topics.get(topic)
         if queue_nums is None or not 0 <= queue_id < queue_nums or size > self.max_message_size_bytes:
             return self._reject(src, req_id, msg, queue_nums)
         if reconsume_times:  # only retry messages re-sent by a client carry RECONSUME_TIME
             msg, req = self._retry_or_dlq(msg, req)
-            queue_id, topic, size = req.queue_id, msg.topic, msg.size_bytes
-        props = msg.props
+            queue_id, topic, size, delay_level, props = req.queue_id, msg.topic, msg.size_bytes, msg.delay_level, \
+                msg.props
         if props is not None and PROPERTY_TRANSACTION_PREPARED in props:
             return self.transaction.on_half_send(src, req_id, req)
-        if msg.delay_level > 0:
-            props = dict(props or {}, **{PROPERTY_DELAY_TIME_LEVEL: msg.delay_level})
-        phys, queue_offset = self.put_message(msg.msg_id, topic, queue_id, size, msg.body_bytes, msg.tags,
-                                              reconsume_times, props)
+        if delay_level > 0:
+            props = dict(props or {}, **{PROPERTY_DELAY_TIME_LEVEL: delay_level})
+        phys, queue_offset = self.put_message(msg_id, topic, queue_id, size, body_bytes, tags, reconsume_times, props)
         if not self.waits:
             return self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
         self._wait_store(src, req_id, queue_offset, phys, phys + size)
@@ -409,18 +409,19 @@ class Broker:
 
     # --- PullMessageProcessor -----------------------------------------------------------------
     def on_pull(self, src: str, req_id: int, req: PullMessage) -> None:
-        if req.commit_offset >= 0:  # applied on the first processing only, held or answered
-            self.offsets.table[(req.group, req.topic, req.queue_id)] = req.commit_offset
+        # unpacked once (a NamedTuple field read costs tens of instructions; this runs per pull)
+        group, topic, queue_id, queue_offset, _max_nums, commit_offset, suspend_us, _codes = req
+        if commit_offset >= 0:  # applied on the first processing only, held or answered
+            self.offsets.table[(group, topic, queue_id)] = commit_offset
         if self.offsets.reset:
-            reset = self.offsets.take_reset(req.group, req.topic, req.queue_id)
+            reset = self.offsets.take_reset(group, topic, queue_id)
             if reset >= 0:  # 5.x server-side reset: OFFSET_RESET → PULL_OFFSET_MOVED
-                max_offset = self.store.max_offset(req.topic, req.queue_id)
+                max_offset = self.store.max_offset(topic, queue_id)
                 return self.node.reply(src, req_id, new_pull_response((PULL_OFFSET_MOVED, reset, 0, max_offset, (),
                                                                        MASTER_ID)))
-        topic_index = self.commit_log.topic_index.get(req.topic)
-        cq = None if topic_index is None else self.reput.queues.get(topic_index << QUEUE_ID_BITS | req.queue_id)
-        suspend_us = req.suspend_timeout_us
-        if cq is not None and req.queue_offset == cq.max_offset and suspend_us > 0 and self.cfg.long_polling_enable:
+        topic_index = self.commit_log.topic_index.get(topic)
+        cq = None if topic_index is None else self.reput.queues.get(topic_index << QUEUE_ID_BITS | queue_id)
+        if cq is not None and queue_offset == cq.max_offset and suspend_us > 0 and self.long_polling_enable:
             # getMessage would answer OFFSET_OVERFLOW_ONE (PULL_NOT_FOUND): hold the request at once
             self.hold.suspend(src, req_id, req, suspend_us, cq)
             return None
@@ -431,16 +432,16 @@ class Broker:
                      cq: Any = None) -> None:
         """PullMessageProcessor.processRequest; `cq` is the request's ConsumeQueue when the caller
         has it (on_pull, long polling's wake-up), else it is looked up."""
+        _group, topic, queue_id, queue_offset, max_msg_nums, _commit, suspend_us, tag_codes = req  # once
         if cq is None:
-            cq = self.reput.queue(req.topic, req.queue_id)
-        status, next_offset, max_offset, msgs = self.store.get_message(cq, req.queue_offset, req.max_msg_nums,
-                                                                       req.tag_codes)
+            cq = self.reput.queue(topic, queue_id)
+        status, next_offset, max_offset, msgs = self.store.get_message(cq, queue_offset, max_msg_nums, tag_codes)
         if status is FOUND:
             code = SUCCESS
         elif status is NO_MATCHED_MESSAGE:
             code = PULL_RETRY_IMMEDIATELY
         elif status is OFFSET_OVERFLOW_ONE or (
-                status in (NO_MESSAGE_IN_QUEUE, NO_MATCHED_LOGIC_QUEUE) and req.queue_offset == 0):
+                status in (NO_MESSAGE_IN_QUEUE, NO_MATCHED_LOGIC_QUEUE) and queue_offset == 0):
             code = PULL_NOT_FOUND
         else:
             code = PULL_OFFSET_MOVED
@@ -448,8 +449,8 @@ class Broker:
             suggest = MASTER_ID
         else:
             code, suggest = self._compose(code, msgs)
-        if code == PULL_NOT_FOUND and allow_suspend and req.suspend_timeout_us > 0:
-            timeout = req.suspend_timeout_us if self.cfg.long_polling_enable else ms(self.cfg.short_polling_time_mills)
+        if code == PULL_NOT_FOUND and allow_suspend and suspend_us > 0:
+            timeout = suspend_us if self.cfg.long_polling_enable else ms(self.cfg.short_polling_time_mills)
             self.hold.suspend(src, req_id, req, timeout, cq)
             return
         self.node.reply(src, req_id, new_pull_response((code, next_offset, 0, max_offset, msgs, suggest)))

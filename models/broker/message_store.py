@@ -50,6 +50,10 @@ class MessageStore:
         self.commit_log = CommitLog(node, cfg, pool, master)
         self.reput = ReputMessageService(node, self.commit_log, cfg.flush_disk_type, confirm_flushed)
         self.scan_bytes = cfg.max_filter_message_size_bytes
+        # isTheBatchFull's limits (bytes, count) for page-cache-hot and for cold data, read once
+        self._hot_limits = (cfg.max_transfer_bytes_on_message_in_memory, cfg.max_transfer_count_on_message_in_memory)
+        self._cold_limits = (cfg.max_transfer_bytes_on_message_in_disk, cfg.max_transfer_count_on_message_in_disk)
+        self.scan_units = self.scan_bytes // CQ_UNIT_BYTES  # units a pull scans at least (maxFilterMessageSize)
         self.correct_offsets = correct_offsets  # a master, or a slave with offsetCheckInSlave
         self.memory_window_bytes = cfg.physical_memory_bytes * cfg.access_message_in_memory_max_ratio // 100
         self._overhead: dict[int, int] = {}  # topic index << 16 | tags index -> header + topic + properties
@@ -93,8 +97,11 @@ class MessageStore:
         if offset > max_offset:
             return OFFSET_OVERFLOW_BADLY, self._corrected(offset, max_offset), max_offset, ()
         # scan the units (isTheBatchFull), build a MessageExt from the record of each match
-        stop = min(max_offset, offset + max(self.scan_bytes, max_msg_nums * CQ_UNIT_BYTES) // CQ_UNIT_BYTES)
-        cfg, log, window = self.cfg, self.commit_log, self.memory_window_bytes
+        # max(maxFilterMessageSize, maxMsgNums × 20) bytes of units, not past the queue's end
+        stop = offset + (max_msg_nums if max_msg_nums > self.scan_units else self.scan_units)
+        if stop > max_offset:
+            stop = max_offset
+        log, window = self.commit_log, self.memory_window_bytes
         end, topics, tags_table, overheads = log.wrote_position, log.topics, log.tags, self._overhead
         units, base, hint_phys = cq.units, cq.min_offset, cq.hint_phys
         msgs: list[MessageExt] = []
@@ -105,12 +112,8 @@ class MessageStore:
             if msgs:
                 if len(msgs) >= max_msg_nums:
                     break
-                if end - phys <= window:
-                    if total + size > cfg.max_transfer_bytes_on_message_in_memory or \
-                            len(msgs) >= cfg.max_transfer_count_on_message_in_memory:
-                        break
-                elif total + size > cfg.max_transfer_bytes_on_message_in_disk or \
-                        len(msgs) >= cfg.max_transfer_count_on_message_in_disk:
+                max_bytes, max_count = self._hot_limits if end - phys <= window else self._cold_limits
+                if total + size > max_bytes or len(msgs) >= max_count:
                     break
             i += 1
             if tag_codes is not None and code not in tag_codes:

@@ -209,6 +209,7 @@ class ConsumeOrderlyService(ConsumePool):
     def _interrupted(self, call: tuple) -> None:
         """An interrupted call throws: SUSPEND, the batch stays uncommitted."""
         pq, mq, msgs, _begin = call
+        self.busy -= 1
         pq.busy_until_us = -1
         self._record(mq, msgs, False)
         self._process_result(pq, mq, msgs, False, None)

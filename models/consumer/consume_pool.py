@@ -1,8 +1,9 @@
 """A consume service's thread pool (consumeExecutor) and its shutdown (ThreadUtils.shutdownGracefully,
 5.3.3), shared by ConsumeMessageConcurrentlyService and ConsumeMessageOrderlyService.
 
-`busy` threads of `consumeThreadMax` run listener calls (`running`: token → the call); requests
-wait in the FIFO `queue`. A process crash empties it all.
+`busy` threads of `consumeThreadMax` run listener calls; requests wait in the FIFO `queue`. A
+service keeps its calls in progress where it likes (`running`: token → the call, unless it
+overrides `_take_running` and `_calls_left`). A process crash empties it all.
 
 The pool stops taking requests (queued ones never run: shutdownNow), waits up to
 awaitTerminationMillisWhenShutdown for the running listener calls, then interrupts the rest: an
@@ -44,7 +45,7 @@ class ConsumePool:
         self.stopped = True
         self.queue.clear()
         self.stopping = then
-        if not self.running:
+        if not self._calls_left():
             self._drained()
         elif await_us > 0:
             self._await_timer = self.node.timer(await_us, self._interrupt)
@@ -53,11 +54,18 @@ class ConsumePool:
 
     def _interrupt(self) -> None:
         self._await_timer = None
-        running, self.running = self.running, {}
-        for call in running.values():
-            self.busy -= 1
+        for call in self._take_running():
             self._interrupted(call)
         self._drained()
+
+    def _calls_left(self) -> bool:
+        """Whether a listener call is still running."""
+        return bool(self.running)
+
+    def _take_running(self) -> list[tuple]:
+        """The calls in progress, in start order, forgotten here: each is interrupted next."""
+        running, self.running = self.running, {}
+        return list(running.values())
 
     def _drained(self) -> None:
         then, self.stopping = self.stopping, None
@@ -68,6 +76,7 @@ class ConsumePool:
             self._terminated(then)
 
     def _interrupted(self, call: tuple) -> None:  # pragma: no cover - each service defines it
+        """Process one interrupted call's result (and release its thread: `busy`)."""
         raise NotImplementedError
 
     def _terminated(self, then: Any) -> None:

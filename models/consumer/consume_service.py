@@ -53,7 +53,8 @@ class ConsumeService(ConsumePool):
         self.send_back = SendBack(consumer, self.max_reconsume_times)
         self.consume_timeout_us = consumer.cfg.consume_timeout_min * 60_000_000
         self.node.add_service(self.clean_expired_loop)
-        self.init_pool()  # running: token → (pq, mq, msg)
+        self.init_pool()
+        self._cut: dict[int, MessageExt] = {}  # id → message of a call interrupted at shutdown, its timer still due
 
     def submit(self, pq: Any, mq: Any, msgs: Any) -> None:
         """One ConsumeRequest per message: a free thread starts it, else it waits in the pool's queue.
@@ -81,29 +82,20 @@ class ConsumeService(ConsumePool):
             pq.long_consuming[msg.queue_offset] = self.env._now
         elif pq.long_consuming:
             pq.long_consuming.pop(msg.queue_offset, None)
-        token = next(self._tokens)
-        self.running[token] = (pq, mq, msg)
-        self.node.call_later(duration_us, self._done, token, pq, mq, msg, ok)
+        self.node.call_later(duration_us, self._done, pq, mq, msg, ok)  # no registry: see _take_running
 
     def _refill(self) -> int:
         self._times += self._time_block()
         return self._times.pop()
 
-    def _done(self, token: int, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
-        """The listener returned: record the consumption, then processConsumeResult."""
-        if self.running.pop(token, None) is None:
+    def _done(self, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
+        """The listener returned: record the consumption, then processConsumeResult (commit or
+        send back). The message and queue are unpacked once (a field of an unpacking costs a few
+        instructions, a NamedTuple field read tens), and this runs once per consumed message."""
+        cut = self._cut
+        if cut and cut.pop(id(msg), None) is msg:
             return  # interrupted by shutdown: its result was processed then
         self.busy -= 1
-        self._result(pq, mq, msg, ok)
-        if self.queue and self.busy < self.threads:
-            self._next()
-        if self.stopping is not None and not self.running:
-            self._drained()
-
-    def _result(self, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
-        """Record the consumption, then commit or send back. The message and queue are unpacked
-        once: a NamedTuple field read costs about 200 instructions on CPython 3.11, a tuple
-        unpacking a few per field, and this runs once per consumed message."""
         msg_id, topic, _qid, queue_offset, _phys, _size, _store, _tags, reconsume_times, _body, props = msg
         _topic, broker_name, queue_id = mq
         chunk = self._chunk
@@ -117,6 +109,10 @@ class ConsumeService(ConsumePool):
                 self._commit_offset(pq, mq, queue_offset)
             else:
                 self._send_back(pq, mq, msg)
+        if self.queue and self.busy < self.threads:
+            self._next()
+        if self.stopping is not None and not self.busy:
+            self._drained()
 
     def _next(self) -> None:
         """Start the next queued request whose queue is not dropped (a loop, not recursion: a
@@ -160,11 +156,24 @@ class ConsumeService(ConsumePool):
         self.node.call_later(LOCAL_RETRY_DELAY_US, self.submit, pq, mq, [again])
 
     # --- shutdown (models/consumer/consume_pool.py) ------------------------------------------
+    def _reset(self) -> None:
+        super()._reset()
+        self._cut.clear()
+
+    def _calls_left(self) -> bool:
+        return self.busy > 0  # a thread is busy exactly while its listener call runs
+
+    def _take_running(self) -> list[tuple]:
+        """The calls in progress are the `_done` timers still due (no per-call registry on the hot path)."""
+        return self.node.pending_calls(self._done)
+
     def _interrupted(self, call: tuple) -> None:
         """An interrupted call throws: RECONSUME_LATER, sent back while its offset stays
-        uncommitted (the #7182 pattern)."""
-        pq, mq, msg = call
-        self._result(pq, mq, msg, False)
+        uncommitted (the #7182 pattern). Its timer, still due, is then ignored (`_cut` holds the
+        message itself, so its id cannot be reused meanwhile)."""
+        pq, mq, msg, _ok = call
+        self._done(pq, mq, msg, False)
+        self._cut[id(msg)] = msg
 
     # --- cleanExpiredMsg ------------------------------------------------------------------------
     def clean_expired_loop(self) -> Generator:

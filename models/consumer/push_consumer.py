@@ -76,6 +76,12 @@ class PushConsumer:
         self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one
         self.group = group
         self.cfg = cfg
+        # the settings each pull reads, as plain attributes (a pydantic model's attribute read goes
+        # through its __getattr__ hook: a few times slower, and the pull loop runs once per message)
+        self._pull_batch_size = cfg.pull_batch_size
+        self._pull_interval_us = ms(cfg.pull_interval_ms)
+        self._flow_limits = (cfg.pull_threshold_for_queue, cfg.pull_threshold_size_for_queue_mib,
+                             cfg.consume_concurrently_max_span)
         self.client = MQClientInstance(node, namesrvs, cfg.poll_name_server_interval_ms, cfg.heartbeat_broker_interval_ms,
                                        cfg.mq_client_api_timeout_ms)
         self.broadcasting = cfg.message_model is MessageModel.BROADCASTING
@@ -206,12 +212,9 @@ class PushConsumer:
         """DefaultMQPushConsumerImpl.pullMessage for one PullRequest."""
         if pq.dropped:
             return None
-        cfg = self.cfg
         pq.last_pull_us = self.node.env._now
         cached = pq.msgs
-        if len(cached) > 1 and (len(cached) > cfg.pull_threshold_for_queue
-                                or pq.msg_size_bytes // MIB > cfg.pull_threshold_size_for_queue_mib
-                                or pq.max_span() > cfg.consume_concurrently_max_span):
+        if len(cached) > 1 and self._flow_controlled(pq):
             return self.pull_later(mq, pq, PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US)
         topic, broker_name, queue_id = mq  # once: a NamedTuple field read costs ~200 instructions (3.11)
         addr = self.client.subscribe_addr.get(broker_name)
@@ -225,11 +228,17 @@ class PushConsumer:
             addr, slave = target
             if slave:
                 commit = -1  # PullSysFlag.clearCommitOffsetFlag
-        request = new_pull_message((self.group, topic, queue_id, pq.next_offset, cfg.pull_batch_size,
+        request = new_pull_message((self.group, topic, queue_id, pq.next_offset, self._pull_batch_size,
                                     commit if commit > 0 else -1, BROKER_SUSPEND_MAX_TIME_US,
                                     self.tag_codes.get(topic)))
         self.node.rpc(addr, request, CONSUMER_TIMEOUT_WHEN_SUSPEND_US, self._on_pull, mq, pq)
         return None
+
+    def _flow_controlled(self, pq: ProcessQueue) -> bool:
+        """The count, size (MiB) and span thresholds (pullThresholdForQueue, pullThresholdSizeForQueue,
+        consumeConcurrentlyMaxSpan)."""
+        max_count, max_mib, max_span = self._flow_limits
+        return len(pq.msgs) > max_count or pq.msg_size_bytes // MIB > max_mib or pq.max_span() > max_span
 
     def _pull_failed(self, mq: MessageQueue, pq: ProcessQueue, reason: str) -> None:
         self.node.trace(CONSUMER_PULL_FAILED, self.group, mq.broker_name, mq.queue_id, reason)
@@ -258,8 +267,8 @@ class PushConsumer:
             return self._offset_illegal(mq, pq, next_begin_offset)
         else:
             return self._pull_failed(mq, pq, f"code_{code}")
-        if self.cfg.pull_interval_ms:
-            return self.pull_later(mq, pq, ms(self.cfg.pull_interval_ms))
+        if self._pull_interval_us:
+            return self.pull_later(mq, pq, self._pull_interval_us)
         return self.pull(mq, pq)
 
     def correct_tags_offset(self, mq: MessageQueue, pq: ProcessQueue) -> None:

@@ -248,6 +248,30 @@ def test_call_later_dropped_after_crash_even_after_restart():
     assert log == [(17_000, "new")]
 
 
+def test_pending_calls_lists_this_incarnations_calls_in_call_order():
+    """What a shutdown interrupts: the calls still due, the earliest made first (far-future
+    ones included), not those already run, not another function's, not a dead incarnation's."""
+    env, net = make_env()
+    a, b = add_nodes(env, net, "a", "b")
+    log = []
+
+    def done(n: int) -> None:
+        log.append((env.now, n))
+
+    a.call_later(30, done, 1)
+    a.call_later(10, done, 2)
+    a.call_later(3_600_000_000, done, 3)  # staged in the far heap (sim/env.py)
+    a.call_later(20, log.append, "other")
+    b.call_later(20, done, 9)
+    env.run(until=15)
+    assert a.pending_calls(done) == [(1,), (3,)]
+    a.crash()
+    a.restart()
+    a.call_later(5, done, 4)
+    assert a.pending_calls(done) == [(4,)]
+    assert b.pending_calls(done) == [(9,)]
+
+
 def test_sleep_of_crashed_service_never_resumes():
     env, net = make_env()
     (a,) = add_nodes(env, net, "a")
