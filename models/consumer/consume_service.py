@@ -54,7 +54,7 @@ class ConsumeService(ConsumePool):
         self.consume_timeout_us = consumer.cfg.consume_timeout_min * 60_000_000
         self.node.add_service(self.clean_expired_loop)
         self.init_pool()
-        self._cut: dict[int, MessageExt] = {}  # id → message of a call interrupted at shutdown, its timer still due
+        self._cut: list[MessageExt] = []  # messages of calls interrupted at shutdown whose timers are still due
 
     def submit(self, pq: Any, mq: Any, msgs: Any) -> None:
         """One ConsumeRequest per message: a free thread starts it, else it waits in the pool's queue.
@@ -92,8 +92,7 @@ class ConsumeService(ConsumePool):
         """The listener returned: record the consumption, then processConsumeResult (commit or
         send back). The message and queue are unpacked once (a field of an unpacking costs a few
         instructions, a NamedTuple field read tens), and this runs once per consumed message."""
-        cut = self._cut
-        if cut and cut.pop(id(msg), None) is msg:
+        if self._cut and self._was_cut(msg):
             return  # interrupted by shutdown: its result was processed then
         self.busy -= 1
         msg_id, topic, _qid, queue_offset, _phys, _size, _store, _tags, reconsume_times, _body, props = msg
@@ -169,11 +168,20 @@ class ConsumeService(ConsumePool):
 
     def _interrupted(self, call: tuple) -> None:
         """An interrupted call throws: RECONSUME_LATER, sent back while its offset stays
-        uncommitted (the #7182 pattern). Its timer, still due, is then ignored (`_cut` holds the
-        message itself, so its id cannot be reused meanwhile)."""
+        uncommitted (the #7182 pattern). Its timer, still due, is then ignored (`_cut`)."""
         pq, mq, msg, _ok = call
         self._done(pq, mq, msg, False)
-        self._cut[id(msg)] = msg
+        self._cut.append(msg)
+
+    def _was_cut(self, msg: MessageExt) -> bool:
+        """Whether this `_done` belongs to a call interrupted at shutdown (then forget it). By
+        identity: the same message may be consumed again meanwhile, as an equal object; at most
+        consumeThreadMax calls are ever cut at once, so a scan is cheap."""
+        for i, cut in enumerate(self._cut):
+            if cut is msg:
+                del self._cut[i]
+                return True
+        return False
 
     # --- cleanExpiredMsg ------------------------------------------------------------------------
     def clean_expired_loop(self) -> Generator:
