@@ -30,7 +30,6 @@ from typing import Any
 from analysis.checks import send_metrics_in_faults
 from analysis.ledger import Ledger, ProducerInfo
 from analysis.run_rows import fault_windows
-from analysis.trace_store import TraceWriter
 from analysis.txn_checker import TxnLedger
 from analysis.verdict import guarantees_for, judge
 from models.admin import MQAdmin
@@ -265,7 +264,10 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     ledger = make_ledger(world)
     ledger.count_rt = progress is not None  # the progress line's Max/Average RT
     txn_ledger = TxnLedger(world.producers)
-    writer = TraceWriter(Path(trace_dir)) if trace_dir is not None else None
+    writer = None
+    if trace_dir is not None:  # pyarrow (~50 MB resident) is imported only for a traced run
+        from analysis.trace_store import TraceWriter
+        writer = TraceWriter(Path(trace_dir))
     tracer.observers += [ledger.feed, *([txn_ledger.feed] if txn_ledger.enabled else []), *observers,
                          *([writer] if writer is not None else [])]
     start(world)

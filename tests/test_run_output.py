@@ -205,3 +205,16 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     proc.stdout.close()  # `| head` that has read enough
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) == 141 and err == ""
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_only_a_traced_run_loads_the_parquet_library(trace: bool, tmp_path: Path) -> None:
+    """pyarrow holds ~50 MB resident once imported: a run without `--trace` must not pay it
+    (the 10-minute baseline's peak RSS budget is 300 MB)."""
+    args = ["run", BASELINE, *SHORT, "--out", "o", *(["--trace"] if trace else [])]
+    code = ("import sys, sim.cli\n"
+            f"code = sim.cli.main({args!r})\n"
+            "print(code, 'pyarrow' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(tmp_path),
+                          timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.stdout.splitlines()[-1] == f"0 {trace}", done.stderr
