@@ -173,15 +173,11 @@ class _Producers:
     def __init__(self, ledger: Ledger) -> None:
         self.n = len(ledger.producers)
         self.length = [top + 1 if top else 0 for top in ledger.top_seq]
-        self.born = [_view(ledger.born_us[p], np.int64, self.length[p]) for p in range(self.n)]
+        self.born = ledger.born_us  # TimeColumns: read at the delivered messages only (`at`), no full copy
         self.state = [_view(ledger.state[p], np.uint8, self.length[p]) for p in range(self.n)]
         self.copies = [_view(ledger.copies[p], np.uint8, self.length[p]) for p in range(self.n)]
         self.topics = [info.topic for info in ledger.producers]
         self.transactional = [getattr(info, "transactional", False) for info in ledger.producers]
-
-
-def _padded_all(arrays: list[np.ndarray], prods: _Producers) -> list[np.ndarray]:
-    return [_padded(a, np.int64, prods.length[p], -1) for p, a in enumerate(arrays)]
 
 
 def _padded(arr: Any, dtype: Any, length: int, fill: int) -> np.ndarray:
@@ -199,7 +195,6 @@ def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[s
     timeline = Timeline(ledger.events)
     locks = LockHistory(ledger.events) if ledger.orderly else None
     own = ownership(ledger.events)
-    store_us = [_view(ledger.store_us[p], np.int64, prods.length[p]) for p in range(prods.n)]
     for name in sorted(ledger.units):
         unit = ledger.units[name]
         result, unit_latencies = _judge_unit(ledger, unit, prods, details, facts, locks)
@@ -208,7 +203,7 @@ def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[s
         result["duplicates_by_second"] = causes_by_second(timed)
         result["retries"] = unit.attempts - result["consumed_ok_distinct"] - result["duplicates"]
         first_ok = [_padded(unit.first_ok_us[p], np.int64, prods.length[p], -1) for p in range(prods.n)]
-        result.update(unit_metrics(unit, prods, first_ok, _padded_all(store_us, prods), own, ledger.last_us,
+        result.update(unit_metrics(unit, prods, first_ok, ledger.store_us, own, ledger.last_us,
                                    unit.group in ledger.broadcasting))
         groups[name] = result
         latencies.append(unit_latencies)
@@ -231,7 +226,7 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str,
     order_rows: list[tuple[np.ndarray, ...]] = []
     for p in range(prods.n):
         length = prods.length[p]
-        ok = _padded(unit.ok_count[p], np.uint16, length, 0).astype(np.int64)
+        ok = _padded(unit.ok_count[p], np.uint16, length, 0).astype(np.int32)  # sums accumulate in int64
         first = _padded(unit.first_ok_us[p], np.int64, length, -1)
         retry = _padded(unit.retry[p], np.uint8, length, 0)
         consumed = ok > 0
@@ -262,15 +257,16 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str,
         lost_ids.append((lost_seqs.astype(np.int64), np.full(len(lost_seqs), p, np.int64)))
         delivered = acked & consumed
         seqs = np.nonzero(delivered)[0]
-        unit_lat = first[seqs] - prods.born[p][seqs]
-        latencies.append(unit_lat[prods.born[p][seqs] >= ledger.warmup_us])  # warm-up: not measured
+        born = prods.born[p].at(seqs)
+        unit_lat = first[seqs] - born
+        latencies.append(unit_lat[born >= ledger.warmup_us])  # warm-up: not measured
         if unit.orderly:
             order_rows.append(FirstConsumed(first[seqs], np.full(len(seqs), p, np.int64), seqs.astype(np.int64),
                                             np.asarray(ledger.shard[p])[seqs],
                                             _padded(unit.first_pos[p], np.int64, length, -1)[seqs],
                                             _padded(unit.first_node[p], np.int16, length, 0)[seqs]))
         if details is not None:
-            _add_details(details, unit.name, p, acked, ok, seqs, prods.born[p][seqs], unit_lat)
+            _add_details(details, unit.name, p, acked, ok, seqs, born, unit_lat)
     unit_latencies = np.concatenate(latencies) if latencies else np.zeros(0, np.int64)
     result = {
         "lost": c["lost"],
@@ -414,7 +410,7 @@ def _send_latencies(ledger: Ledger, seconds: set[int] | None) -> np.ndarray:
     for p in range(len(ledger.producers)):
         n = ledger.top_seq[p] + 1 if ledger.top_seq[p] else 0
         rt = np.frombuffer(ledger.rt_us[p], np.uint32)[:n]
-        born = np.frombuffer(ledger.born_us[p], np.int64)[:n]
+        born = ledger.born_us[p].view(n)
         keep = (rt != NO_RT) & (born >= ledger.warmup_us)  # warm-up: not measured, as in latency_ms
         if seconds is not None:
             keep &= np.isin(born // 1_000_000, np.fromiter(seconds, np.int64, len(seconds)))

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.time_column import TimeColumn
 from models.records import CONSUMER_QUEUE_DROPPED, CONSUMER_QUEUE_STARTED, CONSUMER_REBALANCED, CONSUMER_SHUTDOWN
 from sim.trace import NODE_CRASHED
 
@@ -30,11 +31,14 @@ SEC_US = 1_000_000
 
 
 def lag_by_second(stored_us: np.ndarray, consumed_us: np.ndarray, end_us: int) -> list[int]:
-    """Backlog at the end of each second 0..end: stored so far − consumed so far."""
+    """Backlog at the end of each second 0..end: stored so far − consumed so far. Sorts both
+    arrays in place (a copy each would add 16 bytes a message to the summary's peak memory)."""
     seconds = max(1, -(-end_us // SEC_US))
     edges = np.arange(1, seconds + 1, dtype=np.int64) * SEC_US
-    stored = np.searchsorted(np.sort(stored_us), edges, side="left")
-    consumed = np.searchsorted(np.sort(consumed_us), edges, side="left")
+    stored_us.sort()
+    consumed_us.sort()
+    stored = np.searchsorted(stored_us, edges, side="left")
+    consumed = np.searchsorted(consumed_us, edges, side="left")
     lag = np.maximum(stored - consumed, 0)
     if len(lag) > LAG_POINTS:
         span = -(-len(lag) // LAG_POINTS)
@@ -76,10 +80,14 @@ def ownership(events: list[tuple]) -> dict[str, dict[str, Any]]:
 
 
 def cat(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts as one array: the part itself if there is one (no copy), so a caller that owns
+    its parts may change the result in place."""
+    if len(parts) == 1:
+        return parts[0]
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
-def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: list[np.ndarray], own: dict,
+def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: list[TimeColumn], own: dict,
                  end_us: int, broadcasting: bool) -> dict[str, Any]:
     from analysis.checks import percentiles_ms
 
@@ -87,13 +95,16 @@ def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: li
     for p in range(prods.n):
         if prods.topics[p] != unit.topic:
             continue
-        stored, first = store_us[p], first_ok[p]
-        has_store = stored >= 0
-        stored_all.append(stored[has_store])
+        stored, first, length = store_us[p], first_ok[p], prods.length[p]
+        has_store = stored.is_set(length)
+        stored_all.append(stored.at(has_store, length))
         done = has_store & (first >= 0)
-        consumed_all.append(first[done])
-        latencies.append(np.maximum(first[done] - stored[done], 0))
-    lag = lag_by_second(cat(stored_all), cat(consumed_all), end_us)
+        consumed = first[done]
+        consumed_all.append(consumed)
+        latency = consumed - stored.at(done, length)
+        latencies.append(np.maximum(latency, 0, out=latency))
+    lag = lag_by_second(cat(stored_all), cat(consumed_all), end_us)  # the parts are fresh arrays: sorted in place
+    latencies_us = cat(latencies)
     group = unit.group
     if broadcasting:
         unowned = None
@@ -101,10 +112,10 @@ def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: li
         open_us = sum(end_us - since for key, since in own["open"].items() if key[0] == group)
         unowned = (own["unowned_us"].get(group, 0) + open_us) / 1e6
     return {
-        "consume_latency_ms": percentiles_ms(cat(latencies)),
+        "consume_latency_ms": percentiles_ms(latencies_us),
         "lag_max": max(lag) if lag else 0,
         "lag_by_second": lag,
         "rebalances": own["rebalances"].get(unit.name if broadcasting else group, 0),
         "unowned_queue_s": None if unowned is None else round(unowned, 6),
-        "_consume_latencies_us": cat(latencies),  # pooled into the summary's, then dropped
+        "_consume_latencies_us": latencies_us,  # pooled into the summary's, then dropped
     }

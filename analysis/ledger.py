@@ -5,8 +5,8 @@ only a few facts; the `Ledger` keeps exactly those, in arrays indexed by the mes
 number, one set per producer (message ids are `producer_index << 32 | seq`, models/message.py):
 
 - per message: the send() call's time (`born_us`), the send outcome (SEND_OK, another store
-  status, failed, oneway), whether it was parked in SCHEDULE_TOPIC_XXXX (a delayed message) and
-  how many copies the brokers stored under the user topic;
+  status, failed, oneway), whether it was parked in SCHEDULE_TOPIC_XXXX (a delayed message), how
+  many copies the brokers stored under the user topic and when the first was stored;
 - per message: its send latency (RT = outcome time - born_us) when the send returned a result
   (not ONEWAY, not failed), 4 bytes; per run, counts of send outcomes by status, by failure
   reason, by broker and second of birth (the per-broker send share), retried and steered-away
@@ -14,10 +14,12 @@ number, one set per producer (message ids are `producer_index << 32 | seq`, mode
   progress line's Max/Average RT);
 - per consumption *unit* (a consumer group; each member of a BROADCASTING group is its own unit)
   and message: the first successful consumption time, the number of successful consumptions,
-  and whether the message went down the retry path (a failed consumption) or to the DLQ.
+  whether the message went down the retry path (a failed consumption) or to the DLQ, and the
+  stored copy and consumer of the first consumption (duplicate causes).
 
-That is about 14 bytes a message plus 11 per consumed message and unit, instead of the records
-themselves. The facts behind loss causes arrive only with faults and are kept sparse, by message
+That is 14 bytes a message (the two times take 4 bytes each while they fit, analysis/time_column.py;
+4 more with an orderly group: the sharding key) plus 21 per consumed message and unit, instead of
+the records themselves. The facts behind loss causes arrive only with faults and are kept sparse, by message
 id: copies a fault destroyed on a master (`commit_log.destroyed`: the fault, whether the group
 had slaves and whether one held the copy), a group's retry-path copy destroyed and not stored
 again since, and messages stored at a queue offset reused after a truncation
@@ -37,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.time_column import TimeColumn
 from models.records import (
     BROKER_LOCK_GRANTED,
     BROKER_OFFSET_BEHIND_REPLICA,
@@ -186,10 +189,10 @@ class Ledger:
         self.broadcasting = frozenset(broadcasting)
         self.orderly = frozenset(orderly)
         n = len(producers)
-        self.born_us = [array("q") for _ in range(n)]
+        self.born_us = [TimeColumn() for _ in range(n)]  # 4 bytes a message while times fit (time_column.py)
         self.state = [bytearray() for _ in range(n)]
         self.copies = [bytearray() for _ in range(n)]
-        self.store_us = [array("q") for _ in range(n)]  # first copy's store time (consume latency)
+        self.store_us = [TimeColumn() for _ in range(n)]  # first copy's store time (consume latency)
         self.rt_us = [array("I") for _ in range(n)]  # send latency of a send that returned a result
         self.shard = [array("i") for _ in range(n)] if self.orderly else None
         self.top_seq = [0] * n
@@ -279,10 +282,10 @@ class Ledger:
 
     def _grow_messages(self, p: int, top: int) -> None:
         if top >= len(self.state[p]):
-            _grow(self.born_us[p], top, -1)
+            self.born_us[p].extend_to(top + GROW)
             _grow(self.state[p], top, 0)
             _grow(self.copies[p], top, 0)
-            _grow(self.store_us[p], top, -1)
+            self.store_us[p].extend_to(top + GROW)
             _grow(self.rt_us[p], top, NO_RT)
             if self.shard is not None:
                 _grow(self.shard[p], top, -1)
@@ -333,7 +336,7 @@ class Ledger:
         rt = rt.astype(np.uint32)
         shard = cols.ints(5, np.int32)
         for p, sel, seqs in self._by_producer(ids):
-            np.frombuffer(self.born_us[p], np.int64)[seqs] = born[sel]
+            self.born_us[p].put(seqs, born[sel])
             np.bitwise_or.at(np.frombuffer(self.state[p], np.uint8), seqs, bits[sel])
             np.frombuffer(self.rt_us[p], np.uint32)[seqs] = rt[sel]
             if self.shard is not None:
@@ -378,7 +381,7 @@ class Ledger:
         self.send_failures.update(cols[7])
         born = cols.ints(8)
         for p, sel, seqs in self._by_producer(ids):
-            np.frombuffer(self.born_us[p], np.int64)[seqs] = born[sel]
+            self.born_us[p].put(seqs, born[sel])
             np.bitwise_or.at(np.frombuffer(self.state[p], np.uint8), seqs, FAILED)
 
     def _stored(self, cols: _Columns) -> None:
@@ -438,9 +441,9 @@ class Ledger:
         self.counts["stored"] += len(ids)
         for p, sel, seqs in self._by_producer(ids):
             _saturating_add(np.frombuffer(self.copies[p], np.uint8), seqs, 255)
-            stored = np.frombuffer(self.store_us[p], np.int64)
-            first = stored[seqs] == -1  # records are in time order: keep the first copy's time
-            stored[seqs[first][::-1]] = times[sel][first][::-1]
+            stored = self.store_us[p]
+            first = stored.unset(seqs)  # records are in time order: keep the first copy's time
+            stored.put(seqs[first][::-1], times[sel][first][::-1])
 
     def _unit_arrays(self, unit: _Unit, p: int, top: int) -> None:
         if top >= len(unit.ok_count[p]):

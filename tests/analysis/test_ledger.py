@@ -501,3 +501,47 @@ def test_unsubscribed_group_is_judged_the_same_whatever_the_chunking():
     split, _ = ledger_results(records, [3, 1])
     assert whole["groups"]["stranger"] == split["groups"]["stranger"]
     assert whole["groups"]["stranger"]["lost"] == 0
+
+
+LATE_US = 3 * 3_600_000_000  # three hours: past the 71.6 minutes a 4-byte time column holds
+
+
+def _stretched(records: list[tuple], from_us: int) -> list[tuple]:
+    """Every time at or after `from_us` moved LATE_US later, so that a run's ledger columns start
+    narrow and widen part way through the stream; a send outcome moves with its born time (a send
+    RT stays what it was: the ledger caps RTs at RT_CAP_US, 71.6 minutes). Re-sorted by time."""
+    out = []
+    for r in records:
+        r = list(r)
+        if r[2] in (PRODUCER_SENT, PRODUCER_SEND_FAILED):
+            i = 3 + KINDS[r[2]].index("born_us")
+            shift = LATE_US if r[i] >= from_us else 0
+            r[0], r[i] = r[0] + shift, r[i] + shift
+        elif r[0] >= from_us:
+            r[0] += LATE_US
+        out.append(tuple(r))
+    return sorted(out, key=lambda r: r[0])  # stable
+
+
+def test_times_past_71_minutes_widen_the_ledger_columns_with_the_same_results(monkeypatch):
+    """The ledger keeps born and store times in 4 bytes while they fit (analysis/time_column.py):
+    a stream whose times cross 2^32 µs part way equals the oracle, and every metric (consumer
+    latency and lag included, which the oracle does not compute) equals that of a ledger whose
+    columns are 8 bytes from the start."""
+    import analysis.time_column as time_column
+
+    @settings(max_examples=40, derandomize=True, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(record_streams())
+    def compare(stream: tuple[list[tuple], list[int]]) -> None:
+        records, chunk_sizes = stream
+        records = _stretched(records, 20)
+        expected, _ = oracle(records, SUBSCRIPTIONS, PRODUCERS, BROADCASTING, ORDERLY, MEMBERS)
+        narrow, narrow_details = ledger_results(records, chunk_sizes)
+        with monkeypatch.context() as m:
+            m.setattr(time_column, "_NARROW_LIMIT", 0)  # every column widens at its first write
+            wide, wide_details = ledger_results(records, chunk_sizes)
+        assert narrow == wide and _samples(narrow_details) == _samples(wide_details)
+        assert _without_causes(narrow) == expected
+
+    compare()
