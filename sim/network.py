@@ -325,15 +325,17 @@ class Network:
 
     def serving_changed(self, node: Any) -> None:
         """`node` started or stopped serving: the links into it take the slow path exactly while it does not."""
-        for link in self.links.values():
-            if link.dst_node is node:
-                link.update_blocked()
+        for link in self._links_into(node):
+            link.update_blocked()
+
+    def _links_into(self, node: Any) -> list[Link]:
+        """The links whose receiver is `node`, in creation order (deterministic)."""
+        return [link for link in self.links.values() if link.dst_node is node]
 
     def paused(self, node: Any) -> None:
         """`node` paused or resumed: deliveries to it wait as its timers do."""
-        for link in self.links.values():
-            if link.dst_node is node:
-                link.paused_until = node.paused_until
+        for link in self._links_into(node):
+            link.paused_until = node.paused_until
 
     # --- connection watching ----------------------------------------------------------------
     def watch(self, observer: Any, target: str, on_closed: Callable[[str], None]) -> None:
@@ -350,15 +352,14 @@ class Network:
         """Every connection into `node` dies; peers are told at once (RST/FIN) only when a
         process dies and the peer can hear it; otherwise their connections go stale."""
         now = self.env._now
-        for link in list(self.links.values()):  # insertion order: deterministic
-            if link.dst_node is node:
-                in_flight = link.last_delivery_us > now or bool(link.held)
-                self.reset(link, "down")
-                told = not power_loss and node.name in self.nodes and not self.link(node.name, link.src).cut
-                if not told:
-                    link.stale = True
-                    link.unacked_since_us = now if in_flight else -1
-                    link.update_blocked()
+        for link in self._links_into(node):
+            in_flight = link.last_delivery_us > now or bool(link.held)
+            self.reset(link, "down")
+            told = not power_loss and node.name in self.nodes and not self.link(node.name, link.src).cut
+            if not told:
+                link.stale = True
+                link.unacked_since_us = now if in_flight else -1
+                link.update_blocked()
         if power_loss:
             return
         for peer in self.nodes.values():  # insertion order: deterministic
@@ -386,8 +387,8 @@ class Network:
         """`node`'s host is up again: a peer that lost a segment to it while it was off gets a RST
         at its next retransmission (one latency later); the others find out with their next send."""
         now = self.env._now
-        for link in self.links.values():  # insertion order: deterministic
-            if link.dst_node is node and link.stale and link.unacked_since_us >= 0 and not link.cut:
+        for link in self._links_into(node):
+            if link.stale and link.unacked_since_us >= 0 and not link.cut:
                 at = retransmission_at_us(link.unacked_since_us, now)
                 if at < 0:  # TCP gave the connection up while the host was off
                     self.connection_reset(link, 0)

@@ -450,7 +450,7 @@ class Broker:
         else:
             code, suggest = self._compose(code, msgs)
         if code == PULL_NOT_FOUND and allow_suspend and suspend_us > 0:
-            timeout = suspend_us if self.cfg.long_polling_enable else ms(self.cfg.short_polling_time_mills)
+            timeout = suspend_us if self.long_polling_enable else ms(self.cfg.short_polling_time_mills)
             self.hold.suspend(src, req_id, req, timeout, cq)
             return
         self.node.reply(src, req_id, new_pull_response((code, next_offset, 0, max_offset, msgs, suggest)))

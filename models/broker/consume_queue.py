@@ -108,13 +108,8 @@ class ReputMessageService:
             self.node.call_later(REPUT_INTERVAL_US - elapsed, self.dispatch)
 
     def confirm_position(self) -> int:
-        """How far dispatch may read: flushed (SYNC_FLUSH), else readable (CommitLog.readable_position,
-        inlined: this runs once per dispatch round), and not past `stop_at`."""
-        log = self.log
-        if self.sync_flush:
-            position = log.flushed_position
-        else:
-            position = log.committed_position if log.pool else log.wrote_position
+        """How far dispatch may read: flushed (SYNC_FLUSH), else readable, and not past `stop_at`."""
+        position = self.log.flushed_position if self.sync_flush else self.log.readable_position()
         return position if self.stop_at < 0 else min(position, self.stop_at)
 
     def queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
