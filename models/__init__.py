@@ -3,3 +3,7 @@
 Each module names the Java class it mirrors. Out of scope for now: ACL, DLedger/controller mode,
 timer wheel, SQL92 filters, orderly BROADCASTING consumption, pop consumption.
 """
+
+from sim import compiled as _compiled
+
+_compiled.install()  # this package's per-message modules may be compiled (sim/compiled.py)

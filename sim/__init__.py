@@ -13,6 +13,7 @@ Modules
 - inputs.py   reading users' files: regular, bounded, UTF-8; YAML with depth/alias/tag limits
 - keypath.py  the key-path grammar and `--set KEY.PATH=VALUE` overrides
 - trace.py    typed record kinds, the streaming Tracer (chunks to the digest and observers), the digest
+- compiled.py the per-message modules compiled with Cython, used only for their own sources
 - files.py    atomic file output (hidden temporary file, then rename); output directories checked
 
 Layering: the modules above import only the standard library, SimPy, networkx, pydantic, PyYAML
@@ -25,6 +26,10 @@ is the Python API.
 from __future__ import annotations
 
 from typing import Any
+
+from sim import compiled
+
+compiled.install()  # before any per-message module is imported (sim/compiled.py)
 
 
 def run(scenario: Any, seed: int | None = None, *, overrides: list[str] | None = None, details: bool = False,

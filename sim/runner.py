@@ -43,8 +43,8 @@ from models.producer.local_transaction import TransactionLog
 from models.producer.producer import Producer
 from models.producer.transaction_producer import TransactionMQProducer
 from models.producer.workload import Workload
+from sim import compiled, trace
 from sim import scenario as scenario_mod
-from sim import trace
 from sim.env import SimEnv, ms
 from sim.faults import FaultInjector
 from sim.limits import DEFAULT_MAX_EVENTS
@@ -294,7 +294,7 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     meta = {"wall_s": round(wall_s, 3), "simulate_wall_s": round(sim_wall_s, 3),
             "check_wall_s": round(wall_s - sim_wall_s, 3), "python": platform.python_version(), "pid": os.getpid(),
             "events": env.processed(), "sim_to_wall": round(env.now / 1e6 / wall_s, 2) if wall_s else None,
-            "random_streams": env.rng.names}
+            "random_streams": env.rng.names, "compiled_modules": len(compiled.status()["compiled"])}
     return RunResult(summary, meta, world, tracer.records, facts or {}, world.injector.log,
                      Path(trace_dir) if trace_dir is not None else None)
 

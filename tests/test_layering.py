@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-KERNEL = ["env", "rng", "dist", "node", "network", "disk", "faults", "config", "trace", "files", "limits",
+KERNEL = ["env", "rng", "dist", "node", "network", "disk", "faults", "config", "trace", "files", "limits", "compiled",
           "inputs", "keypath"]
 ASSEMBLY = {"scenario", "scenario_checks", "runner", "cli", "__init__", "schema", "scenario_warnings", "run_store",
             "progress", "reference", "field_docs"}

@@ -1,0 +1,97 @@
+"""Compile the per-message modules with Cython into build/compiled/ (sim/compiled.py says why and how they are used).
+
+    .venv/bin/python scripts/build_compiled.py [--force]
+
+Does nothing when the build there was made from the current sources by this interpreter and this
+Cython. The manifest's SHA-256 of each source is that of exactly what was compiled (a source
+edited during the build fails it). The new build replaces the old one in one rename.
+Exit 0: built or up to date; 1: Cython or the C compiler failed (rmqsim then runs pure, slower).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sim.compiled import BUILD_DIR, HOT_MODULES, MANIFEST, ROOT, read_manifest, source_path, source_sha256  # noqa: E402
+
+# Python semantics kept: annotations are documentation, not C types (sim/compiled.py)
+DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": False}
+
+
+def up_to_date(cython_version: str) -> bool:
+    manifest = read_manifest()
+    if manifest is None or manifest.get("cython") != cython_version or set(manifest["modules"]) != set(HOT_MODULES):
+        return False
+    return all(entry["source_sha256"] == source_sha256(source_path(name)) and (BUILD_DIR / entry["file"]).is_file()
+               for name, entry in manifest["modules"].items())
+
+
+def compile_into(work: Path) -> dict[str, dict[str, str]]:
+    """Compile the hot modules; the binaries land under work/lib. A source that changed while it
+    was compiled fails the build (its recorded SHA-256 must be that of what was compiled)."""
+    from Cython.Build import cythonize
+    from setuptools import Distribution, Extension
+    from setuptools.command.build_ext import build_ext
+
+    before = {name: source_sha256(source_path(name)) for name in HOT_MODULES}
+    # relative paths: a compiled frame in a traceback names the file as it is in the tree
+    extensions = [Extension(name, [source_path(name).relative_to(ROOT).as_posix()]) for name in HOT_MODULES]
+    jobs = os.cpu_count() or 1
+    os.chdir(ROOT)
+    extensions = cythonize(extensions, build_dir=str(work / "c"), compiler_directives=DIRECTIVES, quiet=True,
+                           force=True, nthreads=jobs)
+    command = build_ext(Distribution({"ext_modules": extensions, "script_name": "build_compiled"}))
+    command.build_lib, command.build_temp, command.parallel = str(work / "lib"), str(work / "obj"), jobs
+    command.ensure_finalized()
+    command.run()
+    changed = [name for name in HOT_MODULES if source_sha256(source_path(name)) != before[name]]
+    if changed:
+        raise RuntimeError(f"sources changed during the build: {', '.join(changed)}; run it again")
+    return {name: {"source_sha256": before[name],
+                   "file": Path(command.get_ext_fullpath(name)).relative_to(work / "lib").as_posix()}
+            for name in HOT_MODULES}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--force", action="store_true", help="rebuild even if the build is up to date")
+    args = ap.parse_args()
+    try:
+        import Cython
+    except ImportError:
+        print("build_compiled: Cython is not installed (pip install -e '.[compile]'); rmqsim runs pure", file=sys.stderr)
+        return 1
+    if not args.force and up_to_date(Cython.__version__):
+        print(f"build_compiled: {BUILD_DIR} is up to date ({len(HOT_MODULES)} modules)", file=sys.stderr)
+        return 0
+    BUILD_DIR.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".compiling-", dir=BUILD_DIR.parent))
+    try:
+        modules = compile_into(work)
+        manifest = {"cython": Cython.__version__, "cache_tag": sys.implementation.cache_tag, "modules": modules}
+        (work / "lib" / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        old = BUILD_DIR.with_name(BUILD_DIR.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if BUILD_DIR.exists():
+            BUILD_DIR.rename(old)
+        (work / "lib").rename(BUILD_DIR)
+        shutil.rmtree(old, ignore_errors=True)
+    except Exception as exc:  # Cython or the C compiler: the message says which; rmqsim still runs pure
+        print(f"build_compiled: failed ({type(exc).__name__}: {exc}); rmqsim runs pure", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"build_compiled: {len(modules)} modules compiled into {BUILD_DIR}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The compiled per-message modules (sim/compiled.py): used after setup, never for an edited
+source, and a compiled run is the same run as a pure one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim import compiled
+from tests.conftest import ROOT
+
+_CHILD = """
+import json, sys
+sys.path.insert(0, {root!r})
+import sim
+from sim import compiled
+r = sim.run({scenario!r}, seed={seed}, overrides={overrides!r})
+summary = {{k: v for k, v in r.summary.items() if "wall" not in k}}
+print(json.dumps({{"summary": summary, "status": compiled.status()}}, sort_keys=True, default=str))
+"""
+
+# a crash with recovery, a power loss of an ASYNC_FLUSH master, orderly consumption through a
+# broker failure, transactional check-back: the mechanisms the compiled modules carry
+STORIES = [
+    ("process_crash_broker.yaml", 1, ["duration_ms=30s"]),
+    ("power_loss_async_master.yaml", 2, []),
+    ("orderly_broker_failure.yaml", 1, []),
+    ("txn_producers_down.yaml", 1, []),
+]
+
+
+def _child(scenario: str, seed: int, overrides: list[str], pure: bool) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != compiled.PURE_ENV}
+    if pure:
+        env[compiled.PURE_ENV] = "1"
+    code = _CHILD.format(root=str(ROOT), scenario=str(ROOT / "scenarios" / scenario), seed=seed, overrides=overrides)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=str(ROOT))
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_setup_built_every_hot_module_from_the_current_sources() -> None:
+    """scripts/setup.sh (the README's commands) builds them; a missing or stale build here means
+    the figures in bench/ would measure the pure modules."""
+    manifest = compiled.read_manifest()
+    assert manifest is not None, "no compiled build: run scripts/setup.sh (or scripts/build_compiled.py)"
+    assert sorted(manifest["modules"]) == sorted(compiled.HOT_MODULES)
+    stale = [name for name, entry in manifest["modules"].items()
+             if entry["source_sha256"] != compiled.source_sha256(compiled.source_path(name))]
+    assert not stale, f"compiled from older sources: {stale}; run scripts/build_compiled.py"
+
+
+@pytest.mark.parametrize(("scenario", "seed", "overrides"), STORIES)
+def test_a_compiled_run_is_the_same_run_as_a_pure_one(scenario: str, seed: int, overrides: list[str]) -> None:
+    fast = _child(scenario, seed, overrides, pure=False)
+    pure = _child(scenario, seed, overrides, pure=True)
+    assert fast["status"]["compiled"], "the compiled modules were not used"
+    assert not fast["status"]["stale"]
+    assert pure["status"] == {"compiled": [], "stale": []}
+    assert fast["summary"]["trace_sha256"] == pure["summary"]["trace_sha256"]
+    assert fast["summary"] == pure["summary"]
+
+
+def _fake_build(tmp_path: Path, source: bytes, compiled_from: bytes) -> compiled._Finder:
+    root, build = tmp_path / "tree", tmp_path / "build"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "mod.py").write_bytes(source)
+    (build / "pkg").mkdir(parents=True)
+    binary = "pkg/mod" + compiled.importlib.machinery.EXTENSION_SUFFIXES[0]
+    (build / binary).write_bytes(b"not loaded by find_spec")
+    modules = {"pkg.mod": {"file": binary, "source_sha256": compiled.hashlib.sha256(compiled_from).hexdigest()}}
+    return compiled._Finder(root, build, modules)
+
+
+def test_a_build_of_the_current_source_is_found(tmp_path: Path) -> None:
+    finder = _fake_build(tmp_path, b"x = 1\n", b"x = 1\n")
+    spec = finder.find_spec("pkg.mod")
+    assert spec is not None and spec.origin == str(tmp_path / "build" / "pkg" / ("mod" + compiled.importlib.machinery.EXTENSION_SUFFIXES[0]))
+    assert finder.loaded == ["pkg.mod"] and finder.stale == []
+    assert finder.find_spec("pkg.other") is None  # not in the build: the usual import
+
+
+def test_an_edited_source_is_imported_pure_not_from_its_stale_build(tmp_path: Path) -> None:
+    finder = _fake_build(tmp_path, b"x = 2\n", b"x = 1\n")
+    assert finder.find_spec("pkg.mod") is None
+    assert finder.stale == ["pkg.mod"] and finder.loaded == []
+
+
+def test_a_build_for_another_interpreter_is_not_used(tmp_path: Path) -> None:
+    (tmp_path / compiled.MANIFEST).write_text(json.dumps({"cache_tag": "cpython-27", "modules": {}}))
+    assert compiled.read_manifest(tmp_path) is None
+    assert compiled.read_manifest(tmp_path / "absent") is None
