@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 from analysis import results_store as store
 from analysis import sweep_dir
 from analysis.sweep_spec import Sweep, run_id
+from sim import compiled
 from sim.files import atomic_path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -62,6 +63,7 @@ class SweepOutcome:
     spark_wall_s: float = 0.0  # from submitting the job to its last task
     mismatches: list[str] = field(default_factory=list)  # determinism check failures
     verified: list[str] = field(default_factory=list)
+    compiled_runs: int = 0  # runs whose executor ran the compiled per-message modules (sim/compiled.py)
 
 
 def manifest(sweep: Sweep) -> dict[str, Any]:
@@ -116,6 +118,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, master: str | None = None,
         finally:
             sweep_dir.clean_leftovers(out_dir)  # attempt markers, temporaries of killed workers
         outcome.failed = sorted(r["run_id"] for r in results if r["status"] != "ok")
+        outcome.compiled_runs = sum(1 for r in results if r.get("compiled_modules"))
     if verify_determinism:
         _verify(sweep, out_dir, all_tasks, verify_determinism, outcome, log)
     outcome.wall_s = time.perf_counter() - started
@@ -127,6 +130,7 @@ def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
     os.environ.setdefault("PYTHONHASHSEED", "0")  # local-mode Python workers inherit it
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault(compiled.DIR_ENV, str(compiled.BUILD_DIR))  # executors' compiled modules (sim/compiled.py)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app)
@@ -141,6 +145,8 @@ def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
         builder = builder.config("spark.cores.max", str(parallelism))
     log4j = Path(__file__).with_name("spark-log4j2.properties")
     builder = (builder.config("spark.executorEnv.PYTHONHASHSEED", "0")
+               .config(f"spark.executorEnv.{compiled.DIR_ENV}", os.environ[compiled.DIR_ENV])
+               .config(f"spark.executorEnv.{compiled.PURE_ENV}", os.environ.get(compiled.PURE_ENV, ""))
                .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={log4j.as_uri()}")
                .config("spark.python.worker.reuse", "true")
                .config("spark.ui.showConsoleProgress", "false")

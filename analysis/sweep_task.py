@@ -32,6 +32,7 @@ from analysis.checks import latency_samples
 from analysis.ledger import display_key
 from analysis.run_rows import runs_row
 from models.records import CONSUMER_CONSUMED
+from sim import compiled
 from sim.trace import field_index
 
 
@@ -49,7 +50,7 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     store.write_run_row(out_dir, row, schema)
     return {"run_id": row["run_id"], "status": row["status"], "trace_sha256": row.get("trace_sha256"),
             "wall_s": row.get("wall_s"), "pid": os.getpid(),
-            "pythonhashseed": os.environ.get("PYTHONHASHSEED")}
+            "pythonhashseed": os.environ.get("PYTHONHASHSEED"), "compiled_modules": len(compiled.status()["compiled"])}
 
 
 def _run(task: dict[str, Any], row: dict[str, Any], out_dir: Path) -> None:

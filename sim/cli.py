@@ -282,7 +282,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 130
     print(f"done: {outcome.ran} run(s) in {outcome.wall_s:.1f} s ({outcome.skipped} already complete), "
-          f"{len(outcome.failed)} failed")
+          f"{len(outcome.failed)} failed; {outcome.compiled_runs} on compiled modules")
     for run_id in outcome.failed:
         print(f"  failed: {run_id} (error and reproduction command in {out}/runs/{run_id}.parquet)")
     if outcome.mismatches:

@@ -10,10 +10,14 @@ on `sys.meta_path`. For a module in the manifest it loads the compiled file only
 beside it is byte-identical to the source that was compiled; otherwise the `.py` is imported as
 usual, so an edited file is never shadowed by a stale binary. `RMQSIM_PURE=1` turns compiled
 modules off. Either way a run is the same run: tests/test_compiled.py checks that a compiled and a
-pure run have one digest and one summary. What compiling buys is wall time (about 1.25× on the
+pure run have one digest and one summary. What compiling buys is wall time (about 1.2× on the
 baseline scenario; not instructions: the C code makes the same object-protocol calls the
-interpreter does, with fewer mispredicted branches between them). Spark executors import the
-project from a zip of `.py` files and run pure.
+interpreter does, with fewer mispredicted branches between them).
+
+Spark executors import the project from the sweep driver's zip of `.py` files. The driver passes
+its build directory in `RMQSIM_COMPILED_DIR` (analysis/sweep.py); an executor uses it under the
+same rule, comparing the compiled sources with those in the zip: local masters and clusters that
+share the path and the interpreter run compiled, other executors pure.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import importlib.util
 import json
 import os
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD_DIR = ROOT / "build" / "compiled"
 MANIFEST = "manifest.json"
 PURE_ENV = "RMQSIM_PURE"
+DIR_ENV = "RMQSIM_COMPILED_DIR"  # a build directory elsewhere (a sweep's executors; module docstring)
 
 
 def source_path(module: str, root: Path = ROOT) -> Path:
@@ -50,6 +56,14 @@ def source_path(module: str, root: Path = ROOT) -> Path:
 
 def source_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _tree_source_sha256(root: Path, module: str) -> str:
+    """The SHA-256 of a module's source in a directory tree or, on an executor, in a zip of the tree."""
+    if root.is_file():
+        with zipfile.ZipFile(root) as zf:
+            return hashlib.sha256(zf.read(source_path(module, Path()).as_posix())).hexdigest()
+    return source_sha256(source_path(module, root))
 
 
 class _Finder:
@@ -66,8 +80,8 @@ class _Finder:
         if entry is None:
             return None
         try:
-            fresh = source_sha256(source_path(fullname, self.root)) == entry["source_sha256"]
-        except OSError:
+            fresh = _tree_source_sha256(self.root, fullname) == entry["source_sha256"]
+        except (OSError, KeyError, zipfile.BadZipFile):
             fresh = False
         binary = self.build_dir / entry["file"]
         if not fresh or not binary.is_file():
@@ -101,10 +115,11 @@ def install() -> None:
     global _finder
     if _finder is not None or os.environ.get(PURE_ENV, "") not in ("", "0"):
         return
-    manifest = read_manifest()
+    build_dir = Path(os.environ.get(DIR_ENV) or BUILD_DIR)
+    manifest = read_manifest(build_dir)
     if manifest is None or not manifest["modules"]:
         return
-    _finder = _Finder(ROOT, BUILD_DIR, manifest["modules"])
+    _finder = _Finder(ROOT, build_dir, manifest["modules"])
     sys.meta_path.insert(0, _finder)
 
 
