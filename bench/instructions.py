@@ -13,8 +13,8 @@ is doing. Needs valgrind (`apt-get install valgrind`); PYTHONHASHSEED is pinned 
 differ only in their duration, and address-space randomisation is turned off (`setarch -R`,
 where there is one): with it on, allocation addresses move dict and heap layouts and the count
 by up to ±1 % between identical runs; with it off, by about 0.1 %. A run takes about a minute.
-Compiling the per-message modules (sim/compiled.py) saves wall time, not instructions: the C
-code makes the same object-protocol calls as the interpreter; `compiled_modules` says which ran.
+`compiled_modules` says how many per-message modules ran compiled (sim/compiled.py); with
+RMQSIM_PURE=1, none.
 """
 
 from __future__ import annotations

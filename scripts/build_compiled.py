@@ -2,8 +2,9 @@
 
     .venv/bin/python scripts/build_compiled.py [--force]
 
-Does nothing when the build there was made from the current sources by this interpreter and this
-Cython. The manifest's SHA-256 of each source is that of exactly what was compiled (a source
+Does nothing when the build there was made from the current sources by this interpreter, this
+Cython and this builder (this file and extension_types.py, which writes each module's `.pxd`
+into the build's scratch directory: the tree holds no `.pxd`). The manifest's SHA-256 of each source is that of exactly what was compiled (a source
 edited during the build fails it). The new build replaces the old one in one rename.
 Exit 0: built or up to date; 1: Cython or the C compiler failed (rmqsim then runs pure, slower).
 """
@@ -11,6 +12,7 @@ Exit 0: built or up to date; 1: Cython or the C compiler failed (rmqsim then run
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -20,15 +22,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from scripts.extension_types import augmenting_pxd  # noqa: E402
 from sim.compiled import BUILD_DIR, HOT_MODULES, MANIFEST, ROOT, read_manifest, source_path, source_sha256  # noqa: E402
+
+BUILDER = (Path(__file__), Path(__file__).with_name("extension_types.py"))
 
 # Python semantics kept: annotations are documentation, not C types (sim/compiled.py)
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": False}
 
 
+def builder_sha256() -> str:
+    return hashlib.sha256(b"".join(path.read_bytes() for path in BUILDER)).hexdigest()
+
+
 def up_to_date(cython_version: str) -> bool:
     manifest = read_manifest()
-    if manifest is None or manifest.get("cython") != cython_version or set(manifest["modules"]) != set(HOT_MODULES):
+    if (manifest is None or manifest.get("cython") != cython_version or manifest.get("builder") != builder_sha256()
+            or set(manifest["modules"]) != set(HOT_MODULES)):
         return False
     return all(entry["source_sha256"] == source_sha256(source_path(name)) and (BUILD_DIR / entry["file"]).is_file()
                for name, entry in manifest["modules"].items())
@@ -42,12 +52,18 @@ def compile_into(work: Path) -> dict[str, dict[str, str]]:
     from setuptools.command.build_ext import build_ext
 
     before = {name: source_sha256(source_path(name)) for name in HOT_MODULES}
+    for name in HOT_MODULES:  # found by Cython on the include path as the module's own .pxd
+        pxd = augmenting_pxd(source_path(name).read_text())
+        if pxd is not None:
+            target = source_path(name, work / "pxd").with_suffix(".pxd")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(pxd)
     # relative paths: a compiled frame in a traceback names the file as it is in the tree
     extensions = [Extension(name, [source_path(name).relative_to(ROOT).as_posix()]) for name in HOT_MODULES]
     jobs = os.cpu_count() or 1
     os.chdir(ROOT)
-    extensions = cythonize(extensions, build_dir=str(work / "c"), compiler_directives=DIRECTIVES, quiet=True,
-                           force=True, nthreads=jobs)
+    extensions = cythonize(extensions, build_dir=str(work / "c"), include_path=[str(work / "pxd")],
+                           compiler_directives=DIRECTIVES, quiet=True, force=True, nthreads=jobs)
     command = build_ext(Distribution({"ext_modules": extensions, "script_name": "build_compiled"}))
     command.build_lib, command.build_temp, command.parallel = str(work / "lib"), str(work / "obj"), jobs
     command.ensure_finalized()
@@ -76,7 +92,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix=".compiling-", dir=BUILD_DIR.parent))
     try:
         modules = compile_into(work)
-        manifest = {"cython": Cython.__version__, "cache_tag": sys.implementation.cache_tag, "modules": modules}
+        manifest = {"cython": Cython.__version__, "builder": builder_sha256(), "cache_tag": sys.implementation.cache_tag, "modules": modules}
         (work / "lib" / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         old = BUILD_DIR.with_name(BUILD_DIR.name + ".old")
         shutil.rmtree(old, ignore_errors=True)

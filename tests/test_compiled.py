@@ -95,3 +95,45 @@ def test_a_build_for_another_interpreter_is_not_used(tmp_path: Path) -> None:
     (tmp_path / compiled.MANIFEST).write_text(json.dumps({"cache_tag": "cpython-27", "modules": {}}))
     assert compiled.read_manifest(tmp_path) is None
     assert compiled.read_manifest(tmp_path / "absent") is None
+
+
+def test_the_hot_classes_are_extension_types_with_their_attributes_as_fields() -> None:
+    """What the build's generated .pxd (scripts/extension_types.py) buys: `self.x` is a field."""
+    from models.broker.commit_log import CommitLog
+    from sim.node import Node
+
+    heap_type = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class statement's type; an extension type is static
+    for cls in (CommitLog, Node):
+        assert not cls.__flags__ & heap_type, f"{cls.__name__} was not compiled as an extension type"
+    assert type(CommitLog.__dict__["wrote_position"]).__name__ == "getset_descriptor"  # a `cdef public` field
+
+
+def test_the_generated_pxd_declares_plain_classes_only() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from extension_types import augmenting_pxd
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    source = '''
+class Plain:
+    kind = "x"
+    def __init__(self):
+        self.a, (self.b, other) = 1, (2, 3)
+        self.kind = "y"  # a class attribute: stays in the instance dict
+    def later(self):
+        self.c: int = 0
+        self.a += 1
+class Derived(Plain):
+    def __init__(self):
+        self.d = 1
+class Slotted:
+    __slots__ = ("e",)
+    def __init__(self):
+        self.e = 1
+'''
+    pxd = augmenting_pxd(source)
+    assert pxd is not None
+    body = pxd.split("\n", 1)[1]
+    assert body == ("cdef class Plain:\n    cdef dict __dict__\n    cdef object __weakref__\n"
+                    "    cdef public object a\n    cdef public object b\n    cdef public object c\n")
+    assert augmenting_pxd("class Only(Base):\n    pass\n") is None
