@@ -10,8 +10,10 @@ class, no decorator and no `__slots__`, every attribute its methods assign on `s
 its body does not define) as `cdef public object`: a Python object slot, so every value keeps
 its Python type and meaning, readable and writable from pure modules as before. `cdef dict
 __dict__` keeps any other attribute working (one set from outside, a test's stand-in) and
-`__weakref__` keeps weak references. The pure module is untouched; tests/test_compiled.py checks
-that compiled and pure runs agree.
+`__weakref__` keeps weak references. One difference: a declared field reads None before its
+first assignment, where a plain instance raises AttributeError; the models assign their
+attributes before reading them, and tests/test_compiled.py checks that compiled and pure runs
+agree. The pure module is untouched.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 `scripts/build_compiled.py` (run by scripts/setup.sh) compiles the modules in `HOT_MODULES` with
 Cython as plain Python: annotations are not taken as C types (`annotation_typing=False`), so
-integers stay unbounded Python ints and every operation keeps its Python meaning. The build goes
+integers stay unbounded Python ints and every operation keeps its Python meaning; functions are
+compiled without `binding` (cheaper calls; `inspect.signature` cannot read them). The build goes
 to `build/compiled/`, off `sys.path`, with `manifest.json` recording each module's source SHA-256.
 
 `install()` (called by the `sim`, `models` and `analysis` packages on import) puts `_Finder` first
@@ -88,13 +89,19 @@ class _Finder:
             fresh = False
         binary = self.build_dir / entry["file"]
         if not fresh or not binary.is_file():
-            self.stale.append(fullname)
+            _note(self.stale, fullname)
             return None
-        self.loaded.append(fullname)
+        _note(self.loaded, fullname)
         return importlib.util.spec_from_file_location(fullname, binary)
 
     def invalidate_caches(self) -> None:
         pass
+
+
+def _note(names: list[str], name: str) -> None:
+    """Record a module once (a module imported again, after `del sys.modules[...]`, counts once)."""
+    if name not in names:
+        names.append(name)
 
 
 _finder: _Finder | None = None

@@ -81,6 +81,7 @@ def test_a_build_of_the_current_source_is_found(tmp_path: Path) -> None:
     finder = _fake_build(tmp_path, b"x = 1\n", b"x = 1\n")
     spec = finder.find_spec("pkg.mod")
     assert spec is not None and spec.origin == str(tmp_path / "build" / "pkg" / ("mod" + compiled.importlib.machinery.EXTENSION_SUFFIXES[0]))
+    assert finder.find_spec("pkg.mod") is not None  # imported again: counted once
     assert finder.loaded == ["pkg.mod"] and finder.stale == []
     assert finder.find_spec("pkg.other") is None  # not in the build: the usual import
 
