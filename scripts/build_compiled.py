@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.extension_types import augmenting_pxd  # noqa: E402
+from scripts.extension_types import augmenting_pxd, declared_types  # noqa: E402
 from sim.compiled import BUILD_DIR, HOT_MODULES, MANIFEST, ROOT, read_manifest, source_path, source_sha256  # noqa: E402
 
 BUILDER = (Path(__file__), Path(__file__).with_name("extension_types.py"))
@@ -52,8 +52,10 @@ def compile_into(work: Path) -> dict[str, dict[str, str]]:
     from setuptools.command.build_ext import build_ext
 
     before = {name: source_sha256(source_path(name)) for name in HOT_MODULES}
+    others = {key: declared for name in HOT_MODULES
+              for key, declared in declared_types(name, source_path(name).read_text()).items()}
     for name in HOT_MODULES:  # found by Cython on the include path as the module's own .pxd
-        pxd = augmenting_pxd(source_path(name).read_text())
+        pxd = augmenting_pxd(source_path(name).read_text(), others)
         if pxd is not None:
             target = source_path(name, work / "pxd").with_suffix(".pxd")
             target.parent.mkdir(parents=True, exist_ok=True)

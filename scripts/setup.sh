@@ -73,7 +73,7 @@ fi
 if ! .venv/bin/python scripts/build_compiled.py >"$log" 2>&1; then
   cat "$log" >&2
   echo "compiling the per-message modules failed (log above; it needs gcc and the Python headers)." >&2
-  echo "rmqsim runs without them, about 1.4x slower; setting up stops here so that this is not missed." >&2
+  echo "rmqsim runs without them, about 1.5x slower; setting up stops here so that this is not missed." >&2
   exit 1
 fi
 ensure_java

@@ -109,13 +109,17 @@ def test_the_hot_classes_are_extension_types_with_their_attributes_as_fields() -
     assert type(CommitLog.__dict__["wrote_position"]).__name__ == "getset_descriptor"  # a `cdef public` field
 
 
-def test_the_generated_pxd_declares_plain_classes_only() -> None:
+def _extension_types():
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
-        from extension_types import augmenting_pxd
+        import extension_types
     finally:
         sys.path.remove(str(ROOT / "scripts"))
-    source = '''
+    return extension_types
+
+
+PLAIN = '''
+from other.module import Base, Unknown
 class Plain:
     kind = "x"
     def __init__(self):
@@ -126,15 +130,39 @@ class Plain:
         self.a += 1
 class Derived(Plain):
     def __init__(self):
-        self.d = 1
+        self.a, self.d = 1, 2
 class Slotted:
     __slots__ = ("e",)
+class Opened(Slotted):
     def __init__(self):
-        self.e = 1
+        self.f = 1
+class FromElsewhere(Base):
+    def __init__(self):
+        self.g = self.base_field = 1
+class NotExtensible(Unknown):
+    pass
+class Annotated:
+    node: int
+@decorated
+class Decorated:
+    pass
 '''
-    pxd = augmenting_pxd(source)
+
+
+def test_the_generated_pxd_declares_fields_bases_and_openness_as_python_has_them() -> None:
+    et = _extension_types()
+    others = {("other.module", "Base"): et.Declared(("base_field",), True)}
+    pxd = et.augmenting_pxd(PLAIN, others)
     assert pxd is not None
-    body = pxd.split("\n", 1)[1]
-    assert body == ("cdef class Plain:\n    cdef dict __dict__\n    cdef object __weakref__\n"
-                    "    cdef public object a\n    cdef public object b\n    cdef public object c\n")
-    assert augmenting_pxd("class Only(Base):\n    pass\n") is None
+    assert pxd.split("\n", 1)[1] == (
+        "from other.module cimport Base\n"
+        "cdef class Plain:\n    cdef dict __dict__\n    cdef object __weakref__\n"
+        "    cdef public object a\n    cdef public object b\n    cdef public object c\n\n"
+        "cdef class Derived(Plain):\n    cdef public object d\n\n"
+        "cdef class Slotted:\n    cdef public object e\n\n"  # closed, as its __slots__ make it
+        "cdef class Opened(Slotted):\n    cdef dict __dict__\n    cdef object __weakref__\n"
+        "    cdef public object f\n\n"
+        "cdef class FromElsewhere(Base):\n    cdef public object g\n")
+    assert et.augmenting_pxd("class Only(Base):\n    pass\n") is None
+    assert et.declared_types("m", PLAIN) == {("m", "Plain"): et.Declared(("a", "b", "c"), True),
+                                             ("m", "Slotted"): et.Declared(("e",), False)}

@@ -20,9 +20,9 @@ from typing import Any
 
 
 class ConsumePool:
-    """Mixin of a consume service with a `node`; `init_pool()` in its constructor."""
-
-    node: Any
+    """Mixin of a consume service with a `node` attribute; `init_pool()` in its constructor. (No
+    class-level annotation of `node`: a compiled build makes this class an extension type,
+    scripts/extension_types.py.)"""
 
     def init_pool(self) -> None:
         self.busy = 0
