@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.extension_types import augmenting_pxd, declared_types  # noqa: E402
+from extension_types import augmenting_pxd, declared_types  # noqa: E402  (beside this file)
+
 from sim.compiled import BUILD_DIR, HOT_MODULES, MANIFEST, ROOT, read_manifest, source_path, source_sha256  # noqa: E402
 
 BUILDER = (Path(__file__), Path(__file__).with_name("extension_types.py"))
