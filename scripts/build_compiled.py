@@ -86,7 +86,7 @@ def main() -> int:
     try:
         import Cython
     except ImportError:
-        print("build_compiled: Cython is not installed (pip install -e '.[compile]'); rmqsim runs pure", file=sys.stderr)
+        print("build_compiled: Cython is not installed (pip install -e '.[compile]', which installs it with setuptools); rmqsim runs pure", file=sys.stderr)
         return 1
     if not args.force and up_to_date(Cython.__version__):
         print(f"build_compiled: {BUILD_DIR} is up to date ({len(HOT_MODULES)} modules)", file=sys.stderr)

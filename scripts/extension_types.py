@@ -16,9 +16,14 @@ __dict__`, so any other attribute still works (one set from outside, a test's st
 `__weakref__`; a slotted class stays exactly as closed as its `__slots__` make it. A subclass
 declares only the fields its bases lack.
 
-One difference: a declared field reads None before its first assignment, where a plain instance
-raises AttributeError; the models assign their attributes before reading them, and
-tests/test_compiled.py checks that compiled and pure runs agree. The pure module is untouched.
+A hot function may also type its locals with `@cython.locals(name=Type)` (a no-op when pure:
+Cython's shadow module): a read of `name.x` is then a field load too. The `.pxd` cimports each
+such type that another compiled module defines.
+
+Two differences from pure runs: a declared field reads None before its first assignment, where
+a plain instance raises AttributeError; and a typed local given an object of another type (None
+aside) raises TypeError. The models assign their attributes before reading them and give typed
+locals only their type; tests/test_compiled.py checks that compiled and pure runs agree.
 """
 
 from __future__ import annotations
@@ -118,6 +123,20 @@ def _imported_names(source: str) -> dict[str, tuple[str, str]]:
     return names
 
 
+def _local_types(tree: ast.Module) -> list[str]:
+    """The type names the module's `@cython.locals(name=Type, …)` decorators use, sorted."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for decorator in node.decorator_list:
+            if (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
+                    and decorator.func.attr == "locals" and isinstance(decorator.func.value, ast.Name)
+                    and decorator.func.value.id == "cython"):
+                names.update(kw.value.id for kw in decorator.keywords if isinstance(kw.value, ast.Name))
+    return sorted(names)
+
+
 def augmenting_pxd(source: str, others: dict[tuple[str, str], Declared] | None = None) -> str | None:
     """The `.pxd` declaring the module's eligible classes as extension types (module docstring),
     or None. `others`: (module, class) → the extension types of the other compiled modules
@@ -144,7 +163,13 @@ def augmenting_pxd(source: str, others: dict[tuple[str, str], Declared] | None =
             f"    cdef public object {field}\n" for field in own)
         declarations.append(header + (body or "    pass\n"))
         declared[name] = Declared(base.fields + tuple(own), base.open_ended or opened)
-    return HEADER + "".join(cimports) + "\n".join(declarations) if declarations else None
+    for name in _local_types(ast.parse(source)):  # a typed local of another module's extension type
+        line = f"from {imported[name][0]} cimport {imported[name][1]}\n" if imported.get(name) in others else None
+        if line is not None and line not in cimports:
+            cimports.append(line)
+    if not declarations and not cimports:
+        return None
+    return HEADER + "".join(cimports) + "\n".join(declarations)
 
 
 def declared_types(module: str, source: str) -> dict[tuple[str, str], Declared]:

@@ -42,6 +42,7 @@ from collections.abc import Callable
 from heapq import heappush
 from typing import Any
 
+import cython
 import networkx as nx
 from simpy.core import NORMAL
 
@@ -198,6 +199,7 @@ class Network:
         return self.zone_latency.get(zones, self.default_latency)
 
     # --- traffic ----------------------------------------------------------------------------
+    @cython.locals(link=Link)
     def transmit(self, src_node: Any, response: bool, dst: str, req_id: int, payload: Any) -> None:
         """Send one message from `src_node` to `dst`: a request (`req_id` > 0) or oneway message
         (0) goes to the receiver's handler for its payload type, a `response` to the receiver's

@@ -166,5 +166,9 @@ def test_the_generated_pxd_declares_fields_bases_and_openness_as_python_has_them
         "    cdef public object f\n\n"
         "cdef class FromElsewhere(Base):\n    cdef public object g\n")
     assert et.augmenting_pxd("class Only(Base):\n    pass\n") is None
+    typed = ("import cython\nfrom other.module import Base, Unknown\n"
+             "@cython.locals(b=Base, u=Unknown, n=cython.int)\ndef f(b, u, n):\n    return b.base_field\n")
+    assert et.augmenting_pxd(typed, others).split("\n", 1)[1] == "from other.module cimport Base\n"
+    assert et.augmenting_pxd(typed) is None  # Base is no compiled module's extension type
     assert et.declared_types("m", PLAIN) == {("m", "Plain"): et.Declared(("a", "b", "c"), True),
                                              ("m", "Slotted"): et.Declared(("e",), False)}

@@ -30,6 +30,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import Any
 
+import cython
+
 from models.broker.config import OS_PAGE_SIZE_BYTES, MessageStoreConfig
 from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, MappedFileQueue
 from models.message import PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC, java_string_hash
@@ -101,6 +103,7 @@ class CommitLog:
         self.tags, self.tags_codes, self._tags_index = other.tags, other.tags_codes, other._tags_index
 
     # --- append -------------------------------------------------------------------------------
+    @cython.locals(mapped=MappedFile)
     def append(self, msg_id: int, topic: str, queue_id: int, size: int, tags: str | None,
                reconsume_times: int, sysflag: int, props: dict | None) -> tuple[int, int]:
         """Append one record; returns (physical offset, queue offset)."""

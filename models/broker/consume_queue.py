@@ -29,6 +29,8 @@ from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
+import cython
+
 from models.broker.commit_log import QUEUE_ID_BITS, CommitLog
 from models.broker.config import REPUT_INTERVAL_US, FlushDiskType
 from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile
@@ -144,6 +146,7 @@ class ReputMessageService:
                 return mapped, bisect_left(mapped.phys, position)
         return (files[-1], len(files[-1].phys)) if files else (None, 0)
 
+    @cython.locals(cq=ConsumeQueue, mapped=MappedFile)
     def _dispatch_file(self, mapped: MappedFile, i: int, limit: int, touched: dict[int, ConsumeQueue]) -> int:
         """Dispatch the file's records from index `i` while they end by `limit`; returns the
         index of the first record not dispatched."""

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import cython
+
 from models.broker.commit_log import CommitLog
 from models.broker.config import MessageStoreConfig
 from models.broker.consume_queue import CQ_UNIT, CQ_UNIT_BYTES, ConsumeQueue, ReputMessageService
-from models.broker.mapped_file import RECORD, RECORD_BYTES
+from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile
 from models.message import FIXED_RECORD_BYTES, MessageExt, new_message_ext, properties_bytes
 
 FOUND = "FOUND"
@@ -81,6 +83,7 @@ class MessageStore:
         return new_message_ext((msg_id, log.topics[topic], queue_id, queue_offset, phys_offset, size, store_us,
                                 log.tags[tags], reconsume, body, props))
 
+    @cython.locals(cq=ConsumeQueue, mapped=MappedFile)
     def get_message(self, cq: ConsumeQueue | None, offset: int, max_msg_nums: int,
                     tag_codes: frozenset | None) -> tuple[str, int, int, tuple[MessageExt, ...]]:
         """Returns (status, next_begin_offset, max_offset, messages) for queue `cq` (None: no

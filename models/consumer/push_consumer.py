@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import cython
+
 from models.client_instance import MQClientInstance, topic_route_data_to_subscribe_info
 from models.consumer.allocate_setup import allocate_strategy
 from models.consumer.config import (
@@ -208,6 +210,7 @@ class PushConsumer:
     def pull_later(self, mq: MessageQueue, pq: ProcessQueue, delay_us: int) -> None:
         self.node.call_later(delay_us, self.pull, mq, pq)
 
+    @cython.locals(pq=ProcessQueue)
     def pull(self, mq: MessageQueue, pq: ProcessQueue) -> None:
         """DefaultMQPushConsumerImpl.pullMessage for one PullRequest."""
         if pq.dropped:
@@ -244,6 +247,7 @@ class PushConsumer:
         self.node.trace(CONSUMER_PULL_FAILED, self.group, mq.broker_name, mq.queue_id, reason)
         self.pull_later(mq, pq, ms(self.cfg.pull_time_delay_mills_when_exception))
 
+    @cython.locals(pq=ProcessQueue)
     def _on_pull(self, mq: MessageQueue, pq: ProcessQueue, response: Any) -> None:
         if pq.dropped:
             return None
