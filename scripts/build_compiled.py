@@ -4,8 +4,9 @@
 
 Does nothing when the build there was made from the current sources by this interpreter, this
 Cython and this builder (this file and extension_types.py, which writes each module's `.pxd`
-into the build's scratch directory: the tree holds no `.pxd`). The manifest's SHA-256 of each source is that of exactly what was compiled (a source
-edited during the build fails it). The new build replaces the old one in one rename.
+into the build's scratch directory: the tree holds no `.pxd`). The manifest's SHA-256 of each
+source is that of exactly what was compiled (a source edited during the build fails it). The
+new build replaces the old one in one rename.
 Exit 0: built or up to date; 1: Cython or the C compiler failed (rmqsim then runs pure, slower).
 """
 
@@ -86,7 +87,8 @@ def main() -> int:
     try:
         import Cython
     except ImportError:
-        print("build_compiled: Cython is not installed (pip install -e '.[compile]', which installs it with setuptools); rmqsim runs pure", file=sys.stderr)
+        print("build_compiled: Cython is not installed (a dependency: pip install -e '.[compile]'); rmqsim runs pure",
+              file=sys.stderr)
         return 1
     if not args.force and up_to_date(Cython.__version__):
         print(f"build_compiled: {BUILD_DIR} is up to date ({len(HOT_MODULES)} modules)", file=sys.stderr)
@@ -95,7 +97,8 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix=".compiling-", dir=BUILD_DIR.parent))
     try:
         modules = compile_into(work)
-        manifest = {"cython": Cython.__version__, "builder": builder_sha256(), "cache_tag": sys.implementation.cache_tag, "modules": modules}
+        manifest = {"cython": Cython.__version__, "builder": builder_sha256(),
+                    "cache_tag": sys.implementation.cache_tag, "modules": modules}
         (work / "lib" / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         old = BUILD_DIR.with_name(BUILD_DIR.name + ".old")
         shutil.rmtree(old, ignore_errors=True)
