@@ -7,9 +7,9 @@ Poisson arrivals, one network hop (a timeout) into a Store, and three consumer p
 take each message and hold it for a consume time — about 3 events per message. rmqsim's figure
 includes everything a real run does (routing, broker store and dispatch, pulls, long polling,
 offsets, traces, the digest and the checkers). Machines here are noisy, so the ratio of the two,
-measured back to back in one process, is the number to compare across changes. The report says
-how many per-message modules ran compiled (sim/compiled.py); `RMQSIM_PURE=1` measures them pure. Best of
-`--repeat` runs is reported, and the median beside it as a measure of the noise.
+measured back to back in one process, is the number to compare across changes. Best of
+`--repeat` runs is reported, and the median beside it as a measure of the noise. The report says
+how many per-message modules ran compiled (sim/compiled.py); `RMQSIM_PURE=1` measures them pure.
 """
 
 from __future__ import annotations

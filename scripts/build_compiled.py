@@ -25,7 +25,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from extension_types import augmenting_pxd, declared_types  # noqa: E402  (beside this file)
 
-from sim.compiled import BUILD_DIR, HOT_MODULES, MANIFEST, ROOT, read_manifest, source_path, source_sha256  # noqa: E402
+from sim.compiled import (  # noqa: E402
+    BUILD_DIR,
+    HOT_MODULES,
+    MANIFEST,
+    ROOT,
+    read_manifest,
+    source_path,
+    source_sha256,
+    stale_modules,
+)
 
 BUILDER = (Path(__file__), Path(__file__).with_name("extension_types.py"))
 
@@ -42,8 +51,7 @@ def up_to_date(cython_version: str) -> bool:
     if (manifest is None or manifest.get("cython") != cython_version or manifest.get("builder") != builder_sha256()
             or set(manifest["modules"]) != set(HOT_MODULES)):
         return False
-    return all(entry["source_sha256"] == source_sha256(source_path(name)) and (BUILD_DIR / entry["file"]).is_file()
-               for name, entry in manifest["modules"].items())
+    return not stale_modules(manifest)
 
 
 def compile_into(work: Path) -> dict[str, dict[str, str]]:
@@ -53,11 +61,12 @@ def compile_into(work: Path) -> dict[str, dict[str, str]]:
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
 
-    before = {name: source_sha256(source_path(name)) for name in HOT_MODULES}
-    others = {key: declared for name in HOT_MODULES
-              for key, declared in declared_types(name, source_path(name).read_text()).items()}
-    for name in HOT_MODULES:  # found by Cython on the include path as the module's own .pxd
-        pxd = augmenting_pxd(source_path(name).read_text(), others)
+    sources = {name: source_path(name).read_bytes() for name in HOT_MODULES}
+    before = {name: hashlib.sha256(data).hexdigest() for name, data in sources.items()}
+    texts = {name: data.decode() for name, data in sources.items()}
+    others = {key: declared for name, text in texts.items() for key, declared in declared_types(name, text).items()}
+    for name, text in texts.items():  # found by Cython on the include path as the module's own .pxd
+        pxd = augmenting_pxd(text, others)
         if pxd is not None:
             target = source_path(name, work / "pxd").with_suffix(".pxd")
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -104,10 +104,9 @@ def class_fields(source: str) -> dict[str, ClassFields]:
             continue
         if any(isinstance(item, ast.AnnAssign) and item.value is None for item in cls.body):
             continue
-        slots = _slots(cls)
-        if slots is None and any(name == "__slots__" for name in _body_names(cls)):
+        slots, defined = _slots(cls), _body_names(cls)
+        if slots is None and "__slots__" in defined:
             continue  # a __slots__ computed at run time
-        defined = _body_names(cls)
         fields = slots if slots is not None else tuple(n for n in _self_attributes(cls) if n not in defined)
         out[cls.name] = ClassFields(cls.bases[0].id if cls.bases else None, fields, slots is not None)
     return out

@@ -17,8 +17,9 @@ Modules
 - files.py    atomic file output (hidden temporary file, then rename); output directories checked
 
 Layering: the modules above import only the standard library, SimPy, networkx, pydantic, PyYAML,
-NumPy and Cython's pure-mode `cython` module (`cython.locals` on hot functions, sim/compiled.py). `scenario.py` (the tree and loading), `scenario_checks.py` (cross-section checks),
-`runner.py` and `cli.py` are the assembly edge; of them only `scenario.py`, `runner.py` and
+NumPy and Cython's pure-mode `cython` module (`cython.locals` on hot functions, sim/compiled.py).
+`scenario.py` (the tree and loading), `scenario_checks.py` (cross-section checks), `runner.py`
+and `cli.py` are the assembly edge; of them only `scenario.py`, `runner.py` and
 `cli.py` import `models`. `sim.run(path_or_scenario, seed=..., max_events=..., max_wall_s=...)`
 is the Python API.
 """

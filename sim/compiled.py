@@ -71,6 +71,26 @@ def _tree_source_sha256(root: Path, module: str) -> str:
     return source_sha256(source_path(module, root))
 
 
+def _is_current(root: Path, build_dir: Path, module: str, entry: dict[str, str]) -> bool:
+    """Whether the build's binary of `module` exists and was compiled from the source now in `root`."""
+    try:
+        fresh = _tree_source_sha256(root, module) == entry["source_sha256"]
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return False
+    return fresh and (build_dir / entry["file"]).is_file()
+
+
+def stale_modules(manifest: dict[str, Any], build_dir: Path = BUILD_DIR, root: Path = ROOT) -> list[str]:
+    """The manifest's modules whose binary is missing or whose source changed since it was compiled."""
+    return sorted(name for name, entry in manifest["modules"].items()
+                  if not _is_current(root, build_dir, name, entry))
+
+
+def pure_requested() -> bool:
+    """RMQSIM_PURE set to anything but "" or "0": no compiled modules in this process."""
+    return os.environ.get(PURE_ENV, "") not in ("", "0")
+
+
 class _Finder:
     """A `sys.meta_path` finder for the compiled build (module docstring)."""
 
@@ -84,16 +104,11 @@ class _Finder:
         entry = self.modules.get(fullname)
         if entry is None:
             return None
-        try:
-            fresh = _tree_source_sha256(self.root, fullname) == entry["source_sha256"]
-        except (OSError, KeyError, zipfile.BadZipFile):
-            fresh = False
-        binary = self.build_dir / entry["file"]
-        if not fresh or not binary.is_file():
+        if not _is_current(self.root, self.build_dir, fullname, entry):
             _note(self.stale, fullname)
             return None
         _note(self.loaded, fullname)
-        return importlib.util.spec_from_file_location(fullname, binary)
+        return importlib.util.spec_from_file_location(fullname, self.build_dir / entry["file"])
 
     def invalidate_caches(self) -> None:
         pass
@@ -124,7 +139,7 @@ def read_manifest(build_dir: Path = BUILD_DIR) -> dict[str, Any] | None:
 def install() -> None:
     """Put the compiled build's finder on `sys.meta_path` (once; nothing if there is no build or RMQSIM_PURE=1)."""
     global _finder
-    if _finder is not None or os.environ.get(PURE_ENV, "") not in ("", "0"):
+    if _finder is not None or pure_requested():
         return
     build_dir = Path(os.environ.get(DIR_ENV) or BUILD_DIR)
     manifest = read_manifest(build_dir)

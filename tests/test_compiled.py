@@ -50,8 +50,7 @@ def test_setup_built_every_hot_module_from_the_current_sources() -> None:
     manifest = compiled.read_manifest()
     assert manifest is not None, "no compiled build: run scripts/setup.sh (or scripts/build_compiled.py)"
     assert sorted(manifest["modules"]) == sorted(compiled.HOT_MODULES)
-    stale = [name for name, entry in manifest["modules"].items()
-             if entry["source_sha256"] != compiled.source_sha256(compiled.source_path(name))]
+    stale = compiled.stale_modules(manifest)
     assert not stale, f"compiled from older sources: {stale}; run scripts/build_compiled.py"
 
 
@@ -100,7 +99,7 @@ def test_a_build_for_another_interpreter_is_not_used(tmp_path: Path) -> None:
 
 def test_the_hot_classes_are_extension_types_with_their_attributes_as_fields() -> None:
     """What the build's generated .pxd (scripts/extension_types.py) buys: `self.x` is a field."""
-    if os.environ.get(compiled.PURE_ENV):
+    if compiled.pure_requested():
         pytest.skip("RMQSIM_PURE is set: this process imported the pure modules")
     from models.broker.commit_log import CommitLog
     from sim.node import Node

@@ -249,7 +249,7 @@ def test_sweep_rows_equal_direct_runs(quick):
     assert outcome.failed == [] and outcome.mismatches == [] and outcome.verified == []
     assert "runs 4/4" in quick["log"]
     # the executors used this tree's compiled build (sim/compiled.py), checked against the zip's sources
-    assert outcome.compiled_runs == (0 if os.environ.get(compiled.PURE_ENV) else 4)
+    assert outcome.compiled_runs == (0 if compiled.pure_requested() else 4)
 
     manifest = sweep_dir.read_manifest(out)
     assert manifest["digest"] == sweep.digest() and manifest["runs"] == 4
