@@ -40,7 +40,7 @@ from typing import Any
 # the send → store → dispatch → pull → consume → ack path, the kernel under it and the ledger fed by
 # it; not sim.dist or the config modules: pydantic models want Python function objects
 HOT_MODULES = (
-    "sim.env", "sim.network", "sim.node", "sim.trace", "sim.rng",
+    "sim.env", "sim.event_queue", "sim.network", "sim.node", "sim.trace", "sim.rng",
     "models.broker.broker", "models.broker.commit_log", "models.broker.consume_queue",
     "models.broker.message_store", "models.broker.long_polling", "models.broker.mapped_file",
     "models.consumer.push_consumer", "models.consumer.consume_pool", "models.consumer.consume_service",

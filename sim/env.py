@@ -30,17 +30,19 @@ so the order of events is the same as with one heap. `push_far` stages; hot path
 SimPy internals used, all inside `sim/` (pinned in pyproject.toml to simpy 4.1.x): the heap
 `Environment._queue`, the id counter `_eid`, `_now`, the priorities `NORMAL`/`URGENT`, and an
 event's `callbacks`, `_ok`, `_value` and `_defused`; `SimEnv` overrides the four methods that
-touch the heap (`schedule`, `peek`, `step`, `run`).
+touch the heap (`schedule`, `peek`, `step`, `run`). The heap is pushed and popped with
+`sim/event_queue.py`: heapq's algorithm, comparing entries on C integers when compiled.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappop, heappush
 from typing import Any
 
 import simpy
 from simpy.core import NORMAL, URGENT, EmptySchedule, Infinity
+
+from sim.event_queue import heappop, heappush
 
 US_PER_MS = 1_000
 US_PER_S = 1_000_000

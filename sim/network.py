@@ -39,7 +39,6 @@ Modelling choices:
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappush
 from typing import Any
 
 import cython
@@ -48,6 +47,7 @@ from simpy.core import NORMAL
 
 from sim import trace
 from sim.dist import Constant
+from sim.event_queue import heappush
 from sim.node import CONNECT_FAILED
 
 TCP_RTO_MIN_US = 200_000  # Linux TCP_RTO_MIN

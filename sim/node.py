@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Generator
 from functools import partial
-from heapq import heappush
 from operator import itemgetter
 from typing import Any
 
@@ -36,6 +35,7 @@ from simpy.core import NORMAL
 
 from sim import trace
 from sim.env import OwnedCall
+from sim.event_queue import heappush
 
 
 class ConnectFailed:
