@@ -26,9 +26,16 @@ is the Python API.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from sim import compiled
+# NumPy's OpenBLAS starts a worker thread per core, and its workers spin while waiting for work:
+# about 1 % of a run's instructions, and a core taken from the other runs of a sweep. rmqsim's
+# NumPy work is small vector operations in one thread, so one BLAS thread, unless the user set it
+# (it takes effect only before NumPy's first import, which this package precedes).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from sim import compiled  # noqa: E402
 
 compiled.install()  # before any per-message module is imported (sim/compiled.py)
 
