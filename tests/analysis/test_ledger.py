@@ -545,3 +545,25 @@ def test_times_past_71_minutes_widen_the_ledger_columns_with_the_same_results(mo
         assert _without_causes(narrow) == expected
 
     compare()
+
+
+def test_column_extraction_matches_an_itemgetter_over_the_records():
+    """`_int_column`/`_column` (C loops when compiled) give what np.fromiter/list over an
+    itemgetter give, and a field that is not an integer is refused, as np.fromiter refuses it."""
+    from operator import itemgetter
+
+    import numpy as np
+    import pytest
+
+    from analysis.ledger import _column, _int_column
+
+    records = tuple((t, "n", "k", t * 7 - 3, 2**40 + t, True, None) for t in range(50))
+    for c in (0, 3, 4, 5):
+        got = _int_column(records, c, np.int64)
+        assert got.dtype == np.int64
+        assert got.tolist() == [int(r[c]) for r in records]
+    assert _int_column(records, 3, np.int32).tolist() == [r[3] for r in records]
+    assert _column(records, 1) == list(map(itemgetter(1), records))
+    assert _int_column((), 0, np.int64).tolist() == []
+    with pytest.raises(TypeError):
+        _int_column(records, 6, np.int64)
