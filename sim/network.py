@@ -48,7 +48,7 @@ from simpy.core import NORMAL
 from sim import trace
 from sim.dist import Constant
 from sim.event_queue import heappush
-from sim.node import CONNECT_FAILED
+from sim.node import CONNECT_FAILED, Node
 
 TCP_RTO_MIN_US = 200_000  # Linux TCP_RTO_MIN
 TCP_RTO_MAX_US = 120_000_000  # Linux TCP_RTO_MAX
@@ -199,7 +199,7 @@ class Network:
         return self.zone_latency.get(zones, self.default_latency)
 
     # --- traffic ----------------------------------------------------------------------------
-    @cython.locals(link=Link)
+    @cython.locals(link=Link, src_node=Node)
     def transmit(self, src_node: Any, response: bool, dst: str, req_id: int, payload: Any) -> None:
         """Send one message from `src_node` to `dst`: a request (`req_id` > 0) or oneway message
         (0) goes to the receiver's handler for its payload type, a `response` to the receiver's

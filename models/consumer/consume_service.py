@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+import cython
+
 from models.consumer.config import (
     CLEAN_EXPIRED_MAX_PER_ROUND,
     DEFAULT_MAX_RECONSUME_TIMES,
@@ -27,6 +29,7 @@ from models.consumer.config import (
     LOCAL_RETRY_DELAY_US,
 )
 from models.consumer.consume_pool import ConsumePool
+from models.consumer.process_queue import ProcessQueue
 from models.consumer.send_back import SendBack
 from models.message import MessageExt
 from models.records import CONSUMER_CONSUMED, CONSUMER_EXPIRED_CLEANED
@@ -67,6 +70,7 @@ class ConsumeService(ConsumePool):
             else:
                 self.queue.append((pq, mq, msg))
 
+    @cython.locals(pq=ProcessQueue)
     def _start(self, pq: Any, mq: Any, msg: MessageExt) -> None:
         """A thread runs the listener on `msg`: its verdict and duration are drawn now."""
         if pq.dropped:  # a ConsumeRequest on a dropped queue returns at once
@@ -88,6 +92,7 @@ class ConsumeService(ConsumePool):
         self._times += self._time_block()
         return self._times.pop()
 
+    @cython.locals(pq=ProcessQueue)
     def _done(self, pq: Any, mq: Any, msg: MessageExt, ok: bool) -> None:
         """The listener returned: record the consumption, then processConsumeResult (commit or
         send back). The message and queue are unpacked once (a field of an unpacking costs a few
@@ -113,6 +118,7 @@ class ConsumeService(ConsumePool):
         if self.stopping is not None and not self.busy:
             self._drained()
 
+    @cython.locals(pq=ProcessQueue)
     def _next(self) -> None:
         """Start the next queued request whose queue is not dropped (a loop, not recursion: a
         dropped queue can have thousands of requests waiting)."""
@@ -126,6 +132,7 @@ class ConsumeService(ConsumePool):
     def _commit(self, pq: Any, mq: Any, msg: MessageExt) -> None:
         self._commit_offset(pq, mq, msg.queue_offset)
 
+    @cython.locals(pq=ProcessQueue)
     def _commit_offset(self, pq: Any, mq: Any, queue_offset: int) -> None:
         """removeMessage(queue_offset), then updateOffset(increaseOnly=true) of the returned offset."""
         offset = pq.remove(queue_offset)
