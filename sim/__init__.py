@@ -2,6 +2,7 @@
 
 Modules
 - env.py      integer-µs clock (`SimEnv`), cheap scheduled callbacks
+- event_queue.py the event heap's push and pop (heapq's; entries compared on C integers when compiled)
 - rng.py      named random streams from one seed (`Rng.stream`)
 - dist.py     latency/size distributions from scenario files, sampled in whole µs
 - node.py     crashable, pausable hosts; oneway messages and RPC with timeouts
