@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from extension_types import augmenting_pxd, declared_types  # noqa: E402  (beside this file)
+from extension_types import all_declared_types, augmenting_pxd  # noqa: E402  (beside this file)
 
 from sim.compiled import (  # noqa: E402
     BUILD_DIR,
@@ -64,9 +64,11 @@ def compile_into(work: Path) -> dict[str, dict[str, str]]:
     sources = {name: source_path(name).read_bytes() for name in HOT_MODULES}
     before = {name: hashlib.sha256(data).hexdigest() for name, data in sources.items()}
     texts = {name: data.decode() for name, data in sources.items()}
-    others = {key: declared for name, text in texts.items() for key, declared in declared_types(name, text).items()}
+    others = all_declared_types(texts)
+    cimports: dict[str, list[str]] = {}
     for name, text in texts.items():  # found by Cython on the include path as the module's own .pxd
         pxd = augmenting_pxd(text, others)
+        cimports[name] = sorted({line.split()[1] for line in (pxd or "").splitlines() if " cimport " in line})
         if pxd is not None:
             target = source_path(name, work / "pxd").with_suffix(".pxd")
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +86,7 @@ def compile_into(work: Path) -> dict[str, dict[str, str]]:
     changed = [name for name in HOT_MODULES if source_sha256(source_path(name)) != before[name]]
     if changed:
         raise RuntimeError(f"sources changed during the build: {', '.join(changed)}; run it again")
-    return {name: {"source_sha256": before[name],
+    return {name: {"source_sha256": before[name], "cimports": cimports[name],
                    "file": Path(command.get_ext_fullpath(name)).relative_to(work / "lib").as_posix()}
             for name in HOT_MODULES}
 

@@ -16,13 +16,18 @@ __dict__`, so any other attribute still works (one set from outside, a test's st
 `__weakref__`; a slotted class stays exactly as closed as its `__slots__` make it. A subclass
 declares only the fields its bases lack.
 
+A field may be given a type: an assignment annotated with the name of an extension type (this
+module's, declared above it, or another compiled module's), `self.clock: Clock = env.clock`,
+declares it `cdef public Clock clock`, so `self.clock.now_us` is two field loads. (Inside a
+function the annotation is never evaluated, so the pure module needs no import for it.)
+
 A hot function may also type its locals with `@cython.locals(name=Type)` (a no-op when pure:
 Cython's shadow module): a read of `name.x` is then a field load too. The `.pxd` cimports each
 such type that another compiled module defines.
 
 Two differences from pure runs: a declared field reads None before its first assignment, where
-a plain instance raises AttributeError; and a typed local given an object of another type (None
-aside) raises TypeError. The models assign their attributes before reading them and give typed
+a plain instance raises AttributeError; and a typed field or local given an object of another
+type (None aside) raises TypeError. The models assign their attributes before reading them and give typed
 locals only their type; tests/test_compiled.py checks that compiled and pure runs agree.
 """
 
@@ -39,6 +44,7 @@ class ClassFields:
     base: str | None  # the base class's name as the module spells it
     fields: tuple[str, ...]
     slotted: bool
+    types: tuple[tuple[str, str], ...] = ()  # (field, type name) of the annotated fields
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,15 @@ def _self_attributes(cls: ast.ClassDef) -> list[str]:
     return sorted(found)
 
 
+def _field_types(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
+    """(field, type name) of the `self.field: Name = …` assignments in the class, sorted."""
+    found = {node.target.attr: node.annotation.id for node in ast.walk(cls)
+             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute)
+             and isinstance(node.target.value, ast.Name) and node.target.value.id == "self"
+             and isinstance(node.annotation, ast.Name)}
+    return tuple(sorted(found.items()))
+
+
 def class_fields(source: str) -> dict[str, ClassFields]:
     """The module's candidate classes (module docstring; a base is checked by `augmenting_pxd`)."""
     out: dict[str, ClassFields] = {}
@@ -108,14 +123,19 @@ def class_fields(source: str) -> dict[str, ClassFields]:
         if slots is None and "__slots__" in defined:
             continue  # a __slots__ computed at run time
         fields = slots if slots is not None else tuple(n for n in _self_attributes(cls) if n not in defined)
-        out[cls.name] = ClassFields(cls.bases[0].id if cls.bases else None, fields, slots is not None)
+        out[cls.name] = ClassFields(cls.bases[0].id if cls.bases else None, fields, slots is not None,
+                                    _field_types(cls))
     return out
 
 
 def _imported_names(source: str) -> dict[str, tuple[str, str]]:
     """Local name → (module, name) of the module's `from … import …` statements."""
     names = {}
-    for node in ast.parse(source).body:
+    top = ast.parse(source).body
+    for block in top:  # imports for type checking only (typed fields need no run-time import)
+        if isinstance(block, ast.If) and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING":
+            top = top + block.body
+    for node in top:
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
                 names[alias.asname or alias.name] = (node.module, alias.name)
@@ -136,43 +156,75 @@ def _local_types(tree: ast.Module) -> list[str]:
     return sorted(names)
 
 
-def augmenting_pxd(source: str, others: dict[tuple[str, str], Declared] | None = None) -> str | None:
-    """The `.pxd` declaring the module's eligible classes as extension types (module docstring),
-    or None. `others`: (module, class) → the extension types of the other compiled modules
-    (`declared_types`), for a class whose base is imported from one of them."""
-    others = others or {}
+def _known_type(name: str, declared: dict[str, Declared], imported: dict[str, tuple[str, str]],
+                others: dict[tuple[str, str], Declared], cimports: list[str]) -> str | None:
+    """`name` if it is an extension type a field can be declared with (adding its cimport to
+    `cimports` when another module defines it), else None."""
+    if name in declared:
+        return name
+    if imported.get(name) not in others:
+        return None
+    line = f"from {imported[name][0]} cimport {imported[name][1]}\n"
+    if line not in cimports:
+        cimports.append(line)
+    return name
+
+
+def _extension_types(source: str, others: dict[tuple[str, str], Declared]
+                     ) -> tuple[dict[str, Declared], list[str], list[str]]:
+    """The module's extension types, the cimport lines and the class declarations of its `.pxd`."""
     imported = _imported_names(source)
     declared: dict[str, Declared] = {}
-    cimports, declarations = [], []
+    cimports: list[str] = []
+    declarations = []
     for name, cls in class_fields(source).items():
         base = Declared((), False)
         if cls.base is not None:
             if cls.base in declared:
                 base = declared[cls.base]
-            elif imported.get(cls.base) in others:
+            elif _known_type(cls.base, {}, imported, others, cimports):
                 base = others[imported[cls.base]]
-                cimports.append(f"from {imported[cls.base][0]} cimport {imported[cls.base][1]}\n")
             else:
                 continue  # a base that is not an extension type
         header = f"cdef class {name}({cls.base}):\n" if cls.base else f"cdef class {name}:\n"
         # a class without __slots__ has an instance dict and weak references, as in Python
         opened = not cls.slotted and not base.open_ended
         own = [field for field in cls.fields if field not in base.fields]
+        types = {field: _known_type(type_name, declared, imported, others, cimports)
+                 for field, type_name in cls.types if field in own}
         body = ("    cdef dict __dict__\n    cdef object __weakref__\n" if opened else "") + "".join(
-            f"    cdef public object {field}\n" for field in own)
+            f"    cdef public {types.get(field) or 'object'} {field}\n" for field in own)
         declarations.append(header + (body or "    pass\n"))
         declared[name] = Declared(base.fields + tuple(own), base.open_ended or opened)
     for name in _local_types(ast.parse(source)):  # a typed local of another module's extension type
-        line = f"from {imported[name][0]} cimport {imported[name][1]}\n" if imported.get(name) in others else None
-        if line is not None and line not in cimports:
-            cimports.append(line)
+        _known_type(name, {}, imported, others, cimports)
+    return declared, cimports, declarations
+
+
+def augmenting_pxd(source: str, others: dict[tuple[str, str], Declared] | None = None) -> str | None:
+    """The `.pxd` declaring the module's eligible classes as extension types (module docstring),
+    or None. `others`: (module, class) → the extension types of the other compiled modules
+    (`declared_types`), for a class whose base is imported from one of them."""
+    _declared, cimports, declarations = _extension_types(source, others or {})
     if not declarations and not cimports:
         return None
     return HEADER + "".join(cimports) + "\n".join(declarations)
 
 
-def declared_types(module: str, source: str) -> dict[tuple[str, str], Declared]:
-    """(module, class) → fields and openness of the module's base-less extension types (the
-    `others` of the modules compiled with it)."""
-    return {(module, name): Declared(cls.fields, not cls.slotted)
-            for name, cls in class_fields(source).items() if cls.base is None}
+def declared_types(module: str, source: str, others: dict[tuple[str, str], Declared] | None = None
+                   ) -> dict[tuple[str, str], Declared]:
+    """(module, class) → fields and openness of the module's extension types (the `others` of the
+    modules compiled with it); with `others`, also those whose base another module defines."""
+    declared, _cimports, _declarations = _extension_types(source, others or {})
+    return {(module, name): cls for name, cls in declared.items()}
+
+
+def all_declared_types(sources: dict[str, str]) -> dict[tuple[str, str], Declared]:
+    """`declared_types` of every module of `sources` (module → source), bases in other modules
+    resolved: repeated until nothing new is found (a chain of bases across modules)."""
+    found: dict[tuple[str, str], Declared] = {}
+    while True:
+        more = {key: cls for module, source in sources.items() for key, cls in declared_types(module, source, found).items()}
+        if more == found:
+            return found
+        found = more

@@ -8,8 +8,9 @@ to `build/compiled/`, off `sys.path`, with `manifest.json` recording each module
 
 `install()` (called by the `sim`, `models` and `analysis` packages on import) puts `_Finder` first
 on `sys.meta_path`. For a module in the manifest it loads the compiled file only if the `.py`
-beside it is byte-identical to the source that was compiled; otherwise the `.py` is imported as
-usual, so an edited file is never shadowed by a stale binary. `RMQSIM_PURE=1` turns compiled
+beside it is byte-identical to the source that was compiled, and so are the sources of the modules
+whose extension types it cimports; otherwise the `.py` is imported as usual, so an edited file is
+never shadowed by a stale binary, nor breaks the import of a binary compiled against it. `RMQSIM_PURE=1` turns compiled
 modules off. Either way a run is the same run: tests/test_compiled.py checks that a compiled and a
 pure run have one digest and one summary. The build also makes each module's plain classes
 extension types whose `self` attributes are object fields (scripts/extension_types.py); values
@@ -72,19 +73,25 @@ def _tree_source_sha256(root: Path, module: str) -> str:
     return source_sha256(source_path(module, root))
 
 
-def _is_current(root: Path, build_dir: Path, module: str, entry: dict[str, str]) -> bool:
-    """Whether the build's binary of `module` exists and was compiled from the source now in `root`."""
+def _is_current(root: Path, build_dir: Path, module: str, modules: dict[str, dict[str, Any]]) -> bool:
+    """Whether the build's binary of `module` exists and was compiled from the source now in
+    `root`, and so were those of the modules whose extension types it cimports (`cimports` in
+    its manifest entry): a binary checks at import that those types are the ones it was compiled
+    against, so it cannot run beside an edited module imported pure."""
+    entry = modules.get(module)
     try:
-        fresh = _tree_source_sha256(root, module) == entry["source_sha256"]
+        fresh = entry is not None and _tree_source_sha256(root, module) == entry["source_sha256"]
     except (OSError, KeyError, zipfile.BadZipFile):
         return False
-    return fresh and (build_dir / entry["file"]).is_file()
+    return (fresh and (build_dir / entry["file"]).is_file()
+            and all(_is_current(root, build_dir, dep, modules) for dep in entry.get("cimports", ())))
 
 
 def stale_modules(manifest: dict[str, Any], build_dir: Path = BUILD_DIR, root: Path = ROOT) -> list[str]:
-    """The manifest's modules whose binary is missing or whose source changed since it was compiled."""
-    return sorted(name for name, entry in manifest["modules"].items()
-                  if not _is_current(root, build_dir, name, entry))
+    """The manifest's modules whose binary is missing or whose source, or the source of a module
+    it cimports, changed since it was compiled."""
+    modules = manifest["modules"]
+    return sorted(name for name in modules if not _is_current(root, build_dir, name, modules))
 
 
 def pure_requested() -> bool:
@@ -105,7 +112,7 @@ class _Finder:
         entry = self.modules.get(fullname)
         if entry is None:
             return None
-        if not _is_current(self.root, self.build_dir, fullname, entry):
+        if not _is_current(self.root, self.build_dir, fullname, self.modules):
             _note(self.stale, fullname)
             return None
         _note(self.loaded, fullname)

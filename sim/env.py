@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import cython
 import simpy
 from simpy.core import NORMAL, URGENT, EmptySchedule, Infinity
 
@@ -64,21 +65,44 @@ def push(env: simpy.Environment, time_us: int, owner: Any, epoch: int, fn: Calla
     heappush(env._queue, (time_us, priority, next(env._eid), owner, epoch, fn, args))
 
 
-class _Always:
+class Owner:
+    """The owner of heap entries (module docstring): `epoch`, `paused_until` and `on_drop` are
+    what the run loop reads of it. Hosts (sim/node.py), connections (sim/network.py), cancellable
+    calls and `ALWAYS` derive from it, so that compiled, the loop reads them as fields."""
+
+    __slots__ = ("epoch", "paused_until", "on_drop")
+
+
+class Clock:
+    """`SimEnv`'s current time, `now_us` (integer µs; `SimEnv._now` reads and writes it). Hot code
+    holds it as a typed field (`self.clock: Clock = env.clock`, scripts/extension_types.py):
+    compiled, reading the time is then two field loads, where `env._now` is an attribute lookup on
+    SimPy's Python class."""
+
+    __slots__ = ("now_us",)
+
+    def __init__(self, now_us: int = 0) -> None:
+        self.now_us = now_us
+
+
+class _Always(Owner):
     """The owner of entries that always fire: SimPy's events."""
 
-    epoch = 0
-    paused_until = 0
-    on_drop = None
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        self.epoch = 0
+        self.paused_until = 0
+        self.on_drop = None
 
 
 ALWAYS = _Always()
 
 
-class Call:
+class Call(Owner):
     """A cancellable scheduled call: the owner of its own heap entry; `cancel()` drops it."""
 
-    __slots__ = ("epoch", "paused_until", "on_drop")
+    __slots__ = ()
 
     def __init__(self, env: simpy.Environment, delay_us: int, fn: Callable[..., Any], args: tuple,
                  priority: int = NORMAL) -> None:
@@ -91,11 +115,11 @@ class Call:
         self.epoch = 1
 
 
-class OwnedCall:
+class OwnedCall(Owner):
     """A cancellable timer of a crashable host (`owner`, sim/node.py): dropped if the host
     crashed since, deferred while it is paused, or cancelled."""
 
-    __slots__ = ("host", "host_epoch", "fn", "args", "epoch", "paused_until", "on_drop")
+    __slots__ = ("host", "host_epoch", "fn", "args")
 
     def __init__(self, owner: Any, delay_us: int, fn: Callable[..., Any], args: tuple) -> None:
         self.host, self.host_epoch, self.fn, self.args = owner, owner.epoch, fn, args
@@ -153,13 +177,26 @@ class SimEnv(simpy.Environment):
     """simpy.Environment with integer-µs time, owned heap entries (module docstring) and the
     per-run services (rng, tracer, network)."""
 
+    # the heap SimPy's __init__ sets and this class's own state as slots, not instance-dict entries
+    __slots__ = ("clock", "_queue", "_eid", "_active_proc", "rng", "tracer", "network", "_far", "_far_marker")
+
     def __init__(self, rng: Any = None, tracer: Any = None) -> None:
+        self.clock = Clock()
         super().__init__(initial_time=0)
         self.rng = rng
         self.tracer = tracer
         self.network: Any = None
         self._far: list[tuple] = []  # staged far-future entries (a heap; module docstring)
         self._far_marker: Call | None = None
+
+    @property
+    def _now(self) -> int:
+        """SimPy's clock attribute, kept in `clock` (class `Clock`)."""
+        return self.clock.now_us
+
+    @_now.setter
+    def _now(self, now_us: int) -> None:
+        self.clock.now_us = now_us
 
     def schedule(self, event: simpy.Event, priority: int = NORMAL, delay: float = 0) -> None:
         """SimPy's `Environment.schedule`: an entry that processes `event` (module docstring)."""
@@ -207,6 +244,7 @@ class SimEnv(simpy.Environment):
         """Entries popped so far: pushed minus still queued (a staged entry is popped twice)."""
         return self.scheduled() - len(self._queue) - len(self._far)
 
+    @cython.locals(clock=Clock, owner=Owner)
     def run(self, until: int | None = None, max_events: int | None = None) -> bool:
         """Process events until simulated time `until` (µs) or until none are left; with
         `max_events`, stop after that many more. Returns True if stopped by `max_events`.
@@ -225,10 +263,10 @@ class SimEnv(simpy.Environment):
         try:
             if max_events is not None:
                 return self._run_counted(max_events)
-            queue, eid = self._queue, self._eid
+            queue, eid, clock = self._queue, self._eid, self.clock
             while queue:
                 now, _, _, owner, epoch, fn, args = heappop(queue)  # = _fire, inlined: the hot loop
-                self._now = now
+                clock.now_us = now
                 if owner.epoch == epoch:
                     if owner.paused_until > now:  # deferred, keeping its place among the deferred
                         heappush(queue, (owner.paused_until, NORMAL, next(eid), owner, epoch, fn, args))

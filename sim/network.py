@@ -47,6 +47,7 @@ from simpy.core import NORMAL
 
 from sim import trace
 from sim.dist import Constant
+from sim.env import Clock, Owner
 from sim.event_queue import heappush
 from sim.node import CONNECT_FAILED, Node
 
@@ -71,7 +72,7 @@ def retransmission_at_us(first_sent_us: int, not_before_us: int) -> int:
 TCP_GIVE_UP_US = sum(min(TCP_RTO_MIN_US << i, TCP_RTO_MAX_US) for i in range(TCP_RETRIES2 + 1))
 
 
-class Link:
+class Link(Owner):
     """One direction of a TCP connection, and the owner of the deliveries in flight on it: a
     delivery is a heap entry `(t, NORMAL, eid, link, epoch, fn, args)` (sim/env.py), dropped if
     the connection was reset since (`epoch` bumped by the receiver's crash) and deferred while
@@ -81,7 +82,7 @@ class Link:
     transmission down the slow path."""
 
     __slots__ = ("src", "dst", "dst_node", "handlers", "response", "dist", "stream", "latencies_us",
-                 "_next_block", "last_delivery_us", "epoch", "paused_until", "on_drop", "reset_reason",
+                 "_next_block", "last_delivery_us", "reset_reason",
                  "cut", "_extra", "_loss_probability", "impaired", "stale", "renew", "blocked",
                  "held", "held_since_us", "unacked_since_us")
 
@@ -160,6 +161,7 @@ class Network:
         self._watchers: dict[str, list[tuple[Any, Callable[[str], None]]]] = {}
         self._emit = env.tracer.emit
         self._queue, self._eid = env._queue, env._eid  # the event heap
+        self.clock: Clock = env.clock
         env.network = self
 
     def add_node(self, node: Any) -> None:
@@ -213,7 +215,7 @@ class Network:
         if link.blocked and self._slow_transmit(src_node, link, req_id, payload, response):
             return
         latencies = link.latencies_us
-        arrive = self.env._now + (latencies.pop() if latencies else link.sample_us())
+        arrive = self.clock.now_us + (latencies.pop() if latencies else link.sample_us())
         if link.impaired:
             if link.extra is not None:
                 arrive += link.extra.sample_us(link.stream)

@@ -34,7 +34,7 @@ import simpy
 from simpy.core import NORMAL
 
 from sim import trace
-from sim.env import OwnedCall
+from sim.env import Clock, OwnedCall, Owner
 from sim.event_queue import heappush
 
 
@@ -50,9 +50,11 @@ _EID = itemgetter(2)  # a heap entry's eid: the order its call was made (sim/env
 Handler = Callable[[str, int, Any], None]
 
 
-class Node:
+class Node(Owner):
     def __init__(self, env: Any, name: str, zone: str = "default") -> None:
         self.env = env
+        self.clock: Clock = env.clock
+        self._queue, self._eid = env._queue, env._eid  # the event heap (sim/env.py)
         self.name = name
         self.zone = zone
         self.up = True
@@ -162,8 +164,7 @@ class Node:
     # --- time -------------------------------------------------------------------------------
     def call_later(self, delay_us: int, fn: Callable[..., Any], *args: Any) -> None:
         """Call `fn(*args)` after `delay_us`, unless this incarnation crashed (deferred while paused)."""
-        env = self.env
-        heappush(env._queue, (env._now + delay_us, NORMAL, next(env._eid), self, self.epoch, fn, args))  # = push
+        heappush(self._queue, (self.clock.now_us + delay_us, NORMAL, next(self._eid), self, self.epoch, fn, args))  # = push
 
     def timer(self, delay_us: int, fn: Callable[..., Any], *args: Any) -> OwnedCall:
         """`call_later` that can be cancelled (`.cancel()`)."""
@@ -190,12 +191,13 @@ class Node:
     def rpc(self, dst: str, payload: Any, timeout_us: int, on_reply: Callable[..., None], *args: Any) -> None:
         req_id = self._next_req_id
         self._next_req_id = req_id + 1
-        self._pending[req_id] = (on_reply, args, dst, self.env._now + timeout_us)
+        now = self.clock.now_us
+        self._pending[req_id] = (on_reply, args, dst, now + timeout_us)
         fifo = self._deadlines.get(timeout_us)
         if not fifo:  # an expiry timer is armed exactly while its FIFO is not empty
             if fifo is None:
                 fifo = self._deadlines[timeout_us] = deque()
-            self.env.push_far(self.env._now + timeout_us, self, self.epoch, self._expire, (timeout_us,))
+            self.env.push_far(now + timeout_us, self, self.epoch, self._expire, (timeout_us,))
         fifo.append(req_id)
         self.env.network.transmit(self, False, dst, req_id, payload)
 
@@ -238,7 +240,7 @@ class Node:
     def _expire(self, timeout_us: int) -> None:
         """Time out the requests of one FIFO whose deadline has come (answered ones are skipped),
         and re-arm for the next pending one."""
-        fifo, pending, now = self._deadlines[timeout_us], self._pending, self.env._now
+        fifo, pending, now = self._deadlines[timeout_us], self._pending, self.clock.now_us
         expired = []
         while fifo:
             entry = pending.get(fifo[0])

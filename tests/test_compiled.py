@@ -91,6 +91,23 @@ def test_an_edited_source_is_imported_pure_not_from_its_stale_build(tmp_path: Pa
     assert finder.stale == ["pkg.mod"] and finder.loaded == []
 
 
+def test_a_binary_compiled_against_an_edited_module_is_not_used_either(tmp_path: Path) -> None:
+    """pkg.user cimports pkg.mod's extension types: with pkg.mod edited (imported pure), the binary
+    of pkg.user would fail its import-time check of those types, so it is imported pure too."""
+    finder = _fake_build(tmp_path, b"x = 2\n", b"x = 1\n")
+    (tmp_path / "tree" / "pkg" / "user.py").write_bytes(b"y = 1\n")
+    user = "pkg/user" + compiled.importlib.machinery.EXTENSION_SUFFIXES[0]
+    (tmp_path / "build" / user).write_bytes(b"not loaded by find_spec")
+    finder.modules["pkg.user"] = {"file": user, "source_sha256": compiled.hashlib.sha256(b"y = 1\n").hexdigest(),
+                                  "cimports": ["pkg.mod"]}
+    assert finder.find_spec("pkg.user") is None
+    assert finder.stale == ["pkg.user"]
+    assert compiled.stale_modules({"modules": finder.modules}, tmp_path / "build", tmp_path / "tree") == [
+        "pkg.mod", "pkg.user"]
+    (tmp_path / "tree" / "pkg" / "mod.py").write_bytes(b"x = 1\n")  # the edit undone: both current again
+    assert finder.find_spec("pkg.user") is not None and finder.find_spec("pkg.mod") is not None
+
+
 def test_a_build_for_another_interpreter_is_not_used(tmp_path: Path) -> None:
     (tmp_path / compiled.MANIFEST).write_text(json.dumps({"cache_tag": "cpython-27", "modules": {}}))
     assert compiled.read_manifest(tmp_path) is None
@@ -170,4 +187,50 @@ def test_the_generated_pxd_declares_fields_bases_and_openness_as_python_has_them
     assert et.augmenting_pxd(typed, others).split("\n", 1)[1] == "from other.module cimport Base\n"
     assert et.augmenting_pxd(typed) is None  # Base is no compiled module's extension type
     assert et.declared_types("m", PLAIN) == {("m", "Plain"): et.Declared(("a", "b", "c"), True),
-                                             ("m", "Slotted"): et.Declared(("e",), False)}
+                                             ("m", "Derived"): et.Declared(("a", "b", "c", "d"), True),
+                                             ("m", "Slotted"): et.Declared(("e",), False),
+                                             ("m", "Opened"): et.Declared(("e", "f"), True)}
+
+
+TYPED = '''
+from typing import TYPE_CHECKING
+from other.module import Base
+if TYPE_CHECKING:
+    from other.module import Clock
+class Local:
+    __slots__ = ("x",)
+class User(Base):
+    def __init__(self, clock, base):
+        self.clock: Clock = clock
+        self.local: Local = Local()
+        self.base: Base = base
+        self.later: Later = None
+        self.n: int = 0
+class Later:
+    pass
+'''
+
+
+def test_an_annotated_field_of_an_extension_type_is_declared_with_its_type() -> None:
+    """`self.clock: Clock = …` makes `self.clock.now_us` two field loads when compiled; a type the
+    build cannot resolve (declared further down, or not an extension type) leaves an object field."""
+    et = _extension_types()
+    others = {("other.module", "Base"): et.Declared(("base_field",), False),
+              ("other.module", "Clock"): et.Declared(("now_us",), False)}
+    assert et.augmenting_pxd(TYPED, others).split("\n", 1)[1] == (
+        "from other.module cimport Base\nfrom other.module cimport Clock\n"
+        "cdef class Local:\n    cdef public object x\n\n"
+        "cdef class User(Base):\n    cdef dict __dict__\n    cdef object __weakref__\n"
+        "    cdef public Base base\n    cdef public Clock clock\n    cdef public object later\n"
+        "    cdef public Local local\n    cdef public object n\n\n"
+        "cdef class Later:\n    cdef dict __dict__\n    cdef object __weakref__\n")
+
+
+def test_bases_in_other_modules_are_resolved_across_a_chain() -> None:
+    et = _extension_types()
+    sources = {"a": "class A:\n    __slots__ = ('x',)\n",
+               "b": "from a import A\nclass B(A):\n    __slots__ = ('y',)\n",
+               "c": "from b import B\nclass C(B):\n    __slots__ = ('z',)\n"}
+    found = et.all_declared_types(sources)
+    assert found[("c", "C")] == et.Declared(("x", "y", "z"), False)
+    assert set(found) == {("a", "A"), ("b", "B"), ("c", "C")}

@@ -118,7 +118,7 @@ from models.protocol import SLAVE_NOT_AVAILABLE as CODE_SLAVE_NOT_AVAILABLE
 from models.records import BROKER_REGISTERED, BROKER_SEND_REJECTED, BROKER_STORED
 from sim.disk import Disk, DiskConfig
 from sim.dist import Constant
-from sim.env import ms
+from sim.env import Clock, ms
 from sim.node import Node
 from sim.trace import DIGEST_CHUNK
 
@@ -141,7 +141,9 @@ class Broker:
         self.version = Version(version)
         self.role = store_cfg.broker_role
         self.slave = self.role is BrokerRole.SLAVE
-        self.node = node = Node(env, name, zone)
+        node = Node(env, name, zone)
+        self.node: Node = node
+        self.clock: Clock = env.clock
         node.startup_us = ms(broker_cfg.startup_ms)
         node.disk = Disk(env, disk_cfg, env.rng.stream(f"{name}.disk"))
         node.on_power_loss(lambda: node.disk.files.power_loss(env._now))
@@ -391,7 +393,7 @@ class Broker:
             size = record_bytes(topic, body_bytes, tags, 0, props, reconsume_times)
         phys, queue_offset = self.commit_log.append(msg_id, topic, queue_id, size, tags, reconsume_times, 0, props)
         chunk = self._chunk
-        chunk.append((self.node.env._now, self.name, BROKER_STORED, msg_id, topic, queue_id, queue_offset, phys,
+        chunk.append((self.clock.now_us, self.name, BROKER_STORED, msg_id, topic, queue_id, queue_offset, phys,
                       size, reconsume_times))
         if len(chunk) >= DIGEST_CHUNK:
             self.node._flush()

@@ -36,6 +36,7 @@ from models.broker.config import OS_PAGE_SIZE_BYTES, MessageStoreConfig
 from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, MappedFileQueue
 from models.message import PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC, java_string_hash
 from models.records import COMMIT_LOG_DESTROYED, COMMIT_LOG_FLUSHED, COMMIT_LOG_TRUNCATED, OFFSET_REUSED
+from sim.env import Clock
 
 BLANK_MIN_BYTES = 8  # CommitLog END_FILE_MIN_BLANK_LENGTH
 QUEUE_ID_BITS = 16  # queue key = topic index << 16 | queue id (queue ids are below 2^16)
@@ -53,6 +54,7 @@ def queue_key(topic_index: int, queue_id: int) -> int:
 class CommitLog:
     def __init__(self, node: Any, cfg: MessageStoreConfig, pool: bool = False, master: bool = True) -> None:
         self.node = node
+        self.clock: Clock = node.env.clock
         self.cfg = cfg
         self.file_size = cfg.mapped_file_size_commit_log_bytes
         self.files = MappedFileQueue(self.file_size)
@@ -126,7 +128,7 @@ class CommitLog:
         if props:
             mapped.props[len(mapped.phys)] = props
         mapped.phys.append(pos)
-        mapped.data += RECORD.pack(size, self.node.env._now, queue_id, queue_offset, msg_id, topic_index,
+        mapped.data += RECORD.pack(size, self.clock.now_us, queue_id, queue_offset, msg_id, topic_index,
                                    tags_index, reconsume_times, sysflag)
         self.wrote_position = pos + size
         if self.slow_append:

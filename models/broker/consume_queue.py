@@ -35,6 +35,7 @@ from models.broker.commit_log import QUEUE_ID_BITS, CommitLog
 from models.broker.config import REPUT_INTERVAL_US, FlushDiskType
 from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile
 from models.message import PROPERTY_DELAY_TIME_LEVEL, SCHEDULE_TOPIC
+from sim.env import Clock
 
 CQ_UNIT = struct.Struct("<qiq")  # ConsumeQueue.CQ_STORE_UNIT_SIZE = 20
 CQ_UNIT_BYTES = CQ_UNIT.size
@@ -84,6 +85,7 @@ class ConsumeQueue:
 class ReputMessageService:
     def __init__(self, node: Any, log: CommitLog, flush_type: FlushDiskType, confirm_flushed: bool = True) -> None:
         self.node = node
+        self.clock: Clock = node.env.clock
         self.log = log
         self.sync_flush = flush_type is FlushDiskType.SYNC_FLUSH and confirm_flushed
         self.stop_at = -1  # diverged HA slave: nothing at or past this position is dispatched
@@ -106,7 +108,7 @@ class ReputMessageService:
         """A record was appended (or flushed): dispatch at the next 1 ms tick."""
         if not self.pending:
             self.pending = True
-            elapsed = (self.node.env._now - self.grid_origin_us) % REPUT_INTERVAL_US
+            elapsed = (self.clock.now_us - self.grid_origin_us) % REPUT_INTERVAL_US
             self.node.call_later(REPUT_INTERVAL_US - elapsed, self.dispatch)
 
     def confirm_position(self) -> int:

@@ -17,12 +17,14 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from models.broker.config import HOLD_SCAN_INTERVAL_US
+from sim.env import Clock
 
 
 class PullRequestHoldService:
     def __init__(self, node: Any, queue_of: Callable[[str, int], Any],
                  execute: Callable[[str, int, Any], None], scan_interval_us: int = HOLD_SCAN_INTERVAL_US) -> None:
         self.node = node
+        self.clock: Clock = node.env.clock
         self.queue_of = queue_of  # (topic, queue id) -> ConsumeQueue or None
         self.execute = execute  # re-run a held pull: (src, req_id, request) → replies
         self.scan_interval_us = scan_interval_us
@@ -32,7 +34,7 @@ class PullRequestHoldService:
 
     def suspend(self, src: str, req_id: int, request: Any, timeout_us: int, cq: Any = None) -> None:
         key = cq.ident if cq is not None else (request.topic, request.queue_id)
-        entry = (src, req_id, request, self.node.env._now + timeout_us)
+        entry = (src, req_id, request, self.clock.now_us + timeout_us)
         waiting = self.held.get(key)
         if waiting is None:
             self.held[key] = [entry]
@@ -67,7 +69,7 @@ class PullRequestHoldService:
             self.scan()
 
     def scan(self) -> None:
-        now = self.node.env._now
+        now = self.clock.now_us
         for key in list(self.held):
             cq = self.queue_of(*key)
             max_offset = cq.max_offset if cq is not None else 0

@@ -33,6 +33,7 @@ from models.consumer.process_queue import ProcessQueue
 from models.consumer.send_back import SendBack
 from models.message import MessageExt
 from models.records import CONSUMER_CONSUMED, CONSUMER_EXPIRED_CLEANED
+from sim.env import Clock
 from sim.trace import DIGEST_CHUNK
 
 
@@ -46,6 +47,7 @@ class ConsumeService(ConsumePool):
         self.failure_probability = failure_probability
         self.name = self.node.name
         self.env = self.node.env
+        self.clock: Clock = self.env.clock
         self._chunk = self.node._chunk
         self.offsets = consumer.offset_store.offsets  # RemoteBrokerOffsetStore's table (heap)
         self.stream = self.node.env.rng.stream(f"{self.node.name}.listener")
@@ -83,7 +85,7 @@ class ConsumeService(ConsumePool):
         if duration_us > self.consume_timeout_us:  # cleanExpiredMsg will see this one
             if pq.long_consuming is None:
                 pq.long_consuming = {}
-            pq.long_consuming[msg.queue_offset] = self.env._now
+            pq.long_consuming[msg.queue_offset] = self.clock.now_us
         elif pq.long_consuming:
             pq.long_consuming.pop(msg.queue_offset, None)
         self.node.call_later(duration_us, self._done, pq, mq, msg, ok)  # no registry: see _take_running
@@ -103,7 +105,7 @@ class ConsumeService(ConsumePool):
         msg_id, topic, _qid, queue_offset, _phys, _size, _store, _tags, reconsume_times, _body, props = msg
         _topic, broker_name, queue_id = mq
         chunk = self._chunk
-        chunk.append((self.env._now, self.name, CONSUMER_CONSUMED, self.group, msg_id,
+        chunk.append((self.clock.now_us, self.name, CONSUMER_CONSUMED, self.group, msg_id,
                       topic if props is None else msg.user_topic, broker_name, queue_id,
                       queue_offset, ok, reconsume_times))
         if len(chunk) >= DIGEST_CHUNK:
@@ -204,7 +206,7 @@ class ConsumeService(ConsumePool):
         """Up to 16 times: the smallest cached message, if its listener call started more than
         consumeTimeout ago, is sent back with delay level 3 and then removed from the cache if it
         is still the smallest (no offset update; the running call is not interrupted)."""
-        starts, now = pq.long_consuming, self.env._now
+        starts, now = pq.long_consuming, self.clock.now_us
         for offset in [o for o in starts if o not in pq.msgs]:
             del starts[offset]
         for _ in range(CLEAN_EXPIRED_MAX_PER_ROUND):

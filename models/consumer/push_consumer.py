@@ -57,7 +57,7 @@ from models.protocol import (
     new_pull_message,
 )
 from models.records import CONSUMER_OFFSET_MOVED, CONSUMER_PULL_FAILED, CONSUMER_QUEUE_DROPPED, CONSUMER_SHUTDOWN
-from sim.env import ms
+from sim.env import Clock, ms
 from sim.node import CONNECT_FAILED, Node
 
 MIB = 1024 * 1024
@@ -74,7 +74,9 @@ class PushConsumer:
         if client_version not in CLIENT_VERSIONS:
             raise ValueError(f"client_version must be one of {CLIENT_VERSIONS}, not {client_version!r}")
         self.v4 = client_version == V4  # 4.9.8 client (the scenario's `client_version` / `version`)
-        self.node = node = Node(env, name, zone)
+        node = Node(env, name, zone)
+        self.node: Node = node
+        self.clock: Clock = env.clock
         self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one
         self.group = group
         self.cfg = cfg
@@ -215,7 +217,7 @@ class PushConsumer:
         """DefaultMQPushConsumerImpl.pullMessage for one PullRequest."""
         if pq.dropped:
             return None
-        pq.last_pull_us = self.node.env._now
+        pq.last_pull_us = self.clock.now_us
         cached = pq.msgs
         if len(cached) > 1 and self._flow_controlled(pq):
             return self.pull_later(mq, pq, PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US)

@@ -76,7 +76,7 @@ from models.protocol import (
     new_send_message,
 )
 from models.records import PRODUCER_ROUTE_UPDATED, PRODUCER_SEND_FAILED, PRODUCER_SENT
-from sim.env import ms
+from sim.env import Clock, ms
 from sim.node import CONNECT_FAILED, Node
 from sim.trace import DIGEST_CHUNK
 
@@ -93,7 +93,9 @@ class Producer:
     def __init__(self, env: Any, name: str, zone: str, cfg: ProducerConfig, namesrvs: list[str],
                  topics: list[str], send_mode: str = "SYNC", *, group: str = DEFAULT_PRODUCER_GROUP,
                  client_version: str = V5, selector: str | None = None) -> None:
-        self.node = node = Node(env, name, zone)
+        node = Node(env, name, zone)
+        self.node: Node = node
+        self.clock: Clock = env.clock
         self.name = name
         self._chunk = node._chunk
         self.cfg = cfg
@@ -190,7 +192,7 @@ class Producer:
             info = self.publish.get(msg.topic)
             if info is None or not info.message_queue_list:
                 return self.find_route(msg, self._send_sync, None, 0, None, 0)
-        now = self.node.env._now
+        now = self.clock.now_us
         if self.fault_on:
             mq, hit = self.select_with_fault(info, prev.broker_name if prev is not None else None,
                                              self.v5 and times > 0, now // 1000)
@@ -245,7 +247,7 @@ class Producer:
             msg_id, topic, _tags, shard, _body, born_us, _size, _reconsume, _delay, _props = msg
             _topic, broker_name, queue_id = mq
             chunk = self._chunk
-            chunk.append((self.node.env._now, self.name, PRODUCER_SENT, msg_id, topic, shard,
+            chunk.append((self.clock.now_us, self.name, PRODUCER_SENT, msg_id, topic, shard,
                           broker_name, queue_id, SEND_OK, times, born_us, steered))
             if len(chunk) >= DIGEST_CHUNK:
                 self.node._flush()
@@ -300,7 +302,7 @@ class Producer:
         return mq, int(hit)
 
     def _update_fault(self, broker: str, begin_us: int, isolation: bool, reachable: bool) -> None:
-        now = self.node.env._now
+        now = self.clock.now_us
         self.fault.update_fault_item(broker, (now - begin_us) // 1000, isolation, now // 1000, reachable)
 
     # --- ONEWAY ---------------------------------------------------------------------------------
@@ -310,7 +312,7 @@ class Producer:
         return self.find_route(msg, self._oneway_attempt)
 
     def _oneway_attempt(self, msg: Any, info: TopicPublishInfo) -> None:
-        now = self.node.env._now
+        now = self.clock.now_us
         steered = 0
         if self.fault_on:
             mq, steered = self.select_with_fault(info, None, False, now // 1000)
@@ -332,11 +334,11 @@ class Producer:
         if self.client.channel_open(addr):
             self.node.send(addr, request)
             if update_fault:
-                self.fault.update_fault_item(mq.broker_name, 0, False, self.node.env._now // 1000, True)
+                self.fault.update_fault_item(mq.broker_name, 0, False, self.clock.now_us // 1000, True)
             return self.sent(msg, mq, 1, ONEWAY, steered)
-        timeout = min(CONNECT_TIMEOUT_US, max(1, self.timeout_us - (self.node.env._now - msg.born_us)))
+        timeout = min(CONNECT_TIMEOUT_US, max(1, self.timeout_us - (self.clock.now_us - msg.born_us)))
         self.node.rpc(addr, request, timeout, self._on_oneway_connect, msg, mq, addr, steered, update_fault,
-                      self.node.env._now)
+                      self.clock.now_us)
         return None
 
     def _on_oneway_connect(self, msg: Any, mq: MessageQueue, addr: str, steered: int, update_fault: bool,
@@ -358,7 +360,7 @@ class Producer:
 
     def _select_attempt(self, msg: Any, info: TopicPublishInfo) -> None:
         mq = self.selector(info.message_queue_list, msg)
-        now = self.node.env._now
+        now = self.clock.now_us
         if now - msg.born_us > self.timeout_us:
             return self.fail(msg, 0, "call_timeout", "", 0)
         addr = self.client.publish_addr.get(mq.broker_name)

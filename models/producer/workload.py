@@ -28,13 +28,17 @@ from typing import Any
 from models.message import SEQ_BITS, new_message, record_bytes
 from models.producer.producer import Producer, batch_of
 from sim.dist import Constant, Exponential, index_sampler, zipf_index_sampler
+from sim.env import Clock
+from sim.node import Node
 
 
 class Workload:
     def __init__(self, producer: Producer, producer_index: int, spec: Any, start_us: int, stop_us: int) -> None:
         """`spec`: a producer entry of the scenario (sim/scenario.py ProducerSpec)."""
         self.producer = producer
-        self.node = node = producer.node
+        self.node: Node = producer.node
+        node = self.node
+        self.clock: Clock = node.env.clock
         self.topic = topic = spec.topic
         self.id_base = producer_index << SEQ_BITS
         self.tags = spec.tags
@@ -74,7 +78,7 @@ class Workload:
         node.on_start(self._schedule_first)
 
     def _schedule_first(self) -> None:
-        now = self.node.env._now
+        now = self.clock.now_us
         first = max(now, self.start_us)
         if self.on_off:
             self.on_until_us = first + self._on_us()
@@ -83,7 +87,7 @@ class Workload:
     def _arrive(self) -> None:
         """Messages arrive from the application: send them, schedule the next arrival."""
         node = self.node
-        now = node.env._now
+        now = self.clock.now_us
         if now >= self.stop_us:
             return
         send = self.producer.send
