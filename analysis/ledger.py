@@ -180,6 +180,21 @@ def _int_column(records: Any, c: int, dtype: type) -> np.ndarray:
     return column
 
 
+@cython.locals(by_kind=list, codes_of=dict)
+def _by_kind(chunk: list[tuple]) -> list[list[tuple]] | None:
+    """The chunk's records by kind code (`_HANDLED`'s order), each kind's in emission order; None
+    for a chunk holding a destroyed-copy fact (`Ledger.feed` cuts it in parts around those)."""
+    by_kind = [[] for _ in _HANDLED]
+    codes_of = _KIND_CODES
+    for record in chunk:
+        code = codes_of.get(record[2])
+        if code is not None:
+            if code == _DESTROYED_CODE:
+                return None
+            by_kind[code].append(record)
+    return by_kind
+
+
 def _distinct(column: list) -> Iterable:
     """A column's values in first-seen order; a column of one repeated value (the usual chunk:
     one topic, one group) is recognised with `list.count`, in C, without hashing every value."""
@@ -267,6 +282,13 @@ class Ledger:
         stored again after it was destroyed is seen in that order."""
         if chunk:
             self.last_us = max(self.last_us, chunk[-1][0])
+        if cython.compiled:  # one C loop sorts the records by kind (pure: NumPy, below)
+            by_kind = _by_kind(chunk)
+            if by_kind is not None:
+                for code, records in enumerate(by_kind):
+                    if records:
+                        self._handle(code, tuple(records))
+                return
         codes = np.fromiter(map(_KIND_CODES.get, map(_KIND, chunk), _NO_CODES), np.int8, len(chunk))
         destroyed = codes == _DESTROYED_CODE
         if not destroyed.any():
@@ -280,16 +302,20 @@ class Ledger:
         order = np.argsort(codes, kind="stable")
         counts = np.bincount(codes + 1, minlength=len(_HANDLED) + 1)
         start = int(counts[0])  # records of kinds the ledger does not read sort first (code -1)
-        for code, (_kind, handler, columns) in enumerate(_HANDLED):
+        for code in range(len(_HANDLED)):
             n = int(counts[code + 1])
             if n:
                 index = order[start:start + n].tolist()
-                records = itemgetter(*index)(chunk) if n > 1 else (chunk[index[0]],)
-                if not columns:
-                    getattr(self, handler)(records)
-                else:  # the columns the handler reads, each extracted when first read
-                    getattr(self, handler)(_Columns(records))
+                self._handle(code, itemgetter(*index)(chunk) if n > 1 else (chunk[index[0]],))
                 start += n
+
+    def _handle(self, code: int, records: tuple) -> None:
+        """Hand the records of one kind (`_HANDLED[code]`), in emission order, to its handler."""
+        _kind, handler, columns = _HANDLED[code]
+        if not columns:
+            getattr(self, handler)(records)
+        else:  # the columns the handler reads, each extracted when first read
+            getattr(self, handler)(_Columns(records))
 
     def _event(self, records: tuple) -> None:
         self.events.extend(records)

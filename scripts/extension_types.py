@@ -18,8 +18,10 @@ declares only the fields its bases lack.
 
 A field may be given a type: an assignment annotated with the name of an extension type (this
 module's, declared above it, or another compiled module's), `self.clock: Clock = env.clock`,
-declares it `cdef public Clock clock`, so `self.clock.now_us` is two field loads. (Inside a
-function the annotation is never evaluated, so the pure module needs no import for it.)
+declares it `cdef public Clock clock`, so `self.clock.now_us` is two field loads; one annotated
+`dict[…]` or `list[…]` is declared `dict` or `list` (an exact dict or list, or None: not a
+subclass), so `self.held.get(key)` calls the dict's C function directly. (Inside a function the
+annotation is never evaluated, so the pure module needs no import for it.)
 
 A hot function may also type its locals with `@cython.locals(name=Type)` (a no-op when pure:
 Cython's shadow module): a read of `name.x` is then a field load too. The `.pxd` cimports each
@@ -100,13 +102,25 @@ def _self_attributes(cls: ast.ClassDef) -> list[str]:
     return sorted(found)
 
 
+BUILTIN_FIELD_TYPES = ("dict", "list")  # `self.x: dict[…] = {}`: `cdef public dict x` (exact type, or None)
+
+
+def _annotation_name(annotation: ast.expr) -> str | None:
+    """`Name` for an annotation `Name`, and for `dict[…]`/`list[…]` their builtin name."""
+    if isinstance(annotation, ast.Name):
+        return annotation.id
+    if (isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name)
+            and annotation.value.id in BUILTIN_FIELD_TYPES):
+        return annotation.value.id
+    return None
+
+
 def _field_types(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
     """(field, type name) of the `self.field: Name = …` assignments in the class, sorted."""
-    found = {node.target.attr: node.annotation.id for node in ast.walk(cls)
+    found = {node.target.attr: _annotation_name(node.annotation) for node in ast.walk(cls)
              if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute)
-             and isinstance(node.target.value, ast.Name) and node.target.value.id == "self"
-             and isinstance(node.annotation, ast.Name)}
-    return tuple(sorted(found.items()))
+             and isinstance(node.target.value, ast.Name) and node.target.value.id == "self"}
+    return tuple(sorted((field, name) for field, name in found.items() if name is not None))
 
 
 def class_fields(source: str) -> dict[str, ClassFields]:
@@ -158,9 +172,9 @@ def _local_types(tree: ast.Module) -> list[str]:
 
 def _known_type(name: str, declared: dict[str, Declared], imported: dict[str, tuple[str, str]],
                 others: dict[tuple[str, str], Declared], cimports: list[str]) -> str | None:
-    """`name` if it is an extension type a field can be declared with (adding its cimport to
-    `cimports` when another module defines it), else None."""
-    if name in declared:
+    """`name` if it is an extension type or builtin (`BUILTIN_FIELD_TYPES`) a field can be
+    declared with (adding its cimport to `cimports` when another module defines it), else None."""
+    if name in declared or name in BUILTIN_FIELD_TYPES:
         return name
     if imported.get(name) not in others:
         return None
@@ -182,7 +196,7 @@ def _extension_types(source: str, others: dict[tuple[str, str], Declared]
         if cls.base is not None:
             if cls.base in declared:
                 base = declared[cls.base]
-            elif _known_type(cls.base, {}, imported, others, cimports):
+            elif cls.base not in BUILTIN_FIELD_TYPES and _known_type(cls.base, {}, imported, others, cimports):
                 base = others[imported[cls.base]]
             else:
                 continue  # a base that is not an extension type

@@ -206,14 +206,20 @@ class User(Base):
         self.base: Base = base
         self.later: Later = None
         self.n: int = 0
+        self.table: dict[str, int] = {}
+        self.items: list = []
+        self.maybe: dict[str, int] | None = None
 class Later:
+    pass
+class Columns(dict):
     pass
 '''
 
 
 def test_an_annotated_field_of_an_extension_type_is_declared_with_its_type() -> None:
-    """`self.clock: Clock = …` makes `self.clock.now_us` two field loads when compiled; a type the
-    build cannot resolve (declared further down, or not an extension type) leaves an object field."""
+    """`self.clock: Clock = …` makes `self.clock.now_us` two field loads when compiled, `dict[…]`
+    and `list[…]` exact dict and list fields; a type the build cannot resolve (declared further
+    down, not an extension type, a union) leaves an object field."""
     et = _extension_types()
     others = {("other.module", "Base"): et.Declared(("base_field",), False),
               ("other.module", "Clock"): et.Declared(("now_us",), False)}
@@ -221,9 +227,10 @@ def test_an_annotated_field_of_an_extension_type_is_declared_with_its_type() -> 
         "from other.module cimport Base\nfrom other.module cimport Clock\n"
         "cdef class Local:\n    cdef public object x\n\n"
         "cdef class User(Base):\n    cdef dict __dict__\n    cdef object __weakref__\n"
-        "    cdef public Base base\n    cdef public Clock clock\n    cdef public object later\n"
-        "    cdef public Local local\n    cdef public object n\n\n"
-        "cdef class Later:\n    cdef dict __dict__\n    cdef object __weakref__\n")
+        "    cdef public Base base\n    cdef public Clock clock\n    cdef public list items\n"
+        "    cdef public object later\n    cdef public Local local\n    cdef public object maybe\n"
+        "    cdef public object n\n    cdef public dict table\n\n"
+        "cdef class Later:\n    cdef dict __dict__\n    cdef object __weakref__\n")  # not Columns: a dict
 
 
 def test_bases_in_other_modules_are_resolved_across_a_chain() -> None:

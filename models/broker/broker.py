@@ -35,7 +35,9 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from models.broker.commit_log import PUT_OK, QUEUE_ID_BITS
+import cython
+
+from models.broker.commit_log import PUT_OK, QUEUE_ID_BITS, CommitLog
 from models.broker.config import (
     MASTER_ID,
     REGISTER_INITIAL_DELAY_US,
@@ -46,6 +48,7 @@ from models.broker.config import (
     MessageStoreConfig,
     Version,
 )
+from models.broker.consume_queue import ConsumeQueue, ReputMessageService
 from models.broker.consumer_manager import ConsumerManager
 from models.broker.end_transaction import BrokerTransaction
 from models.broker.fast_failure import SendMessageExecutor
@@ -149,13 +152,14 @@ class Broker:
         node.on_power_loss(lambda: node.disk.files.power_loss(env._now))
         self.cfg, self.store_cfg = broker_cfg, store_cfg
         self.long_polling_enable = broker_cfg.long_polling_enable  # read per pull: a plain attribute
+        self.short_polling_us = ms(broker_cfg.short_polling_time_mills)
         self.topics = dict(topics)  # TopicConfigManager: topic -> queue count (read = write)
         self.namesrvs = namesrvs
         self.max_message_size_bytes = store_cfg.max_message_size_bytes
         self._chunk = node._chunk
         self._build_store()
-        self.hold = PullRequestHoldService(node, self.store.reput.queue, self.execute_pull,
-                                           **self._hold_interval())
+        self.hold: PullRequestHoldService = PullRequestHoldService(node, self.store.reput.queue, self.execute_pull,
+                                                                   **self._hold_interval())
         if not (self.slave and self.version is Version.V4):  # 4.x notifies held pulls on masters only
             self.store.reput.listeners.append(self.hold.notify_message_arriving)
         self.offsets = ConsumerOffsetManager(node, broker_cfg, self.version, slave=self.slave)
@@ -191,10 +195,10 @@ class Broker:
         cfg, node, v5 = self.store_cfg, self.node, self.version is Version.V5
         sync_flush = cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH
         pool = cfg.transient_store_pool_enable and not sync_flush and not self.slave
-        self.store = MessageStore(node, cfg, pool, master=not self.slave, confirm_flushed=v5,
-                                  correct_offsets=not self.slave or cfg.offset_check_in_slave)
-        self.commit_log = self.store.commit_log
-        self.reput = self.store.reput
+        self.store: MessageStore = MessageStore(node, cfg, pool, master=not self.slave, confirm_flushed=v5,
+                                                correct_offsets=not self.slave or cfg.offset_check_in_slave)
+        self.commit_log: CommitLog = self.store.commit_log
+        self.reput: ReputMessageService = self.store.reput
         self.flush_service = make_flush_service(self.commit_log, sync_flush, cfg.flush_commit_log_timed)
         self.group_commit = self.commit_log.group_commit
         if sync_flush and v5:
@@ -410,6 +414,7 @@ class Broker:
         return result
 
     # --- PullMessageProcessor -----------------------------------------------------------------
+    @cython.locals(cq=ConsumeQueue)
     def on_pull(self, src: str, req_id: int, req: PullMessage) -> None:
         # unpacked once (a NamedTuple field read costs tens of instructions; this runs per pull)
         group, topic, queue_id, queue_offset, _max_nums, commit_offset, suspend_us, _codes = req
@@ -452,7 +457,7 @@ class Broker:
         else:
             code, suggest = self._compose(code, msgs)
         if code == PULL_NOT_FOUND and allow_suspend and suspend_us > 0:
-            timeout = suspend_us if self.long_polling_enable else ms(self.cfg.short_polling_time_mills)
+            timeout = suspend_us if self.long_polling_enable else self.short_polling_us
             self.hold.suspend(src, req_id, req, timeout, cq)
             return
         self.node.reply(src, req_id, new_pull_response((code, next_offset, 0, max_offset, msgs, suggest)))

@@ -16,7 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any
 
+import cython
+
 from models.broker.config import HOLD_SCAN_INTERVAL_US
+from models.broker.consume_queue import ConsumeQueue
 from sim.env import Clock
 
 
@@ -32,6 +35,7 @@ class PullRequestHoldService:
         node.on_crash(self.held.clear)
         node.add_service(self.run)
 
+    @cython.locals(cq=ConsumeQueue)
     def suspend(self, src: str, req_id: int, request: Any, timeout_us: int, cq: Any = None) -> None:
         key = cq.ident if cq is not None else (request.topic, request.queue_id)
         entry = (src, req_id, request, self.clock.now_us + timeout_us)
@@ -41,6 +45,7 @@ class PullRequestHoldService:
         else:
             waiting.append(entry)
 
+    @cython.locals(cq=ConsumeQueue)
     def notify_message_arriving(self, cq: Any) -> None:
         """New units in `cq` (a ConsumeQueue): execute the held pulls they satisfy."""
         waiting = self.held.get(cq.ident)

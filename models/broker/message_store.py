@@ -49,8 +49,9 @@ class MessageStore:
     def __init__(self, node: Any, cfg: MessageStoreConfig, pool: bool = False, master: bool = True,
                  confirm_flushed: bool = True, correct_offsets: bool = True) -> None:
         self.cfg = cfg
-        self.commit_log = CommitLog(node, cfg, pool, master)
-        self.reput = ReputMessageService(node, self.commit_log, cfg.flush_disk_type, confirm_flushed)
+        self.commit_log: CommitLog = CommitLog(node, cfg, pool, master)
+        self.reput: ReputMessageService = ReputMessageService(node, self.commit_log, cfg.flush_disk_type,
+                                                              confirm_flushed)
         self.scan_bytes = cfg.max_filter_message_size_bytes
         # isTheBatchFull's limits (bytes, count) for page-cache-hot and for cold data, read once
         self._hot_limits = (cfg.max_transfer_bytes_on_message_in_memory, cfg.max_transfer_count_on_message_in_memory)
@@ -84,6 +85,7 @@ class MessageStore:
                                 log.tags[tags], reconsume, body, props))
 
     @cython.locals(cq=ConsumeQueue, mapped=MappedFile)
+    @cython.locals(cq=ConsumeQueue, log=CommitLog, mapped=MappedFile)
     def get_message(self, cq: ConsumeQueue | None, offset: int, max_msg_nums: int,
                     tag_codes: frozenset | None) -> tuple[str, int, int, tuple[MessageExt, ...]]:
         """Returns (status, next_begin_offset, max_offset, messages) for queue `cq` (None: no

@@ -49,6 +49,7 @@ class ConsumeService(ConsumePool):
         self.env = self.node.env
         self.clock: Clock = self.env.clock
         self._chunk = self.node._chunk
+        self._done_bound = self._done  # bound once: reading a method off `self` makes a new bound-method object each time
         self.offsets = consumer.offset_store.offsets  # RemoteBrokerOffsetStore's table (heap)
         self.stream = self.node.env.rng.stream(f"{self.node.name}.listener")
         self._time_block = consume_time.block_sampler(self.stream, 1000)  # consume times in µs, last first
@@ -88,7 +89,7 @@ class ConsumeService(ConsumePool):
             pq.long_consuming[msg.queue_offset] = self.clock.now_us
         elif pq.long_consuming:
             pq.long_consuming.pop(msg.queue_offset, None)
-        self.node.call_later(duration_us, self._done, pq, mq, msg, ok)  # no registry: see _take_running
+        self.node.call_later(duration_us, self._done_bound, pq, mq, msg, ok)  # no registry: see _take_running
 
     def _refill(self) -> int:
         self._times += self._time_block()

@@ -77,6 +77,7 @@ class PushConsumer:
         node = Node(env, name, zone)
         self.node: Node = node
         self.clock: Clock = env.clock
+        self._on_pull_bound = self._on_pull  # bound once: reading a method off `self` makes a new bound-method object each time
         self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one
         self.group = group
         self.cfg = cfg
@@ -236,7 +237,7 @@ class PushConsumer:
         request = new_pull_message((self.group, topic, queue_id, pq.next_offset, self._pull_batch_size,
                                     commit if commit > 0 else -1, BROKER_SUSPEND_MAX_TIME_US,
                                     self.tag_codes.get(topic)))
-        self.node.rpc(addr, request, CONSUMER_TIMEOUT_WHEN_SUSPEND_US, self._on_pull, mq, pq)
+        self.node.rpc(addr, request, CONSUMER_TIMEOUT_WHEN_SUSPEND_US, self._on_pull_bound, mq, pq)
         return None
 
     def _flow_controlled(self, pq: ProcessQueue) -> bool:

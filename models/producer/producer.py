@@ -98,6 +98,7 @@ class Producer:
         self.clock: Clock = env.clock
         self.name = name
         self._chunk = node._chunk
+        self._on_response_bound = self._on_response  # bound once: reading a method off `self` makes a new bound-method object each time
         self.cfg = cfg
         self.group = group
         self.topics = topics
@@ -225,7 +226,7 @@ class Producer:
             return self._next(msg, info, mq, times, last if type(last) is tuple else "no_broker_address", steered)
         request = new_send_message((msg, mq.queue_id)) if type(msg) is Message else \
             SendBatchMessage(msg.msgs, mq.queue_id)
-        self.node.rpc(addr, request, remaining, self._on_response, msg, info, mq, times, last, steered, now)
+        self.node.rpc(addr, request, remaining, self._on_response_bound, msg, info, mq, times, last, steered, now)
         return None
 
     def _on_response(self, msg: Any, info: TopicPublishInfo, mq: MessageQueue, times: int, last: Any,

@@ -75,6 +75,7 @@ class Workload:
         self.seq = 0
         self.pending = 0  # arrivals waiting for their batch
         self.single = self.burst == 1 and self.batch_size == 1 and self._shard_block is None and self._key_len is None
+        self._arrive_bound = self._arrive  # bound once: reading a method off `self` makes a new bound-method object each time
         node.on_start(self._schedule_first)
 
     def _schedule_first(self) -> None:
@@ -118,7 +119,7 @@ class Workload:
             gap = 1
         if self.on_off and now + gap > self.on_until_us:
             gap = self._next_on_period(now)
-        node.call_later(gap, self._arrive)
+        node.call_later(gap, self._arrive_bound)
 
     def _next_on_period(self, now: int) -> int:
         """The gap to the first arrival of the next on period (Poisson: a fresh gap after its start)."""
