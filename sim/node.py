@@ -81,8 +81,9 @@ class Node(Owner):
         self._emit = env.tracer.emit
         self._chunk = env.tracer.chunk  # hot paths append records here (sim/trace.py Tracer.emit)
         self._flush = env.tracer.flush
-        if env.network is not None:  # `reply` without a frame of its own: the network's, bound to us
-            self.reply = partial(env.network.transmit, self, True)  # type: ignore[method-assign]
+        # `reply(dst, req_id, payload)`: the network's transmit bound to us, without a frame of its
+        # own; a field, not a method, so that the instance has no __dict__ to search on every call
+        self.reply = self._reply if env.network is None else partial(env.network.transmit, self, True)
 
     # --- life cycle -------------------------------------------------------------------------
     def add_service(self, service: Callable[[], Generator]) -> None:
@@ -207,8 +208,9 @@ class Node(Owner):
         self.rpc(dst, payload, timeout_us, event.succeed)
         return event
 
-    def reply(self, dst: str, req_id: int, payload: Any) -> None:
-        """Answer request `req_id` of `dst` (nothing for a oneway message: `req_id` 0)."""
+    def _reply(self, dst: str, req_id: int, payload: Any) -> None:
+        """`reply` of a node made before the network: answer request `req_id` of `dst` (nothing
+        for a oneway message: `req_id` 0)."""
         self.env.network.transmit_response(self, dst, req_id, payload)
 
     def fail_requests_to(self, link: Any, delay_us: int) -> None:

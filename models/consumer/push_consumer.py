@@ -87,8 +87,8 @@ class PushConsumer:
         self._pull_interval_us = ms(cfg.pull_interval_ms)
         self._flow_limits = (cfg.pull_threshold_for_queue, cfg.pull_threshold_size_for_queue_mib,
                              cfg.consume_concurrently_max_span)
-        self.client = MQClientInstance(node, namesrvs, cfg.poll_name_server_interval_ms, cfg.heartbeat_broker_interval_ms,
-                                       cfg.mq_client_api_timeout_ms)
+        self.client: MQClientInstance = MQClientInstance(node, namesrvs, cfg.poll_name_server_interval_ms,
+                                                         cfg.heartbeat_broker_interval_ms, cfg.mq_client_api_timeout_ms)
         self.broadcasting = cfg.message_model is MessageModel.BROADCASTING
         self.subscriptions: dict[str, frozenset | None] = {topic: frozenset(tags) if tags else None}
         if not self.broadcasting:

@@ -51,6 +51,8 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+import cython
+
 from models.client_instance import MQClientInstance, topic_route_data_to_publish_info
 from models.message import Message, MessageBatch, MessageQueue
 from models.producer.config import CONNECT_TIMEOUT_US, ProducerConfig
@@ -60,6 +62,7 @@ from models.producer.fault_strategy import (
     POSITIVE_MASK,
     V5,
     MQFaultStrategy,
+    ThreadLocalIndex,
     TopicPublishInfo,
 )
 from models.producer.selector import make_selector
@@ -104,8 +107,9 @@ class Producer:
         self.topics = topics
         self.client_version = client_version
         self.v5 = client_version == V5
-        self.client = MQClientInstance(node, namesrvs, cfg.poll_name_server_interval_ms,
-                                       cfg.heartbeat_broker_interval_ms, cfg.mq_client_api_timeout_ms)
+        self.client: MQClientInstance = MQClientInstance(node, namesrvs, cfg.poll_name_server_interval_ms,
+                                                         cfg.heartbeat_broker_interval_ms,
+                                                         cfg.mq_client_api_timeout_ms)
         self.client.register_producer(group, self)
         self.stream = env.rng.stream(f"{name}.producer")  # index starts, whichItemWorst, selector
         self.fault_on = cfg.send_latency_fault_enable
@@ -183,6 +187,7 @@ class Producer:
                 self.fail(msg, 0, "no_route_info", "", 0)
 
     # --- SYNC: sendDefaultImpl ------------------------------------------------------------------
+    @cython.locals(info=TopicPublishInfo, index=ThreadLocalIndex)
     def _send_sync(self, msg: Any, info: TopicPublishInfo | None = None, prev: MessageQueue | None = None,
                    times: int = 0, last: Any = None, steered: int = 0) -> None:
         """One turn of sendDefaultImpl's loop: select, check the budget, send. The application's
