@@ -81,6 +81,12 @@ def topic_route_data_to_subscribe_info(route: TopicRouteData) -> list[MessageQue
 
 
 class MQClientInstance:
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("_heartbeat_running", "_watched", "api_timeout_us", "broker_addr_table", "client_id", "consumers",
+                 "heartbeat_interval_us", "namesrv_chosen", "namesrv_index", "namesrvs", "node", "open_channels",
+                 "persist_interval_us", "poll_interval_us", "producers", "publish_addr", "stream", "subscribe_addr",
+                 "topic_route_table")
+
     def __init__(self, node: Any, namesrvs: list[str], poll_name_server_interval_ms: int,
                  heartbeat_broker_interval_ms: int, mq_client_api_timeout_ms: int) -> None:
         self.node = node

@@ -14,7 +14,9 @@ public object`: a Python object slot, so every value keeps its Python type and m
 and writable from pure modules as before. A class without `__slots__` also gets `cdef dict
 __dict__`, so any other attribute still works (one set from outside, a test's stand-in), and
 `__weakref__`; a slotted class stays exactly as closed as its `__slots__` make it. A subclass
-declares only the fields its bases lack.
+declares only the fields its bases lack. (Cython gives every instance of an open class an empty
+dict when it is made, and every method call on it searches that dict before the type: about 100
+instructions a call. So the per-message classes declare `__slots__`, as closed pure as compiled.)
 
 A field may be given a type: an assignment annotated with the name of an extension type (this
 module's, declared above it, or another compiled module's), `self.clock: Clock = env.clock`,

@@ -151,6 +151,10 @@ class Link(Owner):
 
 
 class Network:
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("_eid", "_emit", "_queue", "_watchers", "clock", "default_latency", "env", "graph", "links",
+                 "nodes", "zone_latency")
+
     def __init__(self, env: Any, default_latency: Any = None) -> None:
         self.env = env
         self.graph = nx.DiGraph()

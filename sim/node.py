@@ -51,6 +51,12 @@ Handler = Callable[[str, int, Any], None]
 
 
 class Node(Owner):
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("_chunk", "_crash_hooks", "_deadlines", "_eid", "_emit", "_flush", "_next_req_id", "_pending",
+                 "_power_hooks", "_queue", "_services", "_start_hooks", "booting", "clock", "disk", "env",
+                 "handlers", "host_up", "name", "out_links", "reply", "serving", "startup_us", "stopped", "up",
+                 "zone")
+
     def __init__(self, env: Any, name: str, zone: str = "default") -> None:
         self.env = env
         self.clock: Clock = env.clock

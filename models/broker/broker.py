@@ -134,6 +134,13 @@ STORE_CODES = {PUT_OK: SUCCESS, "FLUSH_DISK_TIMEOUT": CODE_FLUSH_DISK_TIMEOUT,
 
 
 class Broker:
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("_chunk", "_compose", "broker_id", "broker_name", "cfg", "clock", "commit_log", "commit_service",
+                 "consumers", "flush_service", "group_commit", "ha", "ha_client", "hold", "locks",
+                 "long_polling_enable", "max_message_size_bytes", "name", "namesrvs", "node", "offsets",
+                 "producers", "reput", "reset_offset", "role", "schedule", "send_executor", "short_polling_us",
+                 "slave", "slave_processors", "store", "store_cfg", "topics", "transaction", "version", "waits")
+
     def __init__(self, env: Any, name: str, zone: str, store_cfg: MessageStoreConfig,
                  broker_cfg: BrokerConfig, disk_cfg: DiskConfig, topics: dict[str, int],
                  namesrvs: list[str], broker_name: str | None = None, broker_id: int = MASTER_ID,

@@ -52,6 +52,12 @@ def queue_key(topic_index: int, queue_id: int) -> int:
 
 
 class CommitLog:
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("_current", "_tags_index", "cfg", "clock", "committed_position", "file_size", "files",
+                 "flushed_position", "group_commit", "master", "node", "on_flushed", "on_readable", "pool",
+                 "put_hook", "queue_offsets", "replica_has", "replicas", "reused_below", "slow_append", "tags",
+                 "tags_codes", "topic_index", "topics", "wrote_position")
+
     def __init__(self, node: Any, cfg: MessageStoreConfig, pool: bool = False, master: bool = True) -> None:
         self.node = node
         self.clock: Clock = node.env.clock

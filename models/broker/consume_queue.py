@@ -83,6 +83,10 @@ class ConsumeQueue:
 
 
 class ReputMessageService:
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("_cursor", "clock", "delivery_us", "grid_origin_us", "listeners", "log", "node", "pending",
+                 "queues", "replica", "reput_from", "schedule_listener", "stop_at", "sync_flush")
+
     def __init__(self, node: Any, log: CommitLog, flush_type: FlushDiskType, confirm_flushed: bool = True) -> None:
         self.node = node
         self.clock: Clock = node.env.clock

@@ -24,6 +24,9 @@ from sim.env import Clock
 
 
 class PullRequestHoldService:
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("clock", "execute", "held", "node", "queue_of", "scan_interval_us")
+
     def __init__(self, node: Any, queue_of: Callable[[str, int], Any],
                  execute: Callable[[str, int, Any], None], scan_interval_us: int = HOLD_SCAN_INTERVAL_US) -> None:
         self.node = node

@@ -83,6 +83,9 @@ class MappedFile:
 class MappedFileQueue:
     """store.MappedFileQueue: the CommitLog's files in offset order, each `file_size` bytes."""
 
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("file_size", "files")
+
     def __init__(self, file_size: int) -> None:
         self.file_size = file_size
         self.files: list[MappedFile] = []

@@ -46,6 +46,10 @@ MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
 
 
 class MessageStore:
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("_cold_limits", "_hot_limits", "_overhead", "cfg", "commit_log", "correct_offsets",
+                 "memory_window_bytes", "reput", "scan_bytes", "scan_units")
+
     def __init__(self, node: Any, cfg: MessageStoreConfig, pool: bool = False, master: bool = True,
                  confirm_flushed: bool = True, correct_offsets: bool = True) -> None:
         self.cfg = cfg

@@ -24,6 +24,9 @@ class ConsumePool:
     class-level annotation of `node`: a compiled build makes this class an extension type,
     scripts/extension_types.py.)"""
 
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("_await_timer", "_tokens", "busy", "queue", "running", "stopped", "stopping")
+
     def init_pool(self) -> None:
         self.busy = 0
         self.queue: deque = deque()

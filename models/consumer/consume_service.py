@@ -38,6 +38,11 @@ from sim.trace import DIGEST_CHUNK
 
 
 class ConsumeService(ConsumePool):
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("_chunk", "_cut", "_done_bound", "_time_block", "_times", "clock", "consume_time",
+                 "consume_timeout_us", "consumer", "env", "failure_probability", "group", "max_reconsume_times",
+                 "name", "node", "offsets", "send_back", "stream", "threads")
+
     def __init__(self, consumer: Any, consume_time: Any, failure_probability: float) -> None:
         self.consumer = consumer
         self.node = consumer.node

@@ -17,6 +17,9 @@ from models.protocol import UpdateConsumerOffset
 
 
 class OffsetStore:
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("broadcasting", "group", "local_file", "node", "offsets")
+
     def __init__(self, node: Any, group: str, broadcasting: bool) -> None:
         self.node = node
         self.group = group

@@ -64,6 +64,12 @@ MIB = 1024 * 1024
 
 
 class PushConsumer:
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("_flow_limits", "_on_pull_bound", "_pull_batch_size", "_pull_interval_us", "_routes_pending",
+                 "_slave_reads", "broadcasting", "cfg", "client", "client_id", "clock", "consume",
+                 "consume_timestamp_us", "group", "node", "offset_store", "process_queues", "pull_api",
+                 "rebalancer", "subscribe_info", "subscriptions", "tag_codes", "v4")
+
     consume_service_class: Any = ConsumeService  # ConsumeMessageConcurrentlyService; orderly: its subclass
     process_queue_class: Any = ProcessQueue
 

@@ -257,6 +257,9 @@ class TopicPublishInfo:
     index follows the 5.x rules. Every route change builds a new TopicPublishInfo in Java, so a new
     random start: build a new one here too, with the producer's stream as `rng`."""
 
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("client_version", "message_queue_list", "queue_datas", "send_which_queue_index")
+
     def __init__(self, message_queue_list: Iterable[MessageQueue], queue_datas: Iterable[QueueData] = (), *,
                  send_which_queue: int | None = None, rng: RandomSource | None = None,
                  client_version: str | None = None) -> None:

@@ -93,6 +93,12 @@ class Producer:
     what the loop would return or throw if it ended now: None, a failure reason (str), or an
     earlier non-OK result `(status, queue)`."""
 
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("_chunk", "_on_response_bound", "_waiting_route", "cfg", "client", "client_version", "clock",
+                 "fault", "fault_on", "group", "max_message_size_bytes", "max_per_request_us", "name", "node",
+                 "oneway", "publish", "remoting_reachable", "retry_codes", "selector", "send", "stream",
+                 "timeout_us", "times_total", "topics", "v5")
+
     def __init__(self, env: Any, name: str, zone: str, cfg: ProducerConfig, namesrvs: list[str],
                  topics: list[str], send_mode: str = "SYNC", *, group: str = DEFAULT_PRODUCER_GROUP,
                  client_version: str = V5, selector: str | None = None) -> None:

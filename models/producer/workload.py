@@ -33,6 +33,12 @@ from sim.node import Node
 
 
 class Workload:
+    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    __slots__ = ("_arrive_bound", "_bodies", "_body_block", "_gap_block", "_gaps", "_key_len", "_off_us", "_on_us",
+                 "_shard_block", "_shards", "_tag_block", "_tags", "batch_size", "burst", "clock", "delay_level",
+                 "header_bytes", "id_base", "node", "on_off", "on_until_us", "pending", "producer", "seq", "single",
+                 "start_us", "stop_us", "stream", "tags", "topic")
+
     def __init__(self, producer: Producer, producer_index: int, spec: Any, start_us: int, stop_us: int) -> None:
         """`spec`: a producer entry of the scenario (sim/scenario.py ProducerSpec)."""
         self.producer = producer
