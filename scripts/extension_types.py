@@ -25,6 +25,13 @@ declares it `cdef public Clock clock`, so `self.clock.now_us` is two field loads
 subclass), so `self.held.get(key)` calls the dict's C function directly. (Inside a function the
 annotation is never evaluated, so the pure module needs no import for it.)
 
+A method marked `@cython.ccall` (a no-op when pure) is declared `cpdef`, each parameter with the
+type its `@cython.locals` gives it and `=*` for a default: compiled code calling it on `self` or
+on a typed field or local makes a C call instead of a Python one (about 200 instructions). Its
+class should be closed: on an open one every such call first looks for an override in the
+instance dict. An override in a compiled subclass must be marked too (the build says so); one in
+a Python subclass is found and called, as in Python.
+
 A hot function may also type its locals with `@cython.locals(name=Type)` (a no-op when pure:
 Cython's shadow module): a read of `name.x` is then a field load too. The `.pxd` cimports each
 such type that another compiled module defines.
@@ -49,6 +56,8 @@ class ClassFields:
     fields: tuple[str, ...]
     slotted: bool
     types: tuple[tuple[str, str], ...] = ()  # (field, type name) of the annotated fields
+    methods: tuple[str, ...] = ()  # every method the class body defines
+    ccalls: tuple[ast.FunctionDef, ...] = ()  # the methods marked `@cython.ccall`
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,7 @@ class Declared:
     whether it has an instance dict."""
     fields: tuple[str, ...]
     open_ended: bool
+    ccalls: tuple[str, ...] = ()  # its cpdef methods (its bases' included)
 
 
 def _body_names(cls: ast.ClassDef) -> set[str]:
@@ -117,6 +127,13 @@ def _annotation_name(annotation: ast.expr) -> str | None:
     return None
 
 
+def _is_cython(decorator: ast.expr, name: str) -> bool:
+    """Whether `decorator` is `cython.<name>` or a call of it."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(target, ast.Attribute) and target.attr == name and isinstance(target.value, ast.Name)
+            and target.value.id == "cython")
+
+
 def _field_types(cls: ast.ClassDef) -> tuple[tuple[str, str], ...]:
     """(field, type name) of the `self.field: Name = …` assignments in the class, sorted."""
     found = {node.target.attr: _annotation_name(node.annotation) for node in ast.walk(cls)
@@ -139,8 +156,10 @@ def class_fields(source: str) -> dict[str, ClassFields]:
         if slots is None and "__slots__" in defined:
             continue  # a __slots__ computed at run time
         fields = slots if slots is not None else tuple(n for n in _self_attributes(cls) if n not in defined)
+        methods = [item for item in cls.body if isinstance(item, ast.FunctionDef)]
         out[cls.name] = ClassFields(cls.bases[0].id if cls.bases else None, fields, slots is not None,
-                                    _field_types(cls))
+                                    _field_types(cls), tuple(m.name for m in methods),
+                                    tuple(m for m in methods if any(_is_cython(d, "ccall") for d in m.decorator_list)))
     return out
 
 
@@ -186,9 +205,32 @@ def _known_type(name: str, declared: dict[str, Declared], imported: dict[str, tu
     return name
 
 
-def _extension_types(source: str, others: dict[tuple[str, str], Declared]
+def _cpdef(cls: str, method: ast.FunctionDef, declared: dict[str, Declared], imported: dict[str, tuple[str, str]],
+           others: dict[tuple[str, str], Declared], cimports: list[str], strict: bool) -> str:
+    """The `cpdef` line of a method marked `@cython.ccall`: its parameters, each with the
+    extension or builtin type its `@cython.locals` gives it, and `=*` for a default."""
+    args = method.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        raise ValueError(f"{cls}.{method.name}: a @cython.ccall method takes plain positional parameters only")
+    typed = {kw.arg: kw.value for d in method.decorator_list if _is_cython(d, "locals") for kw in d.keywords}
+    params = []
+    first_default = len(args.args) - len(args.defaults)
+    for i, arg in enumerate(args.args[1:], start=1):
+        type_name = None
+        if arg.arg in typed:
+            value = typed[arg.arg]
+            type_name = _known_type(value.id, declared, imported, others, cimports) if isinstance(value, ast.Name) else None
+            if type_name is None and strict:
+                raise ValueError(f"{cls}.{method.name}: parameter {arg.arg} has a cython.locals type the .pxd cannot declare")
+        params.append(f"{type_name + ' ' if type_name else ''}{arg.arg}{'=*' if i >= first_default else ''}")
+    return f"    cpdef {method.name}({', '.join(['self', *params])})\n"
+
+
+def _extension_types(source: str, others: dict[tuple[str, str], Declared], strict: bool = True
                      ) -> tuple[dict[str, Declared], list[str], list[str]]:
-    """The module's extension types, the cimport lines and the class declarations of its `.pxd`."""
+    """The module's extension types, the cimport lines and the class declarations of its `.pxd`
+    (`strict`: a parameter type that cannot be declared is an error, not yet known while the
+    types of all modules are being gathered)."""
     imported = _imported_names(source)
     declared: dict[str, Declared] = {}
     cimports: list[str] = []
@@ -210,8 +252,13 @@ def _extension_types(source: str, others: dict[tuple[str, str], Declared]
                  for field, type_name in cls.types if field in own}
         body = ("    cdef dict __dict__\n    cdef object __weakref__\n" if opened else "") + "".join(
             f"    cdef public {types.get(field) or 'object'} {field}\n" for field in own)
+        overridden = sorted(set(base.ccalls) & set(cls.methods) - {m.name for m in cls.ccalls})
+        if overridden:
+            raise ValueError(f"{name}.{overridden[0]} overrides a cpdef method of {cls.base}: mark it @cython.ccall too")
+        body += "".join(_cpdef(name, method, declared, imported, others, cimports, strict) for method in cls.ccalls)
         declarations.append(header + (body or "    pass\n"))
-        declared[name] = Declared(base.fields + tuple(own), base.open_ended or opened)
+        declared[name] = Declared(base.fields + tuple(own), base.open_ended or opened,
+                                  base.ccalls + tuple(m.name for m in cls.ccalls if m.name not in base.ccalls))
     for name in _local_types(ast.parse(source)):  # a typed local of another module's extension type
         _known_type(name, {}, imported, others, cimports)
     return declared, cimports, declarations
@@ -231,7 +278,7 @@ def declared_types(module: str, source: str, others: dict[tuple[str, str], Decla
                    ) -> dict[tuple[str, str], Declared]:
     """(module, class) → fields and openness of the module's extension types (the `others` of the
     modules compiled with it); with `others`, also those whose base another module defines."""
-    declared, _cimports, _declarations = _extension_types(source, others or {})
+    declared, _cimports, _declarations = _extension_types(source, others or {}, strict=False)
     return {(module, name): cls for name, cls in declared.items()}
 
 

@@ -233,6 +233,52 @@ def test_an_annotated_field_of_an_extension_type_is_declared_with_its_type() -> 
         "cdef class Later:\n    cdef dict __dict__\n    cdef object __weakref__\n")  # not Columns: a dict
 
 
+CCALLS = '''
+import cython
+from other.module import Base
+class Service:
+    __slots__ = ("n",)
+    @cython.ccall
+    @cython.locals(b=Base, t=Base)
+    def handle(self, b, k, n=0):
+        t = b
+        return t.base_field + k + n
+    def plain(self):
+        return self.handle(None, 1)
+class Special(Service):
+    __slots__ = ()
+    @cython.ccall
+    @cython.locals(b=Base)
+    def handle(self, b, k, n=0):
+        return 0
+'''
+
+
+def test_a_ccall_method_is_declared_cpdef_with_its_parameter_types() -> None:
+    """`@cython.ccall` (a no-op when pure): `self.handle(…)` from compiled code is a C call; a
+    parameter typed by `cython.locals` keeps its type, a default becomes `=*`."""
+    et = _extension_types()
+    others = {("other.module", "Base"): et.Declared(("base_field",), False)}
+    assert et.augmenting_pxd(CCALLS, others).split("\n", 1)[1] == (
+        "from other.module cimport Base\n"
+        "cdef class Service:\n    cdef public object n\n    cpdef handle(self, Base b, k, n=*)\n\n"
+        "cdef class Special(Service):\n    cpdef handle(self, Base b, k, n=*)\n")
+
+
+def test_a_ccall_method_the_pxd_cannot_declare_fails_the_build() -> None:
+    et = _extension_types()
+    others = {("other.module", "Base"): et.Declared(("base_field",), False)}
+    overriding = CCALLS.replace("    @cython.ccall\n    @cython.locals(b=Base)\n    def handle(self, b, k, n=0):\n",
+                                "    def handle(self, b, k, n=0):\n")
+    with pytest.raises(ValueError, match="Special.handle overrides a cpdef method of Service"):
+        et.augmenting_pxd(overriding, others)
+    with pytest.raises(ValueError, match="plain positional parameters only"):
+        et.augmenting_pxd(CCALLS.replace("def handle(self, b, k, n=0):\n        t = b",
+                                         "def handle(self, b, k, *more):\n        t = b"), others)
+    with pytest.raises(ValueError, match="parameter b has a cython.locals type"):
+        et.augmenting_pxd(CCALLS, {})  # Base is no compiled module's extension type
+
+
 def test_bases_in_other_modules_are_resolved_across_a_chain() -> None:
     et = _extension_types()
     sources = {"a": "class A:\n    __slots__ = ('x',)\n",

@@ -392,6 +392,7 @@ class Broker:
         self.node.trace(BROKER_SEND_REJECTED, msg.msg_id, msg.topic, code)
         self.node.reply(src, req_id, SendResponse(code))
 
+    @cython.ccall
     def put_message(self, msg_id: int, topic: str, queue_id: int, size: int, body_bytes: int,
                     tags: str | None, reconsume_times: int, props: dict | None) -> tuple[int, int]:
         """CommitLog.asyncPutMessage: a delay level re-routes the message to SCHEDULE_TOPIC_XXXX
@@ -442,6 +443,7 @@ class Broker:
         self.execute_pull(src, req_id, req, True, cq)
         return None
 
+    @cython.ccall
     def execute_pull(self, src: str, req_id: int, req: PullMessage, allow_suspend: bool = False,
                      cq: Any = None) -> None:
         """PullMessageProcessor.processRequest; `cq` is the request's ConsumeQueue when the caller

@@ -111,6 +111,7 @@ class CommitLog:
         self.tags, self.tags_codes, self._tags_index = other.tags, other.tags_codes, other._tags_index
 
     # --- append -------------------------------------------------------------------------------
+    @cython.ccall
     @cython.locals(mapped=MappedFile)
     def append(self, msg_id: int, topic: str, queue_id: int, size: int, tags: str | None,
                reconsume_times: int, sysflag: int, props: dict | None) -> tuple[int, int]:
@@ -174,6 +175,7 @@ class CommitLog:
             self.wrote_position = self.committed_position = phys + RECORD.unpack_from(record)[0]
 
     # --- reading --------------------------------------------------------------------------------
+    @cython.ccall
     def readable_position(self) -> int:
         """What readers, dispatch and HA may see: committed with the pool, else everything wrote."""
         return self.committed_position if self.pool else self.wrote_position

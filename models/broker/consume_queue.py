@@ -84,13 +84,14 @@ class ConsumeQueue:
 
 class ReputMessageService:
     # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
-    __slots__ = ("_cursor", "clock", "delivery_us", "grid_origin_us", "listeners", "log", "node", "pending",
-                 "queues", "replica", "reput_from", "schedule_listener", "stop_at", "sync_flush")
+    __slots__ = ("_cursor", "_dispatch_bound", "clock", "delivery_us", "grid_origin_us", "listeners", "log", "node",
+                 "pending", "queues", "replica", "reput_from", "schedule_listener", "stop_at", "sync_flush")
 
     def __init__(self, node: Any, log: CommitLog, flush_type: FlushDiskType, confirm_flushed: bool = True) -> None:
         self.node = node
         self.clock: Clock = node.env.clock
-        self.log = log
+        self.log: CommitLog = log
+        self._dispatch_bound = self.dispatch  # bound once: `self.dispatch` makes a new bound-method object each time
         self.sync_flush = flush_type is FlushDiskType.SYNC_FLUSH and confirm_flushed
         self.stop_at = -1  # diverged HA slave: nothing at or past this position is dispatched
         self.replica = False  # an HA slave: units go at their records' queue offsets
@@ -108,13 +109,15 @@ class ReputMessageService:
     def _stop(self) -> None:
         self.pending = False
 
+    @cython.ccall
     def wake(self) -> None:
         """A record was appended (or flushed): dispatch at the next 1 ms tick."""
         if not self.pending:
             self.pending = True
             elapsed = (self.clock.now_us - self.grid_origin_us) % REPUT_INTERVAL_US
-            self.node.call_later(REPUT_INTERVAL_US - elapsed, self.dispatch)
+            self.node.call_later(REPUT_INTERVAL_US - elapsed, self._dispatch_bound)
 
+    @cython.ccall
     def confirm_position(self) -> int:
         """How far dispatch may read: flushed (SYNC_FLUSH), else readable, and not past `stop_at`."""
         position = self.log.flushed_position if self.sync_flush else self.log.readable_position()
@@ -124,6 +127,7 @@ class ReputMessageService:
         index = self.log.topic_index.get(topic)
         return None if index is None else self.queues.get(index << QUEUE_ID_BITS | queue_id)
 
+    @cython.ccall
     def dispatch(self, limit: int | None = None) -> None:
         self.pending = False
         if limit is None:
@@ -136,7 +140,10 @@ class ReputMessageService:
                 return
         touched: dict[int, ConsumeQueue] = {}
         while True:
-            i = (self._dispatch_replica if self.replica else self._dispatch_file)(mapped, i, limit, touched)
+            if self.replica:
+                i = self._dispatch_replica(mapped, i, limit, touched)
+            else:
+                i = self._dispatch_file(mapped, i, limit, touched)
             if i < len(mapped.phys) or mapped is files[-1]:
                 break
             mapped, i = files[(mapped.file_from_offset - files[0].file_from_offset) // self.log.file_size + 1], 0
@@ -152,6 +159,7 @@ class ReputMessageService:
                 return mapped, bisect_left(mapped.phys, position)
         return (files[-1], len(files[-1].phys)) if files else (None, 0)
 
+    @cython.ccall
     @cython.locals(cq=ConsumeQueue, mapped=MappedFile)
     def _dispatch_file(self, mapped: MappedFile, i: int, limit: int, touched: dict[int, ConsumeQueue]) -> int:
         """Dispatch the file's records from index `i` while they end by `limit`; returns the

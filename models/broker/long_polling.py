@@ -38,6 +38,7 @@ class PullRequestHoldService:
         node.on_crash(self.held.clear)
         node.add_service(self.run)
 
+    @cython.ccall
     @cython.locals(cq=ConsumeQueue)
     def suspend(self, src: str, req_id: int, request: Any, timeout_us: int, cq: Any = None) -> None:
         key = cq.ident if cq is not None else (request.topic, request.queue_id)

@@ -88,7 +88,7 @@ class MessageStore:
         return new_message_ext((msg_id, log.topics[topic], queue_id, queue_offset, phys_offset, size, store_us,
                                 log.tags[tags], reconsume, body, props))
 
-    @cython.locals(cq=ConsumeQueue, mapped=MappedFile)
+    @cython.ccall
     @cython.locals(cq=ConsumeQueue, log=CommitLog, mapped=MappedFile)
     def get_message(self, cq: ConsumeQueue | None, offset: int, max_msg_nums: int,
                     tag_codes: frozenset | None) -> tuple[str, int, int, tuple[MessageExt, ...]]:

@@ -78,6 +78,7 @@ class ConsumeService(ConsumePool):
             else:
                 self.queue.append((pq, mq, msg))
 
+    @cython.ccall
     @cython.locals(pq=ProcessQueue)
     def _start(self, pq: Any, mq: Any, msg: MessageExt) -> None:
         """A thread runs the listener on `msg`: its verdict and duration are drawn now."""
@@ -126,6 +127,7 @@ class ConsumeService(ConsumePool):
         if self.stopping is not None and not self.busy:
             self._drained()
 
+    @cython.ccall
     @cython.locals(pq=ProcessQueue)
     def _next(self) -> None:
         """Start the next queued request whose queue is not dropped (a loop, not recursion: a
@@ -140,6 +142,7 @@ class ConsumeService(ConsumePool):
     def _commit(self, pq: Any, mq: Any, msg: MessageExt) -> None:
         self._commit_offset(pq, mq, msg.queue_offset)
 
+    @cython.ccall
     @cython.locals(pq=ProcessQueue)
     def _commit_offset(self, pq: Any, mq: Any, queue_offset: int) -> None:
         """removeMessage(queue_offset), then updateOffset(increaseOnly=true) of the returned offset."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import cython
+
 from models.consumer.config import REBALANCE_LOCK_MAX_LIVE_TIME_US
 
 
@@ -29,6 +31,7 @@ class ProcessQueue:
         # ones cleanExpiredMsg can act on); None until one exists, so the hot path only tests it
         self.long_consuming: dict[int, int] | None = None
 
+    @cython.ccall
     def put(self, msgs: Any) -> None:
         cached = self.msgs
         for msg in msgs:
@@ -38,6 +41,7 @@ class ProcessQueue:
                 self.msg_size_bytes += msg.body_bytes
                 self.queue_offset_max = offset
 
+    @cython.ccall
     def remove(self, offset: int) -> int:
         """removeMessage for one message: the offset to store (increaseOnly), or -1."""
         cached = self.msgs

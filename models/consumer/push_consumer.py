@@ -219,6 +219,7 @@ class PushConsumer:
     def pull_later(self, mq: MessageQueue, pq: ProcessQueue, delay_us: int) -> None:
         self.node.call_later(delay_us, self.pull, mq, pq)
 
+    @cython.ccall
     @cython.locals(pq=ProcessQueue)
     def pull(self, mq: MessageQueue, pq: ProcessQueue) -> None:
         """DefaultMQPushConsumerImpl.pullMessage for one PullRequest."""
@@ -246,6 +247,7 @@ class PushConsumer:
         self.node.rpc(addr, request, CONSUMER_TIMEOUT_WHEN_SUSPEND_US, self._on_pull_bound, mq, pq)
         return None
 
+    @cython.ccall
     def _flow_controlled(self, pq: ProcessQueue) -> bool:
         """The count, size (MiB) and span thresholds (pullThresholdForQueue, pullThresholdSizeForQueue,
         consumeConcurrentlyMaxSpan)."""

@@ -193,6 +193,7 @@ class Producer:
                 self.fail(msg, 0, "no_route_info", "", 0)
 
     # --- SYNC: sendDefaultImpl ------------------------------------------------------------------
+    @cython.ccall
     @cython.locals(info=TopicPublishInfo, index=ThreadLocalIndex)
     def _send_sync(self, msg: Any, info: TopicPublishInfo | None = None, prev: MessageQueue | None = None,
                    times: int = 0, last: Any = None, steered: int = 0) -> None:
