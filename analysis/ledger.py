@@ -165,9 +165,10 @@ def _column(records: Any, c: int) -> list:
 @cython.locals(records=tuple, c=cython.Py_ssize_t, i=cython.Py_ssize_t, n=cython.Py_ssize_t, out=cython.longlong[:])
 def _int_column(records: Any, c: int, dtype: type) -> np.ndarray:
     """Field `c` of each record as a NumPy array of `dtype`. Compiled (sim/compiled.py), an int64
-    column is filled in a C loop (about a sixth of np.fromiter's cost over an itemgetter); a
-    value that is not an integer of that range raises, as np.fromiter does."""
-    if not cython.compiled or dtype is not np.int64:
+    or bool column is filled in a C loop (about a sixth of np.fromiter's cost over an
+    itemgetter); a value that is not an integer of that range (bool included) goes to
+    np.fromiter, which converts or refuses it as it always does."""
+    if not cython.compiled or (dtype is not np.int64 and dtype is not np.bool_):
         return np.fromiter(map(itemgetter(c), records), dtype, len(records))
     n = len(records)
     column = np.empty(n, np.int64)
@@ -175,9 +176,9 @@ def _int_column(records: Any, c: int, dtype: type) -> np.ndarray:
     for i in range(n):
         value = records[i][c]
         if not isinstance(value, int):
-            raise TypeError(f"record field {c} holds {type(value).__name__}, not an integer")
+            return np.fromiter(map(itemgetter(c), records), dtype, n)
         out[i] = value
-    return column
+    return column if dtype is np.int64 else column != 0
 
 
 @cython.locals(by_kind=list, codes_of=dict)

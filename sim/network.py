@@ -88,7 +88,7 @@ class Link(Owner):
 
     def __init__(self, src: str, dst_node: Any, dist: Any, stream: Any, on_drop: Callable[[tuple], None]) -> None:
         self.src, self.dst, self.dst_node, self.stream = src, dst_node.name, dst_node, stream
-        self.handlers = dst_node.handlers  # request handlers by payload type
+        self.handlers: dict[type, Any] = dst_node.handlers  # request handlers by payload type
         self.response = dst_node.response_arrived  # bound once: the continuation of every response
         self.set_dist(dist)
         self.last_delivery_us = 0

@@ -563,6 +563,10 @@ def test_column_extraction_matches_an_itemgetter_over_the_records():
         assert got.dtype == np.int64
         assert got.tolist() == [int(r[c]) for r in records]
     assert _int_column(records, 3, np.int32).tolist() == [r[3] for r in records]
+    flags = tuple((t, "n", "k", t % 3 == 0, t % 4) for t in range(20))
+    for c in (3, 4):
+        got = _int_column(flags, c, np.bool_)
+        assert got.dtype == np.bool_ and got.tolist() == [bool(r[c]) for r in flags]
     assert _column(records, 1) == list(map(itemgetter(1), records))
     assert _int_column((), 0, np.int64).tolist() == []
     with pytest.raises(TypeError):
