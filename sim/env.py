@@ -32,6 +32,12 @@ SimPy internals used, all inside `sim/` (pinned in pyproject.toml to simpy 4.1.x
 event's `callbacks`, `_ok`, `_value` and `_defused`; `SimEnv` overrides the four methods that
 touch the heap (`schedule`, `peek`, `step`, `run`). The heap is pushed and popped with
 `sim/event_queue.py`: heapq's algorithm, comparing entries on C integers when compiled.
+
+Compiled (sim/compiled.py), reading SimPy's `env._now` is an attribute lookup on a Python class,
+about 150 instructions, and hot code reads the time about 20 times a simulated message. So
+`SimEnv._now` is a property over a `Clock` object's `now_us`, which hot code holds as a typed
+field (`self.clock.now_us`: two loads); the run loop writes it once per event. Likewise every
+entry owner derives from `Owner`, so the loop reads `epoch` and `paused_until` as fields.
 """
 
 from __future__ import annotations

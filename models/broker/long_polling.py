@@ -63,7 +63,9 @@ class PullRequestHoldService:
                 self.execute(entry[0], entry[1], request, False, cq)
             else:
                 keep.append(entry)
-        self.held[cq.ident] = keep
+        # in place: no second lookup of the (topic, queue id) key, whose tuple hash is not cached
+        # (a held pull executed here is answered, never held again: allow_suspend is False)
+        waiting[:] = keep
 
     @staticmethod
     def _matches(cq: Any, request: Any) -> bool:
