@@ -48,7 +48,7 @@ HOT_MODULES = (
     "models.consumer.push_consumer", "models.consumer.consume_pool", "models.consumer.consume_service",
     "models.consumer.process_queue", "models.consumer.offset_store",
     "models.producer.producer", "models.producer.workload", "models.producer.selector",
-    "models.producer.fault_strategy", "models.client_instance",
+    "models.producer.fault_strategy", "models.client_instance", "models.broker.offsets",
     "analysis.ledger",
 )
 ROOT = Path(__file__).resolve().parent.parent

@@ -39,6 +39,8 @@ from sim.env import Clock
 
 CQ_UNIT = struct.Struct("<qiq")  # ConsumeQueue.CQ_STORE_UNIT_SIZE = 20
 CQ_UNIT_BYTES = CQ_UNIT.size
+# bound once: reading a method off a Struct makes a bound-method object per call
+_unpack_record, _pack_unit = RECORD.unpack_from, CQ_UNIT.pack
 
 
 class ConsumeQueue:
@@ -165,7 +167,7 @@ class ReputMessageService:
         """Dispatch the file's records from index `i` while they end by `limit`; returns the
         index of the first record not dispatched."""
         log, queues, phys, data = self.log, self.queues, mapped.phys, mapped.data
-        codes, unpack, pack = log.tags_codes, RECORD.unpack_from, CQ_UNIT.pack
+        codes, unpack, pack = log.tags_codes, _unpack_record, _pack_unit
         n = len(phys)
         while i < n:
             start = phys[i]

@@ -43,6 +43,8 @@ OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
 OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
 OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
 MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+# bound once: reading a method off a Struct makes a bound-method object per call
+_unpack_unit, _unpack_record = CQ_UNIT.unpack_from, RECORD.unpack_from
 
 
 class MessageStore:
@@ -117,7 +119,7 @@ class MessageStore:
         total = 0
         i = offset
         while i < stop:
-            phys, size, code = CQ_UNIT.unpack_from(units, (i - base) * CQ_UNIT_BYTES)
+            phys, size, code = _unpack_unit(units, (i - base) * CQ_UNIT_BYTES)
             if msgs:
                 if len(msgs) >= max_msg_nums:
                     break
@@ -133,7 +135,7 @@ class MessageStore:
                 mapped, index = log.files.find(phys)
                 if mapped is None:
                     continue  # the CommitLog data is gone (MESSAGE_WAS_REMOVING)
-            size, store_us, queue_id, _qoff, msg_id, topic, tags, reconsume, _flag = RECORD.unpack_from(
+            size, store_us, queue_id, _qoff, msg_id, topic, tags, reconsume, _flag = _unpack_record(
                 mapped.data, index * RECORD_BYTES)
             props = mapped.props.get(index) if mapped.props else None
             overhead = overheads.get(topic << 16 | tags) if props is None else None

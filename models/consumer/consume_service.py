@@ -109,8 +109,10 @@ class ConsumeService(ConsumePool):
         if self._cut and self._was_cut(msg):
             return  # interrupted by shutdown: its result was processed then
         self.busy -= 1
-        msg_id, topic, _qid, queue_offset, _phys, _size, _store, _tags, reconsume_times, _body, props = msg
-        _topic, broker_name, queue_id = mq
+        # NamedTuples cast to tuple: unpacked in C when compiled (see Broker.process_send)
+        msg_id, topic, _qid, queue_offset, _phys, _size, _store, _tags, reconsume_times, _body, props = cython.cast(
+            tuple, msg)
+        _topic, broker_name, queue_id = cython.cast(tuple, mq)
         chunk = self._chunk
         chunk.append((self.clock.now_us, self.name, CONSUMER_CONSUMED, self.group, msg_id,
                       topic if props is None else msg.user_topic, broker_name, queue_id,

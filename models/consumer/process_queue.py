@@ -34,11 +34,12 @@ class ProcessQueue:
     @cython.ccall
     def put(self, msgs: Any) -> None:
         cached = self.msgs
-        for msg in msgs:
-            offset = msg.queue_offset
+        for msg in msgs:  # a MessageExt cast to tuple: unpacked in C when compiled (see Broker.process_send)
+            _id, _topic, _queue_id, offset, _phys, _size, _store, _tags, _reconsume, body_bytes, _props = cython.cast(
+                tuple, msg)
             if offset not in cached:
                 cached[offset] = msg
-                self.msg_size_bytes += msg.body_bytes
+                self.msg_size_bytes += body_bytes
                 self.queue_offset_max = offset
 
     @cython.ccall
@@ -49,8 +50,10 @@ class ProcessQueue:
             return -1
         result = self.queue_offset_max + 1
         msg = cached.pop(offset, None)
-        if msg is not None:
-            self.msg_size_bytes -= msg.body_bytes
+        if msg is not None:  # a MessageExt, unpacked in C when compiled (see Broker.process_send)
+            _id, _topic, _queue_id, _offset, _phys, _size, _store, _tags, _reconsume, body_bytes, _props = cython.cast(
+                tuple, msg)
+            self.msg_size_bytes -= body_bytes
         if cached:
             result = next(iter(cached))
         return result

@@ -105,7 +105,7 @@ class PushConsumer:
         self.subscribe_info: dict[str, list[MessageQueue]] = {}  # topicSubscribeInfoTable
         self._routes_pending = 0
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
-        self.offset_store = OffsetStore(node, group, self.broadcasting)
+        self.offset_store: OffsetStore = OffsetStore(node, group, self.broadcasting)
         self.consume = self.consume_service_class(self, consume_time, failure_probability)
         # zones: node name → zone, for MACHINE_ROOM_NEARBY by ZONE
         self.rebalancer = Rebalancer(self, allocate_strategy(cfg, topic, zones or {}))
@@ -229,7 +229,8 @@ class PushConsumer:
         cached = pq.msgs
         if len(cached) > 1 and self._flow_controlled(pq):
             return self.pull_later(mq, pq, PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US)
-        topic, broker_name, queue_id = mq  # once: a NamedTuple field read costs ~200 instructions (3.11)
+        # once: a NamedTuple field read costs ~200 instructions (3.11); as a tuple, unpacked in C
+        topic, broker_name, queue_id = cython.cast(tuple, mq)
         addr = self.client.subscribe_addr.get(broker_name)
         if addr is None:
             return self._pull_failed(mq, pq, "no_broker_address")
@@ -265,12 +266,14 @@ class PushConsumer:
         if response is None or response is CONNECT_FAILED:
             return self._pull_failed(mq, pq, "timeout" if response is None else "connect_failed")
         # unpacked once: a NamedTuple field read costs ~200 instructions (3.11), and this runs per pull
-        code, next_begin_offset, _min, _max, response_msgs, suggest_which_broker_id = response
+        code, next_begin_offset, _min, _max, response_msgs, suggest_which_broker_id = cython.cast(
+            tuple, response)
         if self._slave_reads and code in (SUCCESS, PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED):
             self.pull_api.update(mq, suggest_which_broker_id)
         if code == SUCCESS:
             pq.next_offset = next_begin_offset
-            tags = self.subscriptions.get(mq.topic)
+            topic, _broker_name, _queue_id = cython.cast(tuple, mq)  # unpacked in C when compiled (Broker.process_send)
+            tags = self.subscriptions.get(topic)
             msgs = response_msgs if tags is None else [m for m in response_msgs if m.tags in tags]
             if msgs:
                 pq.put(msgs)

@@ -231,13 +231,13 @@ class Producer:
         if self.max_per_request_us >= 0 and times + 1 < self.times_total and remaining > self.max_per_request_us:
             remaining = self.max_per_request_us
         times += 1
-        addr = self.client.publish_addr.get(mq.broker_name)
+        _topic, broker_name, queue_id = cython.cast(tuple, mq)  # unpacked in C when compiled (Broker.process_send)
+        addr = self.client.publish_addr.get(broker_name)
         if addr is None:  # MQClientException: the broker group has no master address
             if self.fault_on:  # 4.x: isolation; 5.x: no isolation, reachable
-                self.fault.update_fault_item(mq.broker_name, 0, not self.v5, now // 1000)
+                self.fault.update_fault_item(broker_name, 0, not self.v5, now // 1000)
             return self._next(msg, info, mq, times, last if type(last) is tuple else "no_broker_address", steered)
-        request = new_send_message((msg, mq.queue_id)) if type(msg) is Message else \
-            SendBatchMessage(msg.msgs, mq.queue_id)
+        request = new_send_message((msg, queue_id)) if type(msg) is Message else SendBatchMessage(msg.msgs, queue_id)
         self.node.rpc(addr, request, remaining, self._on_response_bound, msg, info, mq, times, last, steered, now)
         return None
 
@@ -256,9 +256,11 @@ class Producer:
             if type(msg) is not Message:
                 return self.sent(msg, mq, times, SEND_OK, steered)
             # the hot path: `sent` inlined, the tuples unpacked once (a NamedTuple field read costs
-            # ~200 instructions on CPython 3.11, a field of an unpacking a few)
-            msg_id, topic, _tags, shard, _body, born_us, _size, _reconsume, _delay, _props = msg
-            _topic, broker_name, queue_id = mq
+            # ~200 instructions on CPython 3.11, a field of an unpacking a few; cast to tuple, unpacked
+            # in C when compiled: see Broker.process_send)
+            msg_id, topic, _tags, shard, _body, born_us, _size, _reconsume, _delay, _props = cython.cast(
+                tuple, msg)
+            _topic, broker_name, queue_id = cython.cast(tuple, mq)
             chunk = self._chunk
             chunk.append((self.clock.now_us, self.name, PRODUCER_SENT, msg_id, topic, shard,
                           broker_name, queue_id, SEND_OK, times, born_us, steered))

@@ -41,7 +41,7 @@ class Workload:
 
     def __init__(self, producer: Producer, producer_index: int, spec: Any, start_us: int, stop_us: int) -> None:
         """`spec`: a producer entry of the scenario (sim/scenario.py ProducerSpec)."""
-        self.producer = producer
+        self.producer: Producer = producer
         self.node: Node = producer.node
         node = self.node
         self.clock: Clock = node.env.clock
