@@ -181,16 +181,16 @@ def _int_column(records: Any, c: int, dtype: type) -> np.ndarray:
     return column if dtype is np.int64 else column != 0
 
 
-@cython.locals(by_kind=list, codes_of=dict)
+@cython.locals(by_kind=list, codes_of=dict, code=cython.Py_ssize_t, destroyed=cython.Py_ssize_t)
 def _by_kind(chunk: list[tuple]) -> list[list[tuple]] | None:
     """The chunk's records by kind code (`_HANDLED`'s order), each kind's in emission order; None
     for a chunk holding a destroyed-copy fact (`Ledger.feed` cuts it in parts around those)."""
     by_kind = [[] for _ in _HANDLED]
-    codes_of = _KIND_CODES
+    codes_of, destroyed = _KIND_CODES, _DESTROYED_CODE
     for record in chunk:
-        code = codes_of.get(record[2])
-        if code is not None:
-            if code == _DESTROYED_CODE:
+        code = codes_of.get(record[2], -1)
+        if code >= 0:
+            if code == destroyed:
                 return None
             by_kind[code].append(record)
     return by_kind

@@ -219,9 +219,11 @@ def _cpdef(cls: str, method: ast.FunctionDef, declared: dict[str, Declared], imp
         type_name = None
         if arg.arg in typed:
             value = typed[arg.arg]
-            type_name = _known_type(value.id, declared, imported, others, cimports) if isinstance(value, ast.Name) else None
+            if isinstance(value, ast.Name):
+                type_name = _known_type(value.id, declared, imported, others, cimports)
             if type_name is None and strict:
-                raise ValueError(f"{cls}.{method.name}: parameter {arg.arg} has a cython.locals type the .pxd cannot declare")
+                raise ValueError(f"{cls}.{method.name}: parameter {arg.arg} has a cython.locals type the .pxd "
+                                 "cannot declare")
         params.append(f"{type_name + ' ' if type_name else ''}{arg.arg}{'=*' if i >= first_default else ''}")
     return f"    cpdef {method.name}({', '.join(['self', *params])})\n"
 
@@ -254,7 +256,8 @@ def _extension_types(source: str, others: dict[tuple[str, str], Declared], stric
             f"    cdef public {types.get(field) or 'object'} {field}\n" for field in own)
         overridden = sorted(set(base.ccalls) & set(cls.methods) - {m.name for m in cls.ccalls})
         if overridden:
-            raise ValueError(f"{name}.{overridden[0]} overrides a cpdef method of {cls.base}: mark it @cython.ccall too")
+            raise ValueError(f"{name}.{overridden[0]} overrides a cpdef method of {cls.base}: "
+                             "mark it @cython.ccall too")
         body += "".join(_cpdef(name, method, declared, imported, others, cimports, strict) for method in cls.ccalls)
         declarations.append(header + (body or "    pass\n"))
         declared[name] = Declared(base.fields + tuple(own), base.open_ended or opened,
@@ -287,7 +290,8 @@ def all_declared_types(sources: dict[str, str]) -> dict[tuple[str, str], Declare
     resolved: repeated until nothing new is found (a chain of bases across modules)."""
     found: dict[tuple[str, str], Declared] = {}
     while True:
-        more = {key: cls for module, source in sources.items() for key, cls in declared_types(module, source, found).items()}
+        more = {key: cls for module, source in sources.items()
+                for key, cls in declared_types(module, source, found).items()}
         if more == found:
             return found
         found = more

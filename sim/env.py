@@ -276,7 +276,7 @@ class SimEnv(simpy.Environment):
                 # `is` first: the entry holds the very int its owner's epoch was when pushed, and a
                 # paused_until of 0 (no pause) is false; both skip a rich comparison per event
                 if owner.epoch is epoch or owner.epoch == epoch:
-                    if owner.paused_until and owner.paused_until > now:  # deferred, keeping its place among the deferred
+                    if owner.paused_until and owner.paused_until > now:  # deferred, keeping its place among them
                         heappush(queue, (owner.paused_until, NORMAL, next(eid), owner, epoch, fn, args))
                     else:
                         fn(*args)

@@ -53,7 +53,7 @@ Handler = Callable[[str, int, Any], None]
 class Node(Owner):
     # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
     __slots__ = ("_chunk", "_crash_hooks", "_deadlines", "_eid", "_emit", "_flush", "_next_req_id", "_pending",
-                 "_power_hooks", "_queue", "_services", "_start_hooks", "booting", "clock", "disk", "env",
+                 "_power_hooks", "_queue", "_request", "_services", "_start_hooks", "booting", "clock", "disk", "env",
                  "handlers", "host_up", "name", "out_links", "reply", "serving", "startup_us", "stopped", "up",
                  "zone")
 
@@ -87,9 +87,10 @@ class Node(Owner):
         self._emit = env.tracer.emit
         self._chunk = env.tracer.chunk  # hot paths append records here (sim/trace.py Tracer.emit)
         self._flush = env.tracer.flush
-        # `reply(dst, req_id, payload)`: the network's transmit bound to us, without a frame of its
-        # own; a field, not a method, so that the instance has no __dict__ to search on every call
+        # `reply(dst, req_id, payload)` and `_request(dst, req_id, payload)` (0: oneway): the
+        # network's transmit bound to us, without a frame of their own; fields, not methods
         self.reply = self._reply if env.network is None else partial(env.network.transmit, self, True)
+        self._request = self._request_late if env.network is None else partial(env.network.transmit, self, False)
 
     # --- life cycle -------------------------------------------------------------------------
     def add_service(self, service: Callable[[], Generator]) -> None:
@@ -171,7 +172,8 @@ class Node(Owner):
     # --- time -------------------------------------------------------------------------------
     def call_later(self, delay_us: int, fn: Callable[..., Any], *args: Any) -> None:
         """Call `fn(*args)` after `delay_us`, unless this incarnation crashed (deferred while paused)."""
-        heappush(self._queue, (self.clock.now_us + delay_us, NORMAL, next(self._eid), self, self.epoch, fn, args))  # = push
+        # = push (sim/env.py)
+        heappush(self._queue, (self.clock.now_us + delay_us, NORMAL, next(self._eid), self, self.epoch, fn, args))
 
     def timer(self, delay_us: int, fn: Callable[..., Any], *args: Any) -> OwnedCall:
         """`call_later` that can be cancelled (`.cancel()`)."""
@@ -193,7 +195,7 @@ class Node(Owner):
         self.handlers[payload_type] = handler
 
     def send(self, dst: str, payload: Any) -> None:
-        self.env.network.transmit(self, False, dst, 0, payload)
+        self._request(dst, 0, payload)
 
     def rpc(self, dst: str, payload: Any, timeout_us: int, on_reply: Callable[..., None], *args: Any) -> None:
         req_id = self._next_req_id
@@ -206,13 +208,17 @@ class Node(Owner):
                 fifo = self._deadlines[timeout_us] = deque()
             self.env.push_far(now + timeout_us, self, self.epoch, self._expire, (timeout_us,))
         fifo.append(req_id)
-        self.env.network.transmit(self, False, dst, req_id, payload)
+        self._request(dst, req_id, payload)
 
     def rpc_event(self, dst: str, payload: Any, timeout_us: int) -> simpy.Event:
         """`rpc` for generator services: the event's value is the response or None."""
         event = simpy.Event(self.env)
         self.rpc(dst, payload, timeout_us, event.succeed)
         return event
+
+    def _request_late(self, dst: str, req_id: int, payload: Any) -> None:
+        """`_request` of a node made before the network."""
+        self.env.network.transmit(self, False, dst, req_id, payload)
 
     def _reply(self, dst: str, req_id: int, payload: Any) -> None:
         """`reply` of a node made before the network: answer request `req_id` of `dst` (nothing

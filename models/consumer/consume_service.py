@@ -54,7 +54,8 @@ class ConsumeService(ConsumePool):
         self.env = self.node.env
         self.clock: Clock = self.env.clock
         self._chunk = self.node._chunk
-        self._done_bound = self._done  # bound once: reading a method off `self` makes a new bound-method object each time
+        # bound once: reading a method off `self` makes a new bound-method object each time
+        self._done_bound = self._done
         self.offsets = consumer.offset_store.offsets  # RemoteBrokerOffsetStore's table (heap)
         self.stream = self.node.env.rng.stream(f"{self.node.name}.listener")
         self._time_block = consume_time.block_sampler(self.stream, 1000)  # consume times in µs, last first

@@ -83,7 +83,8 @@ class PushConsumer:
         node = Node(env, name, zone)
         self.node: Node = node
         self.clock: Clock = env.clock
-        self._on_pull_bound = self._on_pull  # bound once: reading a method off `self` makes a new bound-method object each time
+        # bound once: reading a method off `self` makes a new bound-method object each time
+        self._on_pull_bound = self._on_pull
         self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one
         self.group = group
         self.cfg = cfg

@@ -107,7 +107,8 @@ class Producer:
         self.clock: Clock = env.clock
         self.name = name
         self._chunk = node._chunk
-        self._on_response_bound = self._on_response  # bound once: reading a method off `self` makes a new bound-method object each time
+        # bound once: reading a method off `self` makes a new bound-method object each time
+        self._on_response_bound = self._on_response
         self.cfg = cfg
         self.group = group
         self.topics = topics

@@ -81,7 +81,8 @@ class Workload:
         self.seq = 0
         self.pending = 0  # arrivals waiting for their batch
         self.single = self.burst == 1 and self.batch_size == 1 and self._shard_block is None and self._key_len is None
-        self._arrive_bound = self._arrive  # bound once: reading a method off `self` makes a new bound-method object each time
+        # bound once: reading a method off `self` makes a new bound-method object each time
+        self._arrive_bound = self._arrive
         node.on_start(self._schedule_first)
 
     def _schedule_first(self) -> None:
