@@ -300,12 +300,12 @@ class Broker:
         return self.process_send(src, req_id, req)
 
     def process_send(self, src: str, req_id: int, req: SendMessage) -> None:
-        # unpacked once (a NamedTuple field read costs tens of instructions), cast to tuple: compiled,
-        # a NamedTuple is otherwise unpacked through an iterator (an unchecked cast: handlers get
-        # their payload type only, sim/network.py; pure, `cython.cast` returns its argument)
-        msg, queue_id = cython.cast(tuple, req)
-        msg_id, topic, tags, _shard, body_bytes, _born, size, reconsume_times, delay_level, props = cython.cast(
-            tuple, msg)
+        # unpacked once (a NamedTuple field read costs tens of instructions), cast to tuple when
+        # compiled: a NamedTuple is otherwise unpacked through an iterator (an unchecked cast:
+        # handlers get their payload type only, sim/network.py); pure, the NamedTuple itself
+        msg, queue_id = cython.cast(tuple, req) if cython.compiled else req
+        msg_id, topic, tags, _shard, body_bytes, _born, size, reconsume_times, delay_level, props = (
+            cython.cast(tuple, msg) if cython.compiled else msg)
         queue_nums = self.topics.get(topic)
         if queue_nums is None or not 0 <= queue_id < queue_nums or size > self.max_message_size_bytes:
             return self._reject(src, req_id, msg, queue_nums)
@@ -429,8 +429,8 @@ class Broker:
     @cython.locals(cq=ConsumeQueue)
     def on_pull(self, src: str, req_id: int, req: PullMessage) -> None:
         # unpacked once (a NamedTuple field read costs tens of instructions; this runs per pull)
-        group, topic, queue_id, queue_offset, _max_nums, commit_offset, suspend_us, _codes = cython.cast(
-            tuple, req)
+        group, topic, queue_id, queue_offset, _max_nums, commit_offset, suspend_us, _codes = (
+            cython.cast(tuple, req) if cython.compiled else req)
         if commit_offset >= 0:  # applied on the first processing only, held or answered
             self.offsets.table[(group, topic, queue_id)] = commit_offset
         if self.offsets.reset:
@@ -453,8 +453,8 @@ class Broker:
                      cq: Any = None) -> None:
         """PullMessageProcessor.processRequest; `cq` is the request's ConsumeQueue when the caller
         has it (on_pull, long polling's wake-up), else it is looked up."""
-        _group, topic, queue_id, queue_offset, max_msg_nums, _commit, suspend_us, tag_codes = cython.cast(
-            tuple, req)  # once
+        _group, topic, queue_id, queue_offset, max_msg_nums, _commit, suspend_us, tag_codes = (
+            cython.cast(tuple, req) if cython.compiled else req)  # once
         if cq is None:
             cq = self.reput.queue(topic, queue_id)
         status, next_offset, max_offset, msgs = self.store.get_message(cq, queue_offset, max_msg_nums, tag_codes)

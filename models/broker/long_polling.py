@@ -60,7 +60,8 @@ class PullRequestHoldService:
         for entry in waiting:
             request = entry[2]
             # a PullMessage cast to tuple: unpacked in C when compiled (see Broker.process_send)
-            _group, _topic, _queue_id, queue_offset, _nums, _commit, _suspend, tag_codes = cython.cast(tuple, request)
+            _group, _topic, _queue_id, queue_offset, _nums, _commit, _suspend, tag_codes = (
+                cython.cast(tuple, request) if cython.compiled else request)
             if max_offset > queue_offset and (tag_codes is None or self._matches(cq, request)):
                 self.execute(entry[0], entry[1], request, False, cq)
             else:

@@ -111,9 +111,9 @@ class ConsumeService(ConsumePool):
             return  # interrupted by shutdown: its result was processed then
         self.busy -= 1
         # NamedTuples cast to tuple: unpacked in C when compiled (see Broker.process_send)
-        msg_id, topic, _qid, queue_offset, _phys, _size, _store, _tags, reconsume_times, _body, props = cython.cast(
-            tuple, msg)
-        _topic, broker_name, queue_id = cython.cast(tuple, mq)
+        msg_id, topic, _qid, queue_offset, _phys, _size, _store, _tags, reconsume_times, _body, props = (
+            cython.cast(tuple, msg) if cython.compiled else msg)
+        _topic, broker_name, queue_id = cython.cast(tuple, mq) if cython.compiled else mq
         chunk = self._chunk
         chunk.append((self.clock.now_us, self.name, CONSUMER_CONSUMED, self.group, msg_id,
                       topic if props is None else msg.user_topic, broker_name, queue_id,

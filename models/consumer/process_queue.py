@@ -35,8 +35,8 @@ class ProcessQueue:
     def put(self, msgs: Any) -> None:
         cached = self.msgs
         for msg in msgs:  # a MessageExt cast to tuple: unpacked in C when compiled (see Broker.process_send)
-            _id, _topic, _queue_id, offset, _phys, _size, _store, _tags, _reconsume, body_bytes, _props = cython.cast(
-                tuple, msg)
+            _id, _topic, _queue_id, offset, _phys, _size, _store, _tags, _reconsume, body_bytes, _props = (
+                cython.cast(tuple, msg) if cython.compiled else msg)
             if offset not in cached:
                 cached[offset] = msg
                 self.msg_size_bytes += body_bytes
@@ -51,8 +51,8 @@ class ProcessQueue:
         result = self.queue_offset_max + 1
         msg = cached.pop(offset, None)
         if msg is not None:  # a MessageExt, unpacked in C when compiled (see Broker.process_send)
-            _id, _topic, _queue_id, _offset, _phys, _size, _store, _tags, _reconsume, body_bytes, _props = cython.cast(
-                tuple, msg)
+            _id, _topic, _queue_id, _offset, _phys, _size, _store, _tags, _reconsume, body_bytes, _props = (
+                cython.cast(tuple, msg) if cython.compiled else msg)
             self.msg_size_bytes -= body_bytes
         if cached:
             result = next(iter(cached))

@@ -231,7 +231,7 @@ class PushConsumer:
         if len(cached) > 1 and self._flow_controlled(pq):
             return self.pull_later(mq, pq, PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US)
         # once: a NamedTuple field read costs ~200 instructions (3.11); as a tuple, unpacked in C
-        topic, broker_name, queue_id = cython.cast(tuple, mq)
+        topic, broker_name, queue_id = cython.cast(tuple, mq) if cython.compiled else mq
         addr = self.client.subscribe_addr.get(broker_name)
         if addr is None:
             return self._pull_failed(mq, pq, "no_broker_address")
@@ -267,13 +267,14 @@ class PushConsumer:
         if response is None or response is CONNECT_FAILED:
             return self._pull_failed(mq, pq, "timeout" if response is None else "connect_failed")
         # unpacked once: a NamedTuple field read costs ~200 instructions (3.11), and this runs per pull
-        code, next_begin_offset, _min, _max, response_msgs, suggest_which_broker_id = cython.cast(
-            tuple, response)
+        code, next_begin_offset, _min, _max, response_msgs, suggest_which_broker_id = (
+            cython.cast(tuple, response) if cython.compiled else response)
         if self._slave_reads and code in (SUCCESS, PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED):
             self.pull_api.update(mq, suggest_which_broker_id)
         if code == SUCCESS:
             pq.next_offset = next_begin_offset
-            topic, _broker_name, _queue_id = cython.cast(tuple, mq)  # unpacked in C when compiled (Broker.process_send)
+            # unpacked in C when compiled (see Broker.process_send)
+            topic, _broker_name, _queue_id = cython.cast(tuple, mq) if cython.compiled else mq
             tags = self.subscriptions.get(topic)
             msgs = response_msgs if tags is None else [m for m in response_msgs if m.tags in tags]
             if msgs:

@@ -232,7 +232,8 @@ class Producer:
         if self.max_per_request_us >= 0 and times + 1 < self.times_total and remaining > self.max_per_request_us:
             remaining = self.max_per_request_us
         times += 1
-        _topic, broker_name, queue_id = cython.cast(tuple, mq)  # unpacked in C when compiled (Broker.process_send)
+        # unpacked in C when compiled (see Broker.process_send)
+        _topic, broker_name, queue_id = cython.cast(tuple, mq) if cython.compiled else mq
         addr = self.client.publish_addr.get(broker_name)
         if addr is None:  # MQClientException: the broker group has no master address
             if self.fault_on:  # 4.x: isolation; 5.x: no isolation, reachable
@@ -259,9 +260,9 @@ class Producer:
             # the hot path: `sent` inlined, the tuples unpacked once (a NamedTuple field read costs
             # ~200 instructions on CPython 3.11, a field of an unpacking a few; cast to tuple, unpacked
             # in C when compiled: see Broker.process_send)
-            msg_id, topic, _tags, shard, _body, born_us, _size, _reconsume, _delay, _props = cython.cast(
-                tuple, msg)
-            _topic, broker_name, queue_id = cython.cast(tuple, mq)
+            msg_id, topic, _tags, shard, _body, born_us, _size, _reconsume, _delay, _props = (
+                cython.cast(tuple, msg) if cython.compiled else msg)
+            _topic, broker_name, queue_id = cython.cast(tuple, mq) if cython.compiled else mq
             chunk = self._chunk
             chunk.append((self.clock.now_us, self.name, PRODUCER_SENT, msg_id, topic, shard,
                           broker_name, queue_id, SEND_OK, times, born_us, steered))
