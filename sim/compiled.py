@@ -16,7 +16,7 @@ pure run have one digest and one summary. The build also makes each module's pla
 extension types whose `self` attributes are object fields (scripts/extension_types.py); values
 keep their Python types, and a few hot functions type their locals (`cython.locals`); the
 event heap's push and pop compare entries on C integers (sim/event_queue.py). On the baseline
-scenario this runs about 2× faster than pure, with about 38 % fewer instructions per message
+scenario this runs about 2× faster than pure, with about 44 % fewer instructions per message
 (bench/; typed fields, `cpdef` methods and closed classes: scripts/extension_types.py).
 Compiling without the extension types ran 1.25× faster but 5 % *more* instructions: each
 `self.x` became a generic attribute lookup where the interpreter specialises it.
