@@ -38,8 +38,9 @@ such type that another compiled module defines.
 
 Two differences from pure runs: a declared field reads None before its first assignment, where
 a plain instance raises AttributeError; and a typed field or local given an object of another
-type (None aside) raises TypeError. The models assign their attributes before reading them and give typed
-locals only their type; tests/test_compiled.py checks that compiled and pure runs agree.
+type (None aside) raises TypeError. The models assign their attributes before reading them and
+give typed fields and locals only their type; tests/test_compiled.py checks that compiled and
+pure runs agree.
 """
 
 from __future__ import annotations

@@ -10,16 +10,17 @@ to `build/compiled/`, off `sys.path`, with `manifest.json` recording each module
 on `sys.meta_path`. For a module in the manifest it loads the compiled file only if the `.py`
 beside it is byte-identical to the source that was compiled, and so are the sources of the modules
 whose extension types it cimports; otherwise the `.py` is imported as usual, so an edited file is
-never shadowed by a stale binary, nor breaks the import of a binary compiled against it. `RMQSIM_PURE=1` turns compiled
-modules off. Either way a run is the same run: tests/test_compiled.py checks that a compiled and a
-pure run have one digest and one summary. The build also makes each module's plain classes
-extension types whose `self` attributes are object fields (scripts/extension_types.py); values
-keep their Python types, and a few hot functions type their locals (`cython.locals`); the
-event heap's push and pop compare entries on C integers (sim/event_queue.py). On the baseline
-scenario this runs about 2× faster than pure, with about 44 % fewer instructions per message
-(bench/; typed fields, `cpdef` methods and closed classes: scripts/extension_types.py).
-Compiling without the extension types ran 1.25× faster but 5 % *more* instructions: each
-`self.x` became a generic attribute lookup where the interpreter specialises it.
+never shadowed by a stale binary, nor breaks the import of a binary compiled against it.
+`RMQSIM_PURE=1` turns compiled modules off. Either way a run is the same run:
+tests/test_compiled.py checks that a compiled and a pure run have one digest and one summary. The
+build also makes each module's plain classes extension types whose `self` attributes are object
+fields (scripts/extension_types.py); values keep their Python types, and a few hot functions type
+their locals (`cython.locals`); the event heap's push and pop compare entries on C integers
+(sim/event_queue.py). On the baseline scenario this runs about 2× faster than pure, with about
+44 % fewer instructions per message (bench/; typed fields, `cpdef` methods and closed classes:
+scripts/extension_types.py). Compiling without the extension types ran 1.25× faster but 5 % *more*
+instructions: each `self.x` became a generic attribute lookup where the interpreter specialises
+it.
 
 Spark executors import the project from the sweep driver's zip of `.py` files. The driver passes
 its build directory in `RMQSIM_COMPILED_DIR` (analysis/sweep.py); an executor uses it under the
