@@ -74,7 +74,10 @@ def compile_into(work: Path) -> dict[str, dict[str, str]]:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(pxd)
     # relative paths: a compiled frame in a traceback names the file as it is in the tree
-    extensions = [Extension(name, [source_path(name).relative_to(ROOT).as_posix()]) for name in HOT_MODULES]
+    # a C function pointer of the wrong type is an error, not a warning: Cython 3.1 converts a cpdef
+    # method read off a typed field as a value (not called) with a mismatched signature
+    extensions = [Extension(name, [source_path(name).relative_to(ROOT).as_posix()],
+                            extra_compile_args=["-Werror=incompatible-pointer-types"]) for name in HOT_MODULES]
     jobs = os.cpu_count() or 1
     os.chdir(ROOT)
     extensions = cythonize(extensions, build_dir=str(work / "c"), include_path=[str(work / "pxd")],

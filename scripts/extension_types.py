@@ -30,7 +30,10 @@ type its `@cython.locals` gives it and `=*` for a default: compiled code calling
 on a typed field or local makes a C call instead of a Python one (about 200 instructions). Its
 class should be closed: on an open one every such call first looks for an override in the
 instance dict. An override in a compiled subclass must be marked too (the build says so); one in
-a Python subclass is found and called, as in Python.
+a Python subclass is found and called, as in Python. Read off a typed field as a value (not
+called), a cpdef method is converted by Cython 3.1 from its C function with the wrong signature;
+the C compiler's incompatible-pointer warning is an error in the build (build_compiled.py), and
+such a read goes through `getattr` (Broker._build_store).
 
 A hot function may also type its locals with `@cython.locals(name=Type)` (a no-op when pure:
 Cython's shadow module): a read of `name.x` is then a field load too. The `.pxd` cimports each

@@ -209,7 +209,9 @@ class Broker:
         self.flush_service = make_flush_service(self.commit_log, sync_flush, cfg.flush_commit_log_timed)
         self.group_commit = self.commit_log.group_commit
         if sync_flush and v5:
-            self.commit_log.on_flushed = self.reput.wake
+            # a Python bound method (getattr): compiled, reading a cpdef method off a typed field as a
+            # value converts its C function with the wrong signature (Cython 3.1)
+            self.commit_log.on_flushed = getattr(self.reput, "wake")  # noqa: B009 (above)
         wakeable = self.flush_service if isinstance(self.flush_service, WakeableFlushService) else None
         if pool:
             def committed() -> None:
