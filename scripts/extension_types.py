@@ -195,11 +195,11 @@ def _local_types(tree: ast.Module) -> list[str]:
     return sorted(names)
 
 
-def _known_type(name: str, declared: dict[str, Declared], imported: dict[str, tuple[str, str]],
-                others: dict[tuple[str, str], Declared], cimports: list[str]) -> str | None:
-    """`name` if it is an extension type or builtin (`BUILTIN_FIELD_TYPES`) a field can be
-    declared with (adding its cimport to `cimports` when another module defines it), else None."""
-    if name in declared or name in BUILTIN_FIELD_TYPES:
+def _extension_type(name: str, declared: dict[str, Declared], imported: dict[str, tuple[str, str]],
+                    others: dict[tuple[str, str], Declared], cimports: list[str]) -> str | None:
+    """`name` if it is an extension type, this module's (`declared`) or another compiled module's
+    (its cimport then added to `cimports`), else None."""
+    if name in declared:
         return name
     if imported.get(name) not in others:
         return None
@@ -207,6 +207,15 @@ def _known_type(name: str, declared: dict[str, Declared], imported: dict[str, tu
     if line not in cimports:
         cimports.append(line)
     return name
+
+
+def _known_type(name: str, declared: dict[str, Declared], imported: dict[str, tuple[str, str]],
+                others: dict[tuple[str, str], Declared], cimports: list[str]) -> str | None:
+    """`name` if a field or parameter can be declared with it: an extension type
+    (`_extension_type`) or a builtin of `BUILTIN_FIELD_TYPES`; else None."""
+    if name in BUILTIN_FIELD_TYPES:
+        return name
+    return _extension_type(name, declared, imported, others, cimports)
 
 
 def _cpdef(cls: str, method: ast.FunctionDef, declared: dict[str, Declared], imported: dict[str, tuple[str, str]],
@@ -246,7 +255,7 @@ def _extension_types(source: str, others: dict[tuple[str, str], Declared], stric
         if cls.base is not None:
             if cls.base in declared:
                 base = declared[cls.base]
-            elif cls.base not in BUILTIN_FIELD_TYPES and _known_type(cls.base, {}, imported, others, cimports):
+            elif _extension_type(cls.base, {}, imported, others, cimports):
                 base = others[imported[cls.base]]
             else:
                 continue  # a base that is not an extension type
@@ -267,7 +276,7 @@ def _extension_types(source: str, others: dict[tuple[str, str], Declared], stric
         declared[name] = Declared(base.fields + tuple(own), base.open_ended or opened,
                                   base.ccalls + tuple(m.name for m in cls.ccalls if m.name not in base.ccalls))
     for name in _local_types(ast.parse(source)):  # a typed local of another module's extension type
-        _known_type(name, {}, imported, others, cimports)
+        _extension_type(name, {}, imported, others, cimports)
     return declared, cimports, declarations
 
 

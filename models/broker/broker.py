@@ -241,7 +241,7 @@ class Broker:
     def _hold_interval(self) -> dict[str, int]:
         if self.cfg.long_polling_enable:
             return {}
-        return {"scan_interval_us": ms(self.cfg.short_polling_time_mills)}
+        return {"scan_interval_us": self.short_polling_us}
 
     def _waits_for_store(self) -> bool:
         """Whether a send's answer waits for the flush or the replicas (else it is immediate)."""

@@ -33,14 +33,13 @@ from typing import Any
 import cython
 
 from models.broker.config import OS_PAGE_SIZE_BYTES, MessageStoreConfig
-from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, MappedFileQueue
+from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, MappedFileQueue, pack_record
 from models.message import PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC, java_string_hash
 from models.records import COMMIT_LOG_DESTROYED, COMMIT_LOG_FLUSHED, COMMIT_LOG_TRUNCATED, OFFSET_REUSED
 from sim.env import Clock
 
 BLANK_MIN_BYTES = 8  # CommitLog END_FILE_MIN_BLANK_LENGTH
 QUEUE_ID_BITS = 16  # queue key = topic index << 16 | queue id (queue ids are below 2^16)
-_pack_record = RECORD.pack  # bound once: reading a method off a Struct makes a bound-method object per call
 
 PUT_OK, FLUSH_DISK_TIMEOUT = "PUT_OK", "FLUSH_DISK_TIMEOUT"
 FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE = "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"
@@ -136,7 +135,7 @@ class CommitLog:
         if props:
             mapped.props[len(mapped.phys)] = props
         mapped.phys.append(pos)
-        mapped.data += _pack_record(size, self.clock.now_us, queue_id, queue_offset, msg_id, topic_index,
+        mapped.data += pack_record(size, self.clock.now_us, queue_id, queue_offset, msg_id, topic_index,
                                    tags_index, reconsume_times, sysflag)
         self.wrote_position = pos + size
         if self.slow_append:

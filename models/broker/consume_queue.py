@@ -33,14 +33,14 @@ import cython
 
 from models.broker.commit_log import QUEUE_ID_BITS, CommitLog
 from models.broker.config import REPUT_INTERVAL_US, FlushDiskType
-from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile
+from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, unpack_record
 from models.message import PROPERTY_DELAY_TIME_LEVEL, SCHEDULE_TOPIC
 from sim.env import Clock
 
 CQ_UNIT = struct.Struct("<qiq")  # ConsumeQueue.CQ_STORE_UNIT_SIZE = 20
 CQ_UNIT_BYTES = CQ_UNIT.size
-# bound once: reading a method off a Struct makes a bound-method object per call
-_unpack_record, _pack_unit = RECORD.unpack_from, CQ_UNIT.pack
+# CQ_UNIT's functions bound once, for the per-message paths (as mapped_file.py's for RECORD)
+pack_unit, unpack_unit = CQ_UNIT.pack, CQ_UNIT.unpack_from
 
 
 class ConsumeQueue:
@@ -167,7 +167,7 @@ class ReputMessageService:
         """Dispatch the file's records from index `i` while they end by `limit`; returns the
         index of the first record not dispatched."""
         log, queues, phys, data = self.log, self.queues, mapped.phys, mapped.data
-        codes, unpack, pack = log.tags_codes, _unpack_record, _pack_unit
+        codes, unpack, pack = log.tags_codes, unpack_record, pack_unit
         n = len(phys)
         while i < n:
             start = phys[i]

@@ -31,8 +31,8 @@ import cython
 
 from models.broker.commit_log import CommitLog
 from models.broker.config import MessageStoreConfig
-from models.broker.consume_queue import CQ_UNIT, CQ_UNIT_BYTES, ConsumeQueue, ReputMessageService
-from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile
+from models.broker.consume_queue import CQ_UNIT_BYTES, ConsumeQueue, ReputMessageService, unpack_unit
+from models.broker.mapped_file import RECORD_BYTES, MappedFile, unpack_record
 from models.message import FIXED_RECORD_BYTES, MessageExt, new_message_ext, properties_bytes
 
 FOUND = "FOUND"
@@ -43,8 +43,6 @@ OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
 OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
 OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
 MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
-# bound once: reading a method off a Struct makes a bound-method object per call
-_unpack_unit, _unpack_record = CQ_UNIT.unpack_from, RECORD.unpack_from
 
 
 class MessageStore:
@@ -119,7 +117,7 @@ class MessageStore:
         total = 0
         i = offset
         while i < stop:
-            phys, size, code = _unpack_unit(units, (i - base) * CQ_UNIT_BYTES)
+            phys, size, code = unpack_unit(units, (i - base) * CQ_UNIT_BYTES)
             if msgs:
                 if len(msgs) >= max_msg_nums:
                     break
@@ -135,7 +133,7 @@ class MessageStore:
                 mapped, index = log.files.find(phys)
                 if mapped is None:
                     continue  # the CommitLog data is gone (MESSAGE_WAS_REMOVING)
-            size, store_us, queue_id, _qoff, msg_id, topic, tags, reconsume, _flag = _unpack_record(
+            size, store_us, queue_id, _qoff, msg_id, topic, tags, reconsume, _flag = unpack_record(
                 mapped.data, index * RECORD_BYTES)
             props = mapped.props.get(index) if mapped.props else None
             overhead = overheads.get(topic << 16 | tags) if props is None else None
