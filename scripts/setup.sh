@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
-# Set up rmqsim on a fresh machine: Python venv with the project and its test tools, the
-# per-message modules compiled with Cython (sim/compiled.py; needs a C compiler), and a
-# Java 17+ runtime for Spark (installed with apt-get when running as root; otherwise a clear stop).
-# `--test` also installs headless Chromium (the report test renders the HTML page in it).
+# Set up rmqsim on a fresh machine, exactly as locked: a venv (.venv) holding uv at the version and
+# hashes of requirements/uv.txt (in .venv/uv/), then every dependency at the version and hash of
+# uv.lock (`uv sync --frozen`: a package changed by hand is put back, one the lock lacks removed),
+# the project itself (editable); the per-message modules compiled with Cython (sim/compiled.py;
+# needs a C compiler; a build of the same sources by the same Python and Cython is reused from
+# the build cache, scripts/build_compiled.py); and a Java 17+ runtime for Spark (installed with
+# apt-get when running as root; otherwise a clear stop).
+#   --test       also headless Chromium (the report test renders the HTML page in it)
+#   --uv-only    only .venv and uv (scripts/lock.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WITH_BROWSER=0
-[ "${1:-}" = "--test" ] && WITH_BROWSER=1
+UV_ONLY=0
+case "${1:-}" in
+  --test) WITH_BROWSER=1 ;;
+  --uv-only) UV_ONLY=1 ;;
+  "") ;;
+  *) echo "usage: scripts/setup.sh [--test | --uv-only]" >&2; exit 2 ;;
+esac
 
 PY="${PYTHON:-python3}"
 if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
@@ -59,17 +70,40 @@ ensure_chromium() {
   exit 1
 }
 
+uv_pinned() {
+  awk -F'[=; ]+' '/^uv==/ {print $2; exit}' requirements/uv.txt
+}
+
+ensure_uv() {  # uv at the pinned version, from its hashed wheels, in .venv/uv/ (not in the venv's site-packages)
+  if [ -x .venv/uv/bin/uv ] && [ "$(.venv/uv/bin/uv --version 2>/dev/null | awk '{print $2}')" = "$(uv_pinned)" ]; then
+    return 0
+  fi
+  rm -rf .venv/uv
+  # the venv's pip (uv sync removes it as unlocked: ensurepip brings it back for this one install)
+  if ! { .venv/bin/python -m pip --version || .venv/bin/python -m ensurepip; } >"$log" 2>&1 \
+      || ! .venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes --no-deps \
+      --target .venv/uv -r requirements/uv.txt >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "installing uv $(uv_pinned) failed (log above, also in $log)" >&2
+    exit 1
+  fi
+}
+
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-log=.venv/setup-pip.log
-if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test,compile]'; } >"$log" 2>&1; then
+log=.venv/setup.log
+ensure_uv
+[ "$UV_ONLY" = "1" ] && exit 0
+# exactly the lock: --frozen never re-resolves, and the sync is exact (extraneous packages go);
+# the venv's own interpreter is kept (no Python download), the project built with the locked setuptools
+if ! UV_PYTHON_DOWNLOADS=never .venv/uv/bin/uv sync --frozen --all-extras --no-progress >"$log" 2>&1; then
   cat "$log" >&2
-  echo "pip install failed (log above, also in $log)" >&2
+  echo "installing the locked dependencies failed (log above, also in $log)" >&2
   exit 1
 fi
 .venv/bin/python -c 'import simpy, networkx, pydantic, yaml, pyspark, matplotlib, pytest' \
-  || { echo "dependency installation failed (see pip output above)" >&2; exit 1; }
+  || { echo "dependency installation failed (see $log)" >&2; exit 1; }
 if ! .venv/bin/python scripts/build_compiled.py >"$log" 2>&1; then
   cat "$log" >&2
   echo "compiling the per-message modules failed (log above; it needs gcc and the Python headers)." >&2

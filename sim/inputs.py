@@ -12,13 +12,32 @@ mappings and merge keys. `!!set` (unordered: iterating it would depend on PYTHON
 read as strings. A value a standard tag cannot hold (`!!float abc`, an integer literal beyond
 Python's 4,300-digit limit) is reported with its line instead of raising from the constructor.
 
+Numbers are read as a person means them: a number literal is at most `MAX_NUMBER_CHARS`
+characters (a longer one is refused before it is converted: `0x` and 3,600 `f`s is an integer
+Python cannot even print), YAML 1.1's other integer forms — base 60 (`1:30` is 90, `1:30:00`
+5,400), octal (`017` is 15, `0o17` with `!!int`), hexadecimal (`0x1F`) and binary (`0b101`) —
+are refused with what the literal would have meant (quote it to mean text), for durations and
+counts alike, in keys as in values, with or without an explicit `!!int`/`!!float`. An
+underscore goes between two digits (`1_000`; YAML 1.1 would read `1_` as 1 and `1__0` as 10).
+A float written with an exponent but no point (`1e3`, `2E-6`), which YAML 1.1 reads as a
+string, is read as the number (as YAML 1.2 does); `.nan` and `.inf` are floats, and the models
+refuse them where a finite number is needed.
+
+The limits are rmqsim's own and fire first on any PyYAML: the document is parsed with libyaml
+when PyYAML has it (fast), and a document libyaml refuses is parsed again with PyYAML's Python
+parser, which has no limits of its own (libyaml 0.2.5 in PyYAML 6.0.4 stops at 1,000 levels with
+"exceeded maximum nesting depth", before the composer could count 33), so the reason reported
+is the same with or without libyaml, whatever its version.
+
 Every failure is an `InputProblem` whose text is a short reason, never the file's content
 beyond the offending value's first characters.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -28,7 +47,7 @@ from yaml.constructor import ConstructorError
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from sim.limits import MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
+from sim.limits import MAX_FILE_BYTES, MAX_NUMBER_CHARS, MAX_YAML_DEPTH, MAX_YAML_NODES
 
 _TAG = "tag:yaml.org,2002:"
 _PLAIN_TAGS = {f"{_TAG}{t}" for t in ("null", "bool", "int", "float", "str", "seq", "map")}
@@ -44,8 +63,13 @@ class InputProblem(Exception):
 
 
 def short(value: Any, limit: int = 40) -> str:
-    """`repr(value)` cut to `limit` characters, for messages."""
-    text = repr(value)
+    """`repr(value)` cut to `limit` characters, for messages; never raises (an integer beyond
+    Python's 4,300-digit `str()` limit, handed over by the Python API, is described instead)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        text = (f"<an integer of {int(value.bit_length() * math.log10(2)) + 1:,} digits>"
+                if isinstance(value, int) else f"<a {type(value).__name__} too large to show>")
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
@@ -90,35 +114,40 @@ def _read_regular(fd: int, limit: int) -> bytes:
 
 # libyaml scans and parses (fast); the composer is PyYAML's Python one, so its limits apply.
 try:
-    from yaml.cyaml import CParser as _Parser
+    from yaml.cyaml import CParser as _CParser
 except ImportError:  # PyYAML built without libyaml
-    _Parser = None
+    _CParser = None
+
+# a float with an exponent and no point: YAML 1.1's float pattern misses it (a string there)
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)[eE][-+]?[0-9]+$")
 
 
-class _Limited(_Parser or yaml.parser.Parser, yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
-    """A YAML loader with a depth and expansion budget, duplicate-key errors and plain tags only."""
+class _Limited(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
+    """A YAML loader with a depth and expansion budget, duplicate-key errors, plain tags only and
+    decimal numbers only, on PyYAML's Python scanner and parser (the reference: no limits of its own)."""
 
     yaml_constructors = {tag: fn for tag, fn in yaml.SafeLoader.yaml_constructors.items()
                          if tag in _PLAIN_TAGS}
     yaml_multi_constructors: dict = {}
     yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in resolvers if tag != f"{_TAG}timestamp"]
+                               + ([(f"{_TAG}float", _EXPONENT_FLOAT)] if first in "-+.0123456789" else [])
                                for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
     get_single_node = yaml.composer.Composer.get_single_node
     check_node = yaml.composer.Composer.check_node
     get_node = yaml.composer.Composer.get_node
 
     def __init__(self, text: str) -> None:
-        if _Parser is None:
-            yaml.reader.Reader.__init__(self, text)  # Parser reads tokens from the scanner's methods
-            yaml.scanner.Scanner.__init__(self)
-            yaml.parser.Parser.__init__(self)
-        else:
-            _Parser.__init__(self, text)
+        self._init_parser(text)
         yaml.composer.Composer.__init__(self)
         yaml.constructor.SafeConstructor.__init__(self)
         yaml.resolver.Resolver.__init__(self)
         self.depth = 0
         self.values = 0  # values composed so far, aliases counted at their expanded size
+
+    def _init_parser(self, text: str) -> None:
+        yaml.reader.Reader.__init__(self, text)  # Parser reads tokens from the scanner's methods
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
@@ -149,6 +178,8 @@ class _Limited(_Parser or yaml.parser.Parser, yaml.composer.Composer, yaml.const
             raise _problem(f"more than {MAX_YAML_NODES:,} values once aliases are expanded", event.start_mark)
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, ScalarNode) and node.tag in _NUMBER_TAGS:
+            _check_number(node)
         try:
             return super().construct_object(node, deep)
         except (ValueError, TypeError, AttributeError, OverflowError, LookupError):
@@ -168,6 +199,79 @@ class _Limited(_Parser or yaml.parser.Parser, yaml.composer.Composer, yaml.const
 
 
 _Limited.add_constructor(None, _Limited.construct_undefined)
+
+if _CParser is not None:
+    class _CLimited(_CParser, _Limited):
+        """`_Limited` with libyaml's scanner and parser (used first: fast)."""
+
+        __init__ = _Limited.__init__
+
+        def _init_parser(self, text: str) -> None:
+            _CParser.__init__(self, text)
+
+        get_single_node = yaml.composer.Composer.get_single_node
+        check_node = yaml.composer.Composer.check_node
+        get_node = yaml.composer.Composer.get_node
+
+    _CLimited.add_constructor(None, _Limited.construct_undefined)
+else:
+    _CLimited = None
+
+_NUMBER_TAGS = (f"{_TAG}int", f"{_TAG}float")
+_MISPLACED_UNDERSCORE = re.compile(r"(?<![0-9])_|_(?![0-9])")
+
+
+def _check_number(node: ScalarNode) -> None:
+    """Refuse a number literal longer than MAX_NUMBER_CHARS, YAML 1.1's non-decimal forms and an
+    underscore that is not between two digits (module docstring). A literal the constructor
+    cannot read at all (`!!int 12a`) is left to it: construct_object reports it."""
+    text, tag = node.value, node.tag.removeprefix(_TAG)
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ConstructorError(None, None, f"cannot read {short(text)} as {tag}: a number literal is at most "
+                               f"{MAX_NUMBER_CHARS} characters", node.start_mark)
+    body = text.lstrip("+-").replace("_", "").lower()
+    form = _non_decimal_form(body, tag)
+    if form is not None:
+        try:
+            meant = yaml.SafeLoader.yaml_constructors[node.tag](yaml.SafeLoader(""), node)
+        except (ValueError, TypeError, ArithmeticError, LookupError):
+            return
+        advice, example = form
+        raise ConstructorError(None, None, f"{text} is {advice} and would be read as {meant}: {example}, "
+                               "or quote it to mean text", node.start_mark)
+    if "_" in text and _MISPLACED_UNDERSCORE.search(text.lstrip("+-")):
+        raise ConstructorError(None, None, f"cannot read {short(text)} as {tag}: an underscore goes between "
+                               "two digits (1_000), or quote it to mean text", node.start_mark)
+
+
+def _non_decimal_form(body: str, tag: str) -> tuple[str, str] | None:
+    """(what YAML 1.1 reads `body` as, what to write instead) for a literal that is not decimal;
+    `body` is the literal without its sign and underscores, lower-cased."""
+    if ":" in body:
+        return ("a base-60 (sexagesimal) number in YAML 1.1",
+                "give a duration its unit ('90s', '90min') and write any other number in decimal")
+    if tag != "int" or body == "0" or body[:1] in "123456789":
+        return None
+    if body.startswith("0x"):
+        return "hexadecimal in YAML 1.1", "write the number in decimal"
+    if body.startswith("0b"):
+        return "binary in YAML 1.1", "write the number in decimal"
+    if body.startswith("0o"):
+        return "octal", "write the number in decimal"
+    return "octal in YAML 1.1 (a leading 0)", f"write {body.lstrip('0') or '0'} if that is the number meant"
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that also quotes the strings `load_yaml` reads as numbers (`'1e3'`)."""
+
+
+_Dumper.add_implicit_resolver(f"{_TAG}float", _EXPONENT_FLOAT, list("-+.0123456789"))
+
+
+def dump_flow(value: Any) -> str:
+    """`value` as one line of flow-style YAML that `load_yaml` reads back as the same value."""
+    text = yaml.dump(value, Dumper=_Dumper, default_flow_style=True, width=float("inf"), allow_unicode=False)
+    return text.removesuffix("\n").removesuffix("\n...")
 
 
 def _expanded_size(node: Any) -> int:
@@ -203,18 +307,41 @@ def _problem(reason: str, mark: Any) -> _Budget:
 
 
 def load_yaml(text: str) -> Any:
-    """One YAML document as plain Python data; InputProblem('line L, column C: reason')."""
+    """One YAML document as plain Python data; InputProblem('line L, column C: reason').
+
+    libyaml first when PyYAML has it; a document it refuses is read again by the Python parser,
+    so that a limit of this loader, not libyaml's own, gives the reason (module docstring)."""
+    if len(text) > MAX_FILE_BYTES:
+        raise InputProblem(f"larger than {MAX_FILE_BYTES:,} characters")
+    if _CLimited is None:
+        return _load(_Limited, text)
+    try:
+        return _load(_CLimited, text)
+    except _Unparsable:
+        return _load(_Limited, text)
+
+
+class _Unparsable(InputProblem):
+    """libyaml refused the document's syntax (load_yaml then asks the Python parser why)."""
+
+
+def _load(loader_class: type, text: str) -> Any:
     loader = None
     try:
-        loader = _Limited(text)
+        loader = loader_class(text)
         return loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(file)"
-        raise InputProblem(_reason(exc), where) from None
+        syntax = not isinstance(exc, ConstructorError | _Budget)
+        raise (_Unparsable if syntax and loader_class is _CLimited else InputProblem)(_reason(exc), where) from None
     except yaml.reader.ReaderError as exc:
-        raise InputProblem(f"{exc.reason} (#x{exc.character:04x})", f"character {exc.position + 1}") from None
+        # the reason in rmqsim's words: libyaml and PyYAML's reader word it differently
+        raise InputProblem(f"control characters are not allowed (#x{exc.character:04x})",
+                           f"character {exc.position + 1}") from None
     except yaml.YAMLError as exc:
+        if loader_class is _CLimited:
+            raise _Unparsable("not valid YAML") from None
         raise InputProblem(f"not valid YAML: {str(exc).splitlines()[0][:100]}") from None
     except RecursionError:
         raise InputProblem(f"nested more than {MAX_YAML_DEPTH} levels deep") from None

@@ -25,6 +25,7 @@ MAX_FILE_BYTES = 1 << 20  # a scenario or sweep file (the bundled ones are < 4 K
 MAX_MANIFEST_BYTES = 1 << 30  # a sweep's own sweep.json (one entry per point)
 MAX_YAML_DEPTH = 32  # nesting of lists and mappings (scenarios need about 8)
 MAX_YAML_NODES = 100_000  # values in a document, counting every alias expansion
+MAX_NUMBER_CHARS = 32  # a number literal (a seed, 2**63 - 1, has 19 digits; Python's int() stops at 4,300)
 MAX_SET_CHARS = 10_000  # one `--set KEY=VALUE` item
 MAX_PATH_CHARS = 1_024  # a path written inside a file (sweep `base`)
 MAX_PROBLEMS = 50  # problems listed per file; the rest are counted ("... and N more")
