@@ -45,6 +45,10 @@ message). For each unit, over the messages of its subscribed topic:
 - pending_delay: acknowledged, not consumed, and so far stored only in SCHEDULE_TOPIC_XXXX (a
   delayed message whose delay had not run out when the run ended, or whose scheduled copy was
   never delivered): not counted as lost;
+- unconsumed: only in a run stopped at a bound (`stopped`; 0 otherwise): acknowledged, not yet
+  consumed, and destroyed by nothing the simulator knows of (a loss of cause `other` in a whole
+  run) — the run ended before it could be, so it is not lost; a message a fault destroyed stays
+  lost with its cause;
 - latency: send() call → first successful consumption, pooled over units, of the messages
   sent at or after the warm-up (`Ledger.warmup_us`, the scenario's `warmup_ms`; the counts
   above cover every message).
@@ -96,6 +100,7 @@ from analysis.ledger import (
     Ledger,
     display_key,
 )
+from analysis.message_causes import MessageCauses
 from analysis.order import CAUSES as ORDER_CAUSES
 from analysis.order import FirstConsumed, LockHistory, order_violations
 
@@ -187,7 +192,9 @@ def _padded(arr: Any, dtype: Any, length: int, fill: int) -> np.ndarray:
     return np.concatenate([view, np.full(length - len(view), fill, dtype=dtype)])
 
 
-def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[str, Any]:
+def judge_units(ledger: Ledger, details: dict[str, Any] | None = None, stopped: bool = False) -> dict[str, Any]:
+    """Every metric of the run (`Ledger.results`); `stopped`: the run stopped at a bound, so what
+    was not yet consumed is `unconsumed`, not lost (module docstring)."""
     prods = _Producers(ledger)
     facts = _Facts(ledger.destroyed, ledger.reused)
     groups: dict[str, dict[str, Any]] = {}
@@ -195,10 +202,12 @@ def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[s
     timeline = Timeline(ledger.events)
     locks = LockHistory(ledger.events) if ledger.orderly else None
     own = ownership(ledger.events)
+    found = MessageCauses([info.name for info in ledger.producers], LOSS_CAUSES, keep=details is not None)
     for name in sorted(ledger.units):
         unit = ledger.units[name]
-        result, unit_latencies = _judge_unit(ledger, unit, prods, details, facts, locks)
+        result, unit_latencies = _judge_unit(ledger, unit, prods, details, facts, locks, stopped, found)
         timed = timed_causes(unit, ledger, prods.copies, timeline)
+        found.add_duplicates(unit, timed)
         result["duplicates_by_cause"] = count_causes(timed)
         result["duplicates_by_second"] = causes_by_second(timed)
         result["retries"] = unit.attempts - result["consumed_ok_distinct"] - result["duplicates"]
@@ -207,7 +216,10 @@ def judge_units(ledger: Ledger, details: dict[str, Any] | None = None) -> dict[s
                                    unit.group in ledger.broadcasting))
         groups[name] = result
         latencies.append(unit_latencies)
-    return _totals(ledger, prods, groups, np.concatenate(latencies) if latencies else np.zeros(0, np.int64))
+    if details is not None:
+        details["message_causes"] = found  # which messages were counted, and why (rmqsim explain)
+    return _totals(ledger, prods, groups, np.concatenate(latencies) if latencies else np.zeros(0, np.int64)) \
+        | found.samples()
 
 
 def _retry_facts(ledger: Ledger, group: str) -> _Facts:
@@ -216,12 +228,13 @@ def _retry_facts(ledger: Ledger, group: str) -> _Facts:
 
 
 def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str, Any] | None,
-                facts: _Facts, locks: LockHistory | None) -> tuple[dict[str, Any], np.ndarray]:
+                facts: _Facts, locks: LockHistory | None, stopped: bool = False,
+                found: MessageCauses | None = None) -> tuple[dict[str, Any], np.ndarray]:
     retry_facts = _retry_facts(ledger, unit.group)
     causes = np.zeros(len(LOSS_CAUSES), np.int64)
     lost_ids: list[np.ndarray] = []
     latencies: list[np.ndarray] = []
-    c = {"lost": 0, "pending_retry": 0, "dlq": 0, "duplicates": 0, "duplicated_messages": 0,
+    c = {"lost": 0, "pending_retry": 0, "dlq": 0, "duplicates": 0, "duplicated_messages": 0, "unconsumed": 0,
          "consumed_ok_distinct": 0, "producer_retry": 0, "redelivery": 0, "pending_delay": 0, "txn_double_commit": 0}
     order_rows: list[tuple[np.ndarray, ...]] = []
     for p in range(prods.n):
@@ -245,8 +258,19 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str,
         delayed = ((prods.state[p] & SCHEDULED) != 0) & (prods.copies[p] == 0) & (retry == 0)
         lost = missing & (retry == 0) & ~delayed
         lost_causes = _causes(facts, p, np.nonzero(lost)[0])
+        if stopped:  # the run ended early: what nothing destroyed may yet be consumed (module docstring)
+            waiting = np.nonzero(lost)[0][lost_causes == OTHER]
+            lost[waiting] = False
+            lost_causes = lost_causes[lost_causes != OTHER]
+            c["unconsumed"] += len(waiting)
         pending = np.nonzero(missing & (retry == IN_RETRY))[0]
         dead = _dead_retry(retry_facts, p, pending)  # its retry copy is gone: lost after all
+        if found is not None:  # the messages behind the counts (analysis/message_causes.py)
+            found.add_lost(unit.name, p, np.nonzero(lost)[0], lost_causes)
+            found.add_lost(unit.name, p, pending[dead >= 0], dead[dead >= 0])
+            if found.keep:
+                found.add_states(unit.name, p, pending_retry=pending[dead < 0], dlq=np.nonzero(missing & (retry == IN_DLQ))[0],
+                                 pending_delay=np.nonzero(missing & delayed)[0])
         lost[pending[dead >= 0]] = True
         causes += np.bincount(np.concatenate([lost_causes, dead[dead >= 0]]), minlength=len(LOSS_CAUSES))
         c["lost"] += int(lost.sum())
@@ -274,6 +298,7 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str,
         "lost_sample": _lost_sample(ledger, lost_ids),
         "pending_retry": c["pending_retry"],
         "pending_delay": c["pending_delay"],
+        "unconsumed": c["unconsumed"],
         "dlq": c["dlq"],
         "duplicates": c["duplicates"],
         "duplicated_messages": c["duplicated_messages"],
@@ -281,7 +306,7 @@ def _judge_unit(ledger: Ledger, unit: Any, prods: _Producers, details: dict[str,
         | ({"txn_double_commit": c["txn_double_commit"]} if any(prods.transactional) else {}),
         "consumed_ok_distinct": c["consumed_ok_distinct"],
         "consume_attempts": unit.attempts,
-        **_order(ledger, unit, order_rows, locks),
+        **_order(ledger, unit, order_rows, locks, found),
         "latency_ms": percentiles_ms(unit_latencies),
     }
     return result, unit_latencies
@@ -309,12 +334,14 @@ def _lost_sample(ledger: Ledger, lost_ids: list[tuple[np.ndarray, np.ndarray]]) 
     return [display_key(p << SEQ_BITS | s, names) for s, p in pairs[:LOST_SAMPLE]]
 
 
-def _order(ledger: Ledger, unit: Any, rows: list[FirstConsumed], locks: LockHistory | None) -> dict[str, Any]:
+def _order(ledger: Ledger, unit: Any, rows: list[FirstConsumed], locks: LockHistory | None,
+           found: MessageCauses | None = None) -> dict[str, Any]:
     """`order_violations` and `order_violations_by_cause` of a unit (null unless orderly)."""
     if not unit.orderly or locks is None:
         return {"order_violations": None, "order_violations_by_cause": None}
     brokers = sorted(ledger.brokers, key=ledger.brokers.get)
-    total, by_cause = order_violations(rows, unit.group, unit.topic, brokers, ledger.node_names, locks)
+    total, by_cause = order_violations(rows, unit.group, unit.topic, brokers, ledger.node_names, locks,
+                                       found.violation_list(unit.name) if found is not None else None)
     return {"order_violations": total, "order_violations_by_cause": by_cause}
 
 
@@ -370,6 +397,7 @@ def _totals(ledger: Ledger, prods: _Producers, groups: dict[str, dict[str, Any]]
         "lost_by_cause": {cause: sum(g["lost_by_cause"][cause] for g in groups.values()) for cause in LOSS_CAUSES},
         "pending_retry": sum(g["pending_retry"] for g in groups.values()),
         "pending_delay": sum(g["pending_delay"] for g in groups.values()),
+        "unconsumed": sum(g["unconsumed"] for g in groups.values()),
         "dlq": sum(g["dlq"] for g in groups.values()),
         "duplicates": sum(g["duplicates"] for g in groups.values()),
         "duplicated_messages": sum(g["duplicated_messages"] for g in groups.values()),

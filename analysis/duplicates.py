@@ -152,37 +152,59 @@ def causes_by_second(timed: list[TimedCause]) -> dict[str, list[list[int]]]:
 
 def _cause(unit: Any, ledger: Any, copies: list[np.ndarray], timeline: Timeline, names: list[str], t_us: int,
            node: str, broker: str, qid: int, offset: int, reconsume: int, p: int, seq: int) -> str:
+    return cause_and_evidence(unit, ledger, copies, timeline, names, t_us, node, broker, qid, offset, reconsume,
+                              p, seq)[0]
+
+
+def cause_and_evidence(unit: Any, ledger: Any, copies: list[np.ndarray], timeline: Timeline, names: list[str],
+                       t_us: int, node: str, broker: str, qid: int, offset: int, reconsume: int, p: int,
+                       seq: int) -> tuple[str, dict[str, Any]]:
+    """The cause of one duplicate delivery (module docstring) and the facts the rule used
+    (`rmqsim explain` prints them): `t_first`/`first_node` (the first successful consumption),
+    `offset` (the queue offset re-read), `t0` (start of the re-reading consumer's ownership), and the one fact that decided it —
+    `moved_us`, `rolled_back` (t, from, to), `behind` (t, answered, held), `end` (t, reason) —
+    or, for another stored copy, `first_reconsume` and `copies`."""
     first_pos = unit.first_pos[p][seq]
     position = (((ledger.brokers[broker] << 12 | qid) << 8 | min(reconsume, 255)) << 32) | (offset & _OFFSET_MASK)
+    t_first = unit.first_ok_us[p][seq]
+    first_node = names[unit.first_node[p][seq]]
+    why: dict[str, Any] = {"t_first": t_first, "first_node": first_node, "same_copy": position == first_pos,
+                           "offset": offset}
     if position != first_pos:
         first_reconsume = (first_pos >> 32) & 0xFF
+        why["first_reconsume"] = first_reconsume
+        why["copies"] = int(copies[p][seq]) if seq < len(copies[p]) else 0
         if reconsume > 0 or first_reconsume > 0:
-            return "send_back"
-        if seq < len(copies[p]) and copies[p][seq] > 1:  # a transactional message's copies are commits
-            return "txn_double_commit" if getattr(ledger.producers[p], "transactional", False) else "producer_retry"
-        return "other"
+            return "send_back", why
+        if why["copies"] > 1:  # a transactional message's copies are commits
+            return ("txn_double_commit" if getattr(ledger.producers[p], "transactional", False)
+                    else "producer_retry"), why
+        return "other", why
     group, retry = unit.group, reconsume > 0
-    t_first = unit.first_ok_us[p][seq]
     key = (group, node, broker, qid, retry)
-    t0 = timeline.owned_since(key, t_us)
+    t0 = why["t0"] = timeline.owned_since(key, t_us)
     if t0 is None:
-        return "other"
-    if any(t_first < t <= t0 for t in timeline.moved.get((group, broker, qid), ())):
-        return "offset_reset"
+        return "other", why
+    moved = [t for t in timeline.moved.get((group, broker, qid), ()) if t_first < t <= t0]
+    if moved:
+        why["moved_us"] = moved[0]
+        return "offset_reset", why
     for t, before, after in timeline.rolled_back.get((group, broker, qid, retry), ()):
         if t_first < t <= t0 and after <= offset < before:
-            return "broker_offset_rollback"
+            why["rolled_back"] = (t, before, after)
+            return "broker_offset_rollback", why
     for t, answered, held in timeline.behind.get(key, ()):
         if t_first < t <= t0 and answered <= offset < held:
-            return "failover"
-    first_node = names[unit.first_node[p][seq]]
+            why["behind"] = (t, answered, held)
+            return "failover", why
     first_key = (group, first_node, broker, qid, retry)
     end = timeline.end_after(first_key, first_node, t_first)
+    why["end"] = end
     if end is None or end[0] > t0:
-        return "rebalance" if first_node != node else "other"
+        return ("rebalance" if first_node != node else "other"), why
     reason = end[1]
     if reason in ("rebalance", "pull_expired"):
-        return "rebalance"
+        return "rebalance", why
     if reason == "offset_moved":
-        return "offset_reset"
-    return reason  # consumer_crash / consumer_shutdown
+        return "offset_reset", why
+    return reason, why  # consumer_crash / consumer_shutdown

@@ -2,7 +2,9 @@
 
 Columns: `t_us`, `node`, then the kind's fields as declared (sim/trace.py, models/records.py),
 with the Parquet trace's types (int64, string, double, boolean; nullable), read either from the
-records kept in memory (`keep_records=True`) or from a Parquet trace (`trace_dir=`).
+records kept in memory (`keep_records=True`) or from a Parquet trace (`trace_dir=`). Given the
+producers' names, a kind with a `msg_id` column gets the message's display key `msg_key`
+(`<producer>-<seq>`, as in the summary's samples and `rmqsim explain`) right beside it.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ def check_kind(kind: str) -> None:
         raise FrameError(f"unknown record kind {kind!r}; kinds: {', '.join(sorted(KINDS))}")
 
 
-def records_frame(records: list[tuple], kind: str) -> Any:
-    """The kept records of one kind as a DataFrame (columns t_us, node, then the kind's fields)."""
+def records_frame(records: list[tuple], kind: str, producers: list[str] | None = None) -> Any:
+    """The kept records of one kind as a DataFrame (columns t_us, node, then the kind's fields;
+    `msg_key` beside `msg_id` given the `producers`' names)."""
     check_kind(kind)
     schema = kind_schema(kind)
     names = [n for n in schema.names if n != "seq"]
@@ -42,17 +45,28 @@ def records_frame(records: list[tuple], kind: str) -> Any:
     for i, name in enumerate(names[2:]):
         columns[name] = [r[3 + i] for r in rows]
     table = pa.Table.from_pydict(columns, schema=pa.schema([schema.field(n) for n in names]))
-    return table.to_pandas(types_mapper=_nullable)
+    return _with_keys(table, producers)
 
 
-def trace_frame(trace_dir: Path, kind: str) -> Any:
+def trace_frame(trace_dir: Path, kind: str, producers: list[str] | None = None) -> Any:
     """One kind of a Parquet trace as a DataFrame (the same columns; `seq` dropped)."""
     check_kind(kind)
     path = kind_path(Path(trace_dir), kind)
     if not path.is_file():  # the run emitted no record of this kind
-        return records_frame([], kind)
+        return records_frame([], kind, producers)
     table = pq.read_table(path)
-    return table.drop_columns(["seq"]).to_pandas(types_mapper=_nullable)
+    return _with_keys(table.drop_columns(["seq"]), producers)
+
+
+def _with_keys(table: pa.Table, producers: list[str] | None) -> Any:
+    """The table as a DataFrame, with `msg_key` (the display key) after `msg_id` when it has one."""
+    if producers is not None and "msg_id" in table.column_names:
+        from analysis.ledger import display_key
+
+        keys = [None if m is None else display_key(m, producers) for m in table.column("msg_id").to_pylist()]
+        table = table.add_column(table.column_names.index("msg_id") + 1, pa.field("msg_key", pa.string()),
+                                 pa.array(keys, pa.string()))
+    return table.to_pandas(types_mapper=_nullable)
 
 
 def _nullable(kind: pa.DataType) -> Any:

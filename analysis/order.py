@@ -95,8 +95,10 @@ class LockHistory:
 
 
 def order_violations(rows: list[FirstConsumed], group: str, topic: str, brokers: list[str],
-                     nodes: list[str], locks: LockHistory) -> tuple[int, dict[str, int]]:
-    """(violations, by cause) of one orderly unit; `brokers` / `nodes`: index → name."""
+                     nodes: list[str], locks: LockHistory, found: list | None = None) -> tuple[int, dict[str, int]]:
+    """(violations, by cause) of one orderly unit; `brokers` / `nodes`: index → name. `found`
+    gets each violation as (late message id, id of the message that overtook it, the late one's
+    first consumption, cause) (analysis/message_causes.py)."""
     causes = empty_order_causes()
     if not rows:
         return 0, causes
@@ -109,7 +111,10 @@ def order_violations(rows: list[FirstConsumed], group: str, topic: str, brokers:
         stream = (int(cols.producer[i]), int(cols.shard[i]))
         top = highest.get(stream)
         if top is not None and cols.seq[i] < cols.seq[top]:
-            causes[_cause(cols, i, top, group, topic, brokers, nodes, locks)] += 1
+            cause = _cause(cols, i, top, group, topic, brokers, nodes, locks)
+            causes[cause] += 1
+            if found is not None:
+                found.append((int(msg_id[i]), int(msg_id[top]), int(cols.first_us[i]), cause))
         else:
             highest[stream] = i
     return sum(causes.values()), causes

@@ -3,7 +3,20 @@
 The aggregates come from Spark SQL (analysis/aggregate.py) on the sweep's Parquet tables; the
 page embeds the PNGs as data URIs, so it can be mailed or archived as one file. Also written:
 `points.json` (the per-point table). Every file is written under a temporary name and renamed,
-the HTML page last.
+the HTML page last, and recorded in the report folder's manifest (sim/files.py `OwnedDir`): a
+file there that rmqsim did not write is never overwritten, and a report that fails half-way
+removes what it wrote.
+
+Before Spark reads anything, `check_tables` proves the tables are the sweep's own: table
+folders are folders (not symbolic links), every file in them is a regular file (a FIFO or
+device is never opened, so nothing hangs), each `runs` file is one row of this sweep (read with
+a size bound), and each per-message file is listed by an ok run's row with its size (a
+truncated or unlisted file is refused, naming it; rerunning the sweep redoes such runs).
+
+The page lists the failing runs — verdict invalid or unknown, or failed to run; the first
+`MAX_FAILING_ROWS` by run id, and how many there are — each with what failed, its reproduction
+command and a link to its repro card (`DIR/repro/<run_id>.md`, analysis/repro_card.py) when its
+row lists one; the link is relative to the report folder.
 """
 
 from __future__ import annotations
@@ -11,15 +24,22 @@ from __future__ import annotations
 import base64
 import html
 import json
+import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow.parquet as pq
 
 from analysis import aggregate, figures, fmt, sweep_dir
 from analysis import results_store as store
 from analysis.checks import DELIVERY_COUNT_CAP
-from sim.files import atomic_path, atomic_write_text, writable_dir
+from sim.files import REPORT_TOOL, OwnedDir, UnsafeFile, lstat_kind, regular_file, some
+from sim.files import report_dir as claim_report_dir
+
+MAX_FAILING_ROWS = 500  # failing runs listed on the page (the count says how many in all)
+STEMS = ("duplicates_vs_params", "duplicates_heatmap", "latency_spectrum", "latency_timeline", "loss_per_point",
+         "delivery_counts", "txn_checks")  # every figure a sweep report may draw
 
 
 class ReportError(Exception):
@@ -37,44 +57,91 @@ def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "l
     except sweep_dir.ForeignDirectory as exc:
         raise ReportError(str(exc)) from None
     check_tables(out_dir, manifest["digest"])
-    report_dir = writable_dir(report_dir or out_dir / "report")
-    spark = spark_session(master, None, app=f"rmqsim-report-{manifest['name']}")
-    if store.RUNS not in aggregate.open_views(spark, out_dir):
-        raise ReportError(f"{out_dir} has no completed runs yet")
-    data = _gather(spark, manifest, timeline_run)
-    images = _draw(data, manifest, report_dir)
-    atomic_write_text(report_dir / "points.json", json.dumps(data["points_json"], indent=1, default=str))
-    page = report_dir / "index.html"
-    atomic_write_text(page, _html(manifest, data, images))
+    folder = claim_report_dir(out_dir / "report", report_dir)
+    owned = OwnedDir(folder, REPORT_TOOL, names=["points.json", "index.html"] +
+                     [f"{stem}.{ext}" for stem in STEMS for ext in ("png", "svg")])
+    try:
+        spark = spark_session(master, None, app=f"rmqsim-report-{manifest['name']}")
+        if store.RUNS not in aggregate.open_views(spark, out_dir):
+            raise ReportError(f"{out_dir} has no completed runs yet")
+        data = _gather(spark, manifest, timeline_run)
+        images = _draw(data, owned)
+        owned.write_text("points.json", json.dumps(data["points_json"], indent=1, default=str))
+        page = owned.write_text("index.html", _html(manifest, data, images, out_dir, folder))
+        owned.commit()
+    except BaseException:
+        owned.abandon()
+        raise
     return page
 
 
 def check_tables(out_dir: Path, digest: str) -> None:
-    """Every table file readable, and every run of this sweep (`sweep_digest` as in sweep.json);
-    else ReportError naming the files (Spark would fail on them, or mix in another sweep's runs)."""
-    damaged, foreign = [], []
+    """Every table file a regular file, readable, and the sweep's own (module docstring); else
+    ReportError naming the files (Spark would hang or fail on them, or mix in what is not this
+    sweep's)."""
+    unsafe, damaged, foreign, unlisted = [], [], [], []
+    listed: dict[str, int] = {}
+    unlisting: set[str] = set()  # ok runs of an older rmqsim, whose rows list no files
+    entries: dict[str, list[Path]] = {}
     for table in sweep_dir.TABLES:
         folder = out_dir / table
-        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-            if path.name.startswith((".", "_")):
-                continue
-            try:
-                schema = pq.read_schema(path)
-                if table == store.RUNS and ("sweep_digest" not in schema.names or
-                                            pq.read_table(path, columns=["sweep_digest"]).column(0).to_pylist() != [digest]):
-                    foreign.append(path.name)
-            except Exception:  # noqa: BLE001 - pyarrow raises several types for damaged or foreign files
-                damaged.append(f"{table}/{path.name}")
+        kind = lstat_kind(folder)
+        if kind not in (None, "dir"):
+            raise ReportError(f"{folder} is {'a symbolic link' if kind == 'link' else 'not a folder'}; a report "
+                              "reads only the folders rmqsim wrote: move it away")
+        entries[table] = [] if kind is None else sorted(p for p in folder.iterdir()
+                                                        if not p.name.startswith((".", "_")))
+        for path in entries[table]:
+            if lstat_kind(path) != "file":
+                unsafe.append(f"{table}/{path.name}")
+    if unsafe:
+        raise ReportError(f"{len(unsafe)} entr{'y' if len(unsafe) == 1 else 'ies'} in {out_dir}'s tables "
+                          f"{'is' if len(unsafe) == 1 else 'are'} not a regular file ({some(unsafe)}): a FIFO, "
+                          "device, folder or symbolic link is never read; move them away")
+    for path in entries[store.RUNS]:
+        try:
+            row = sweep_dir.read_row(path, sweep_dir.ROW_COLUMNS)
+        except UnsafeFile:
+            row = None
+        if row is None:
+            damaged.append(f"{store.RUNS}/{path.name}")
+        elif row["run_id"] != path.stem or row["sweep_digest"] != digest:
+            foreign.append(path.name)
+        elif row["status"] == "ok" and sweep_dir.legacy(row):
+            unlisting.add(path.stem)
+        elif row["status"] == "ok":  # its tables (a failing run's repro card is read by no report)
+            listed.update({f["path"]: f["bytes"] for f in row["output_files"]
+                           if not f["path"].startswith(sweep_dir.REPRO + "/")})
+    for table in sweep_dir.TABLES[1:]:
+        for path in entries[table]:
+            rel = f"{table}/{path.name}"
+            if rel not in listed and path.name.endswith(".parquet") and path.name[:-8] in unlisting:
+                if not _readable_parquet(path):  # an older sweep's file: readable is all that can be checked
+                    damaged.append(rel)
+            elif rel not in listed:
+                unlisted.append(rel)
+            elif path.lstat().st_size != listed.pop(rel) or not _readable_parquet(path):
+                damaged.append(rel)
+    damaged += [f"{rel} (missing)" for rel in sorted(listed)]
     if damaged:
-        raise ReportError(f"{len(damaged)} file(s) in {out_dir} are not readable Parquet ({_some(damaged)}): "
-                          "rerun the sweep command to redo those runs")
+        raise ReportError(f"{len(damaged)} file(s) in {out_dir} are not readable Parquet or are not what their run "
+                          f"wrote ({some(damaged)}): rerun the sweep command to redo those runs")
     if foreign:
         raise ReportError(f"{len(foreign)} run file(s) in {out_dir / store.RUNS} are not runs of the sweep in "
-                          f"{sweep_dir.MANIFEST} (digest {digest[:12]}): {_some(foreign)}; refusing to mix them")
+                          f"{sweep_dir.MANIFEST} (digest {digest[:12]}): {some(foreign)}; refusing to mix them")
+    if unlisted:
+        raise ReportError(f"{len(unlisted)} file(s) in {out_dir} are listed by no completed run of this sweep "
+                          f"({some(unlisted)}): left by an interrupted or failed run, or not rmqsim's; rerun the "
+                          "sweep command, or move them away")
 
 
-def _some(names: list[str]) -> str:
-    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+def _readable_parquet(path: Path) -> bool:
+    try:
+        with regular_file(path) as handle:
+            pq.read_schema(handle)
+    except Exception:  # noqa: BLE001 - pyarrow raises several types for damaged or foreign files
+        return False
+    return True
 
 
 def _gather(spark: Any, manifest: dict[str, Any], timeline_run: str | None) -> dict[str, Any]:
@@ -93,6 +160,7 @@ def _gather(spark: Any, manifest: dict[str, Any], timeline_run: str | None) -> d
         "marginals": {p: aggregate.marginal_stats(spark, p, params) for p in params},
         "heatmap": aggregate.grid_means(spark, params[0], params[1], "duplicate_rate") if len(params) >= 2 else None,
         "counts": aggregate.delivery_counts(spark), "failed": aggregate.failed_runs(spark),
+        "failing": failing_runs(spark),
         "totals": aggregate.totals(spark),
         "txn": aggregate.txn_checks(spark, run),
     }
@@ -100,11 +168,31 @@ def _gather(spark: Any, manifest: dict[str, Any], timeline_run: str | None) -> d
     return data
 
 
+def failing_runs(spark: Any, limit: int = MAX_FAILING_ROWS) -> dict[str, Any]:
+    """The runs whose verdict is invalid or unknown, or that failed to run (run id order, at most
+    `limit`), each with what failed, its reproduction command and its repro card's path if its row
+    lists one; and how many there are in all."""
+    columns = set(spark.table("runs").columns)
+    have = [c for c in ("verdict", "verdict_failures", "error", "repro", "output_files") if c in columns]
+    where = "status <> 'ok'" + (" OR verdict IN ('invalid', 'unknown')" if "verdict" in columns else "")
+    total = spark.sql(f"SELECT count(*) AS n FROM runs WHERE {where}").collect()[0]["n"]
+    rows = spark.sql(f"SELECT run_id, status, {', '.join(have)} FROM runs WHERE {where} ORDER BY run_id "
+                     f"LIMIT {int(limit)}").collect()
+    out = []
+    for r in rows:
+        row = {c: None for c in ("verdict", "verdict_failures", "error", "repro")} | r.asDict()
+        card = f"{sweep_dir.REPRO}/{row['run_id']}.md"
+        listed = {f["path"] for f in row.pop("output_files", None) or []}
+        row["card"] = card if card in listed else None
+        out.append(row)
+    return {"total": total, "rows": out}
+
+
 def _labels(stats: list[dict[str, Any]]) -> dict[int, str]:
     return {s["point"]: s["point_key"] or f"point {s['point']}" for s in stats}
 
 
-def _draw(data: dict[str, Any], manifest: dict[str, Any], report_dir: Path) -> list[tuple[str, str, str]]:
+def _draw(data: dict[str, Any], owned: OwnedDir) -> list[tuple[str, str, str]]:
     """Save each figure as PNG and SVG; returns (file stem, title, PNG base64) in page order."""
     labels = _labels(data["stats"])
     made = []
@@ -124,10 +212,10 @@ def _draw(data: dict[str, Any], manifest: dict[str, Any], report_dir: Path) -> l
     for stem, fig in made:
         title = "; ".join(ax.get_title() for ax in fig.axes if ax.get_title())
         for ext in ("png", "svg"):
-            with atomic_path(report_dir / f"{stem}.{ext}") as tmp:
+            with owned.path(f"{stem}.{ext}") as tmp:
                 fig.savefig(tmp, format=ext, dpi=110)
         figures.plt.close(fig)
-        png = base64.b64encode((report_dir / f"{stem}.png").read_bytes()).decode("ascii")
+        png = base64.b64encode((owned.directory / f"{stem}.png").read_bytes()).decode("ascii")
         out.append((stem, title, png))
     return out
 
@@ -190,7 +278,32 @@ var ok=0;imgs.forEach(function(i){if(i.complete&&i.naturalWidth>0)ok++;});
 document.body.setAttribute('data-figures-loaded',ok+'/'+imgs.length);});"""
 
 
-def _html(manifest: dict[str, Any], data: dict[str, Any], images: list[tuple[str, str, str]]) -> str:
+def _failing_table(failing: dict[str, Any], out_dir: Path, folder: Path) -> str:
+    """Each failing run with what failed, a link to its repro card (relative to the report, so the
+    pair of folders can move together) and its reproduction command."""
+    if not failing["rows"]:
+        return "<p>No failing runs: every run ran and was judged valid.</p>"
+    rows = []
+    for f in failing["rows"]:
+        what = f["verdict_failures"] if f["status"] == "ok" else (f["error"] or "").strip().splitlines()[:1]
+        what = what if isinstance(what, str) else (what[0] if what else "")
+        verdict = f["verdict"] if f["status"] == "ok" else (
+            "unknown: stopped at a bound" if (f["error"] or "").startswith("StoppedAtBound") else "failed to run")
+        card = "-"
+        if f["card"] and lstat_kind(out_dir / f["card"]) == "file":
+            href = quote(os.path.relpath((out_dir / f["card"]).resolve(), folder.resolve()))
+            card = f'<a class="repro-card" href="{html.escape(href)}">{html.escape(f["card"])}</a>'
+        rows.append(f'<tr id="failing-{html.escape(f["run_id"])}"><td>{html.escape(f["run_id"])}</td>'
+                    f"<td>{html.escape(verdict or '')}</td><td>{html.escape((what or '')[:400])}</td><td>{card}</td>"
+                    f"<td><code>{html.escape(f['repro'] or '')}</code></td></tr>")
+    more = failing["total"] - len(failing["rows"])
+    note = f"<p>… and {more:,} more (the first {len(failing['rows']):,} by run id are listed).</p>" if more > 0 else ""
+    return ("<table><thead><tr><th>run</th><th>verdict</th><th>what failed</th><th>repro card</th><th>reproduce</th>"
+            f"</tr></thead><tbody>{''.join(rows)}</tbody></table>{note}")
+
+
+def _html(manifest: dict[str, Any], data: dict[str, Any], images: list[tuple[str, str, str]], out_dir: Path,
+          folder: Path) -> str:
     t = data["totals"]
     figs = "".join(
         f'<figure id="{stem}"><h2>{html.escape(title)}</h2><img class="figure" alt="{html.escape(title)}" '
@@ -220,5 +333,7 @@ transactions), not 0. "pass" counts runs whose guarantee verdict (analysis/verdi
 {figs}
 <h2>Failed runs</h2>
 {_failed_table(data['failed'])}
+<h2>Failing runs: verdict invalid or unknown, or failed to run</h2>
+{_failing_table(data['failing'], out_dir, folder)}
 </body></html>
 """

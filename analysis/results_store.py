@@ -8,8 +8,11 @@
 
 Each file is written to a hidden temporary name in its folder and renamed into place
 (sim/files.py), so a reader (Spark ignores names starting with '.' or '_') never sees half a file. The run's
-per-message tables are renamed before its `runs` row: a run is complete exactly when its
-`runs` file exists with status "ok". A rerun skips complete runs and retries failed ones.
+per-message tables are renamed before its `runs` row, and the row lists them (`output_files`:
+path, size in bytes and SHA-256 of each): a run is complete exactly when its `runs` file exists
+with status "ok" and every file it lists is there with its size (a truncated `deliveries` file
+makes the run redone, and a report refuses it; a file no row lists is none of the sweep's). A
+rerun skips complete runs and retries failed ones.
 Each `runs` row carries the sweep's digest (`sweep_digest`), so a row copied in from another
 sweep is recognised. The directory must be visible to the driver and every executor (local
 disk for `local[*]`, a shared filesystem for a cluster).
@@ -39,10 +42,11 @@ from analysis.run_rows import (
     TXN_FIGURES,
 )
 from analysis.sweep_dir import TABLES
-from sim.files import atomic_path
+from sim.files import atomic_path, file_digest
 
 RUNS, DELIVERIES, LATENCIES = TABLES
-EXTRA_COLUMNS = frozenset({"sweep_digest"})  # runs-table columns beyond run_rows.RESERVED_COLUMNS
+EXTRA_COLUMNS = frozenset({"sweep_digest", "output_files"})  # runs-table columns beyond run_rows.RESERVED_COLUMNS
+OUTPUT_FILE = pa.struct([("path", pa.string()), ("bytes", pa.int64()), ("sha256", pa.string())])
 
 _PARAM_TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
 TXN_STRUCT = pa.struct([(k, pa.int64()) for k in TXN_COUNTS] + [(k, pa.float64()) for k in TXN_FIGURES]
@@ -89,7 +93,8 @@ def flatten_row(row: dict[str, Any], keep: frozenset[str] | set[str] = frozenset
 
 def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields = [("run_id", pa.string()), ("sweep", pa.string()), ("sweep_digest", pa.string()),
-              ("point", pa.int32()), ("point_key", pa.string()), ("seed", pa.int64())]
+              ("point", pa.int32()), ("point_key", pa.string()), ("seed", pa.int64()),
+              ("output_files", pa.list_(OUTPUT_FILE))]
     fields += [(name, _PARAM_TYPES[kind]) for name, kind in param_types.items()]
     fields += [("params_json", pa.string()), ("status", pa.string()), ("stopped_by", pa.string()),
                ("error", pa.string()),
@@ -132,11 +137,19 @@ LATENCIES_SCHEMA = pa.schema([
 
 
 def write_table(out_dir: Path, table: str, run_id: str, columns: dict[str, list],
-                schema: pa.Schema) -> None:
+                schema: pa.Schema) -> Path:
     folder = out_dir / table
     folder.mkdir(parents=True, exist_ok=True)
-    with atomic_path(folder / f"{run_id}.parquet") as tmp:
+    final = folder / f"{run_id}.parquet"
+    with atomic_path(final) as tmp:
         pq.write_table(pa.Table.from_pydict(columns, schema=schema), tmp)
+    return final
+
+
+def output_entry(out_dir: Path, path: Path) -> dict[str, Any]:
+    """A per-message file's entry in its run's `output_files`: path relative to DIR, size, SHA-256."""
+    digest = file_digest(path)
+    return {"path": path.relative_to(out_dir).as_posix(), "bytes": digest["size"], "sha256": digest["sha256"]}
 
 
 def write_run_row(out_dir: Path, row: dict[str, Any], schema: pa.Schema) -> None:

@@ -8,10 +8,21 @@ counts, per-broker send share, duplicate consumptions by cause, the backlog per 
 fault windows (analysis/run_rows.py). Messages sent before `warmup_ms` are left out of the
 latency spectra, as in the summary. A metric another part of the simulator records only in
 some builds (`summary_metric`) is None when this run does not have it.
+
+It reads only what `rmqsim run` wrote, and refuses anything else with a `RunDataError` naming
+the file (the CLI's exit 2), never a traceback: every file must be a regular file (a symbolic
+link, FIFO or device is refused, and `trace/` must be a folder, not a link), the JSON files are
+read up to `MAX_JSON_BYTES`, the summary must have every field the report reads with the right
+type (`summary_problems`), and each trace file must be Parquet with the kind's columns and
+types, its times inside the run. A run with a manifest (sim/run_store.py) must be complete, its
+JSON files must have the recorded SHA-256 and its trace files the recorded sizes, and a trace
+file it does not list is refused; a run written without one (older runs, `sim.run(...,
+trace_dir=...)`) is read with the other checks.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +33,7 @@ import pyarrow.parquet as pq
 
 from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
 from analysis.run_rows import fault_windows
-from analysis.trace_store import kind_path
+from analysis.trace_store import kind_path, kind_schema
 from models.records import (
     BROKER_LOCK_GRANTED,
     BROKER_LOCK_REFUSED,
@@ -37,8 +48,12 @@ from models.records import (
     TXN_ENDED,
     TXN_LOCAL_DONE,
 )
+from sim.files import UnsafeFile, lstat_kind, read_bounded, read_manifest, regular_file
+from sim.limits import MAX_TIME_MS
 from sim.trace import FAULT_HEALED, FAULT_INJECTED
 
+MAX_JSON_BYTES = 64 << 20  # summary.json, scenario.resolved.json (a few KiB to a few MiB)
+RUN_TOOL = "rmqsim run"  # sim/run_store.py TOOL (analysis does not import the CLI's store)
 SPECTRUM = (("p50", 0.50), ("p75", 0.75), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99), ("p99.9", 0.999),
             ("p99.99", 0.9999))
 
@@ -54,6 +69,7 @@ class RunData:
     scenario: dict[str, Any]
     columns: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # kind → column → values
     windows: list[dict[str, Any]] = field(default_factory=list)
+    tables: dict[tuple[str, tuple[str, ...]], Any] = field(default_factory=dict, repr=False)  # `table`'s reads
 
     @property
     def warmup_ms(self) -> float:
@@ -66,16 +82,43 @@ class RunData:
     def kind(self, name: str) -> dict[str, np.ndarray]:
         return self.columns.get(name, {})
 
+    def table(self, kind: str, cols: tuple[str, ...]) -> Any:
+        """The columns `cols` of `trace/<kind>.parquet` as a pyarrow Table, read on demand with
+        the checks `load_run` makes (None: this run's trace has no such file, e.g. a detail kind
+        of an older run); read once per kind and column set."""
+        key = (kind, cols)
+        if key not in self.tables:
+            self.tables[key] = _read_kind(self.directory, kind, cols, None, (self.summary["sim_time_ms"] + 1) * 1000)
+        return self.tables[key]
+
 
 def load_run(directory: Path) -> RunData:
-    summary_path = directory / "summary.json"
-    if not summary_path.is_file():
+    directory = Path(directory)
+    if lstat_kind(directory / "summary.json") is None:
         raise RunDataError(f"{directory} is not a run directory (no summary.json)")
-    if not (directory / "trace").is_dir():
+    manifest = _run_manifest(directory)
+    trace_kind = lstat_kind(directory / "trace")
+    if trace_kind is None:
         raise RunDataError(f"{directory} has no trace: rerun with --trace (or --report, which writes one)")
-    summary = json.loads(summary_path.read_text())
-    resolved = directory / "scenario.resolved.json"
-    data = RunData(directory, summary, json.loads(resolved.read_text()) if resolved.is_file() else {})
+    if trace_kind != "dir":
+        raise RunDataError(f"{directory / 'trace'} is {'a symbolic link' if trace_kind == 'link' else 'not a folder'}; "
+                           "a report reads only the trace folder rmqsim wrote")
+    if manifest is not None:
+        _check_listed_trace(directory, manifest)
+    summary = _read_json(directory, "summary.json", manifest)
+    problems = summary_problems(summary)
+    if problems:
+        raise RunDataError(f"{directory / 'summary.json'} is not a summary rmqsim wrote: it lacks or garbles "
+                           f"{', '.join(problems[:5])}{' ...' if len(problems) > 5 else ''}")
+    resolved = None
+    if lstat_kind(directory / "scenario.resolved.json") is not None or \
+            (manifest is not None and "scenario.resolved.json" in manifest["files"]):
+        resolved = _read_json(directory, "scenario.resolved.json", manifest)
+        if not _scenario_ok(resolved):
+            raise RunDataError(f"{directory / 'scenario.resolved.json'} is not a resolved scenario rmqsim wrote "
+                               "(consumers without group or topic)")
+    data = RunData(directory, summary, resolved or {})
+    end_us = (summary["sim_time_ms"] + 1) * 1000
     wanted = {PRODUCER_SENT: ("t_us", "node", "msg_id", "broker", "status", "born_us"),
               CONSUMER_CONSUMED: ("t_us", "node", "group", "msg_id", "ok"),
               BROKER_STORED: ("t_us", "node", "msg_id", "topic", "reconsume_times"),
@@ -86,18 +129,168 @@ def load_run(directory: Path) -> RunData:
               TXN_LOCAL_DONE: ("t_us", "msg_id", "state"), TXN_CHECK_ANSWERED: ("t_us", "state"),
               BROKER_LOCK_GRANTED: ("t_us", "node", "how"), BROKER_LOCK_REFUSED: ("t_us", "node")}
     for kind, cols in wanted.items():
-        path = kind_path(directory / "trace", kind)
-        if path.is_file():
-            table = pq.read_table(path, columns=list(cols))
+        table = _read_kind(directory, kind, cols, manifest, end_us)
+        if table is not None:
             data.columns[kind] = {c: table.column(c).to_numpy(zero_copy_only=False) for c in cols}
     faults = []
     for kind in (FAULT_INJECTED, FAULT_HEALED):
-        path = kind_path(directory / "trace", kind)
-        if path.is_file():
-            t = pq.read_table(path, columns=["seq", "t_us", "node", "fault", "target", "detail"]).to_pylist()
-            faults += [(r["seq"], (r["t_us"], r["node"], kind, r["fault"], r["target"], r["detail"])) for r in t]
+        table = _read_kind(directory, kind, ("seq", "t_us", "node", "fault", "target", "detail"), manifest, end_us)
+        if table is not None:
+            faults += [(r["seq"], (r["t_us"], r["node"], kind, r["fault"], r["target"], r["detail"]))
+                       for r in table.to_pylist()]
     data.windows = fault_windows([rec for _seq, rec in sorted(faults)], summary["sim_time_ms"])
     return data
+
+
+def _run_manifest(directory: Path) -> dict[str, Any] | None:
+    try:
+        manifest = read_manifest(directory)
+    except UnsafeFile as exc:
+        raise RunDataError(f"{exc}; not reading {directory}") from None
+    if manifest is not None and manifest["tool"] != RUN_TOOL:
+        raise RunDataError(f"{directory}'s manifest is not a run's ({manifest['tool']!r}); not reading it as a run")
+    if manifest is not None and not manifest["complete"]:
+        raise RunDataError(f"{directory} holds a run that did not finish writing its files (interrupted?): rerun it")
+    return manifest
+
+
+def _check_listed_trace(directory: Path, manifest: dict[str, Any]) -> None:
+    """Each trace file the manifest lists is there with its size; no other trace file is."""
+    listed = {rel: e for rel, e in manifest["files"].items() if rel.startswith("trace/")}
+    for rel, entry in sorted(listed.items()):
+        kind = lstat_kind(directory / rel)
+        if kind != "file" or (directory / rel).lstat().st_size != entry["size"]:
+            why = {None: "missing", "link": "a symbolic link", "file": "damaged (its size differs from what rmqsim "
+                   "wrote)"}.get(kind, "not a regular file")
+            raise RunDataError(f"{directory / rel} is {why}: rerun the run to rewrite its trace")
+    for path in sorted((directory / "trace").iterdir()):
+        rel = f"trace/{path.name}"
+        if path.name.endswith(".parquet") and not path.name.startswith(".") and rel not in listed:
+            raise RunDataError(f"{path} is not a trace file rmqsim wrote for this run (its manifest does not list "
+                               "it); move it away")
+
+
+def _read_json(directory: Path, name: str, manifest: dict[str, Any] | None) -> Any:
+    path = directory / name
+    try:
+        raw = read_bounded(path, MAX_JSON_BYTES)
+    except UnsafeFile as exc:
+        raise RunDataError(f"{path}: {exc}; a report reads only the regular files rmqsim wrote") from None
+    if manifest is not None:
+        entry = manifest["files"].get(name)
+        if entry is None:
+            raise RunDataError(f"{path} is not a file rmqsim wrote for this run (its manifest does not list it)")
+        if len(raw) != entry["size"] or hashlib.sha256(raw).hexdigest() != entry["sha256"]:
+            raise RunDataError(f"{path} differs from what rmqsim wrote (damaged or edited since): rerun the run")
+    try:
+        return json.loads(raw)
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError
+        raise RunDataError(f"{path} is damaged (not the JSON rmqsim writes)") from None
+
+
+def _read_kind(directory: Path, kind: str, cols: tuple[str, ...], manifest: dict[str, Any] | None,
+               end_us: int) -> Any:
+    """The columns `cols` of `trace/<kind>.parquet` (a pyarrow Table), None if the run has no such
+    file; RunDataError if it is not a regular file, not Parquet, lacks a column or has another type,
+    or holds times outside the run."""
+    path = kind_path(directory / "trace", kind)
+    if lstat_kind(path) is None:
+        return None
+    expected = kind_schema(kind)
+    try:
+        with regular_file(path) as handle:
+            parquet = pq.ParquetFile(handle)
+            schema = parquet.schema_arrow
+            wrong = [c for c in cols if c not in schema.names or schema.field(c).type != expected.field(c).type]
+            if wrong:
+                raise RunDataError(f"{path} is not a trace file of {kind} as rmqsim writes it (columns "
+                                   f"{', '.join(wrong)} missing or of another type)")
+            table = parquet.read(columns=list(cols))
+    except UnsafeFile as exc:
+        raise RunDataError(f"{path}: {exc}; a report reads only the regular files rmqsim wrote") from None
+    except RunDataError:
+        raise
+    except Exception:  # noqa: BLE001 - pyarrow raises several types for damaged or foreign files
+        raise RunDataError(f"{path} is damaged (not readable Parquet): rerun the run to rewrite its trace") from None
+    if "t_us" in cols and table.num_rows:
+        t = table.column("t_us").to_numpy(zero_copy_only=False)
+        if t.min() < 0 or t.max() > end_us:
+            raise RunDataError(f"{path} holds times outside the run (0 to {end_us / 1e6:g} s): not this run's trace")
+    return table
+
+
+_INT, _NUM, _STR = "int", "number", "text"
+_MISSING = object()
+
+
+def _fits(value: Any, kind: Any) -> bool:
+    """`value` fits `kind`: "int", "number", "text", `object` (anything), ("opt", kind) (or null),
+    {"*": kind} (a map with text keys), [kind] (a list)."""
+    if value is _MISSING:
+        return False
+    if kind is object:
+        return True
+    if isinstance(kind, tuple):
+        return value is None or _fits(value, kind[1])
+    if isinstance(kind, dict):
+        return isinstance(value, dict) and all(isinstance(k, str) and _fits(v, kind["*"]) for k, v in value.items())
+    if isinstance(kind, list):
+        return isinstance(value, list) and all(_fits(v, kind[0]) for v in value)
+    if kind == _STR:
+        return isinstance(value, str)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return isinstance(value, int) if kind == _INT else value == value  # a number, not NaN
+
+
+def _opt(kind: Any) -> tuple[str, Any]:
+    return ("opt", kind)
+
+
+_SUMMARY = {  # what the report reads (analysis/run_report.py, run_figures.py, txn_figures.py), and its type
+    "verdict": _STR, "scenario": _STR, "seed": _INT, "scenario_sha256": _STR, "trace_sha256": _STR,
+    "records": _INT, "sim_time_ms": _NUM, "sent_ok": _INT, "send_failed": _INT, "consumed": _INT, "lost": _INT,
+    "pending_retry": _INT, "dlq": _INT, "duplicates": _INT, "order_violations": _opt(_INT),
+    "latency_ms": {"*": _opt(_NUM)}, "failures": [_STR], "groups": {"*": {"*": _opt(object)}},
+}
+_SUMMARY_OPTIONAL = {
+    "warmup_ms": _NUM, "send_latency_ms": _opt({"*": _opt(_NUM)}), "duplicate_causes": {"*": _INT},
+    "lost_by_cause": {"*": _INT}, "txn": _opt({"*": _opt(object)}),
+}
+_TXN = {"transactions": _INT, "committed_lost": _INT, "rolled_back_visible": _INT, "pending": _INT,
+        "discarded": _INT, "checks": _INT, "resolution_ms_p50": _opt(_NUM), "resolution_ms_p99": _opt(_NUM)}
+VERDICTS = ("valid", "invalid", "unknown")
+
+
+def summary_problems(summary: Any) -> list[str]:
+    """The summary fields the report reads that are missing or of the wrong type (none: readable)."""
+    if not isinstance(summary, dict):
+        return [f"everything (a JSON {type(summary).__name__}, not an object)"]
+    problems = [k for k, kind in _SUMMARY.items() if not _fits(summary.get(k, _MISSING), kind)]
+    problems += [k for k, kind in _SUMMARY_OPTIONAL.items() if k in summary and not _fits(summary[k], kind)]
+    if "verdict" not in problems and summary["verdict"] not in VERDICTS:
+        problems.append("verdict (valid, invalid or unknown)")
+    if "sim_time_ms" not in problems and not 0 <= summary["sim_time_ms"] <= 2 * MAX_TIME_MS:
+        problems.append("sim_time_ms (within the simulator's bounds)")
+    if "warmup_ms" in summary and "warmup_ms" not in problems and not 0 <= summary["warmup_ms"] <= 2 * MAX_TIME_MS:
+        problems.append("warmup_ms (within the simulator's bounds)")
+    txn = summary.get("txn")
+    if isinstance(txn, dict):
+        problems += [f"txn.{k}" for k, kind in _TXN.items() if not _fits(txn.get(k, _MISSING), kind)]
+    for name, group in (summary.get("groups") or {}).items() if "groups" not in problems else ():
+        pairs = group.get("duplicates_by_second", {})
+        if not _fits(pairs, {"*": [[_INT]]}) or any(len(p) != 2 for v in pairs.values() for p in v):
+            problems.append(f"groups.{name[:40]}.duplicates_by_second")
+    return problems
+
+
+def _scenario_ok(scenario: Any) -> bool:
+    """The resolved scenario's parts the report reads: consumers with a group and a topic."""
+    if not isinstance(scenario, dict):
+        return False
+    consumers = scenario.get("consumers", [])
+    return isinstance(consumers, list) and all(
+        isinstance(c, dict) and isinstance(c.get("group"), str) and isinstance(c.get("topic"), str) for c in consumers)
 
 
 def summary_metric(data: RunData, key: str) -> Any:

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from analysis import fmt
 from analysis import run_data as rd
+from analysis import timeline_data as td
 from analysis.figures import FAULT_COLORS, plt
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -112,32 +113,37 @@ def rates_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
     return fig, "Did throughput hold through the faults, and did consumers keep up with producers?"
 
 
-def _per_second_quantile(second: np.ndarray, values: np.ndarray, q: float) -> tuple[list[float], list[float]]:
-    xs, ys = [], []
-    for sec in np.unique(second):
-        ordered = np.sort(values[second == sec])
-        xs.append(sec + 0.5)
-        ys.append(float(ordered[max(0, int(np.ceil(q * len(ordered))) - 1)]))
-    return xs, ys
-
-
 def latency_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
-    sent = rd.measured_sends(data)
-    if not sent or not len(sent["t_us"]):
+    x, per, p50 = td.latency_p99_by_broker(data)
+    if not per:
         return None
-    second = (sent["born_us"] // 1_000_000).astype(np.int64)
-    publish = (sent["t_us"] - sent["born_us"]) / 1000
     fig, ax = plt.subplots(figsize=(11, 4.2))
-    xs, ys = _per_second_quantile(second, publish, 0.5)
-    ax.plot(xs, ys, color="#555555", ls="--", lw=1, label="p50, all brokers")
-    for i, broker in enumerate(sorted(set(sent["broker"].tolist()))):
-        mine = sent["broker"] == broker
-        xs, ys = _per_second_quantile(second[mine], publish[mine], 0.99)
-        ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], markersize=3, label=f"p99, sends to {broker}")
+    ax.plot(x, p50, color="#555555", ls="--", lw=1, label="p50, all brokers")
+    for i, (broker, p99) in enumerate(per.items()):  # NaN in a second without a send to it: a gap
+        ax.plot(x, p99, marker=MARKERS[i % len(MARKERS)], markersize=3, label=f"p99, sends to {broker}")
     ax.set_yscale("log")
-    finish_time_axes(fig, ax, data, "send time (simulated s)", "send call latency (ms)", "Publish latency over time, p99 per broker", "upper right")
+    failed = td.send_failures(data)
+    total = 0
+    if failed:
+        per_second = sum(failed.values())
+        total = int(per_second.sum())
+        twin = ax.twinx()
+        twin.stairs(per_second, np.arange(len(per_second) + 1), fill=True, color="#e41a1c", alpha=0.3,
+                    label=f"failed sends per second ({total:,}; by reason under Failed sends)")
+        twin.set_ylabel("failed sends per second", color="#b2182b")
+        twin.set_ylim(0, max(1, per_second.max()) * 1.6)  # bars in the lower part, under the legend
+        ax.set_zorder(twin.get_zorder() + 1)
+        ax.patch.set_visible(False)
+        h2, l2 = twin.get_legend_handles_labels()
+    finish_time_axes(fig, ax, data, "send time (simulated s)", "send call latency (ms)",
+                     "Publish latency over time, p99 per broker" + (", and failed sends" if total else ""),
+                     "upper right")
+    if total:
+        handles, labels = ax.get_legend_handles_labels()
+        ax.legend(handles + h2, labels + l2, fontsize=8, loc="upper right")
     return fig, ("When did sends slow down, to which broker, and does that line up with a fault? (sends in "
-                 "the warm-up not measured)")
+                 "the warm-up not measured; a gap is a second without a completed send to that broker"
+                 + (f"; {total:,} sends failed, in red" if total else "; no send failed") + ")")
 
 
 def per_second_lines(series: dict[str, np.ndarray], offset_s: float) -> tuple[Figure, Axes]:

@@ -1,48 +1,66 @@
 """`rmqsim report RUN_DIR` (and `rmqsim run ... --report`): one run's report, without Spark.
 
-Writes `RUN_DIR/report/`: each figure of analysis/run_figures.py as PNG and SVG, and
+Writes `RUN_DIR/report/`: each figure of analysis/run_figures.py, the cluster timeline of
+analysis/timeline_figures.py and the transaction panel of analysis/txn_figures.py as PNG and SVG, and
 `index.html`, one self-contained page (PNGs embedded as data URIs) with the run's identity and
 verdict, a summary table formatted for people, each figure under its title with its one-line
 caption, and for each figure the run could not draw the reason (a metric this run did not
 record is said to be "not recorded in this run", never drawn empty). Files are written under
-temporary names and renamed, the page last.
+temporary names and renamed, the page last, and recorded in the report folder's own manifest
+(sim/files.py `OwnedDir`): a file there that rmqsim did not write is never overwritten (the
+report refuses and names it), and a report that fails half-way (a full disk) removes what it
+wrote. The run's files are read only as analysis/run_data.py allows.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from analysis import fmt, run_figures, txn_figures
+from analysis import fmt, run_figures, timeline_figures, txn_figures
 from analysis.figures import plt
 from analysis.report import SCRIPT, STYLE
+from analysis.repro_card import CARD
 from analysis.run_data import RunData, RunDataError, load_run
-from sim.files import atomic_path, atomic_write_text, writable_dir
+from sim.files import REPORT_TOOL, OwnedDir, lstat_kind
+from sim.files import report_dir as claim_report_dir
 
 __all__ = ["FIGURES", "RunDataError", "build_run_report"]
-FIGURES = run_figures.FIGURES + txn_figures.FIGURES  # (stem, title, function, why not drawn), page order
+FIGURES = run_figures.FIGURES + timeline_figures.FIGURES + txn_figures.FIGURES  # (stem, title, function, why not drawn)
+
+
+def report_names() -> list[str]:
+    """Every file a run report may write."""
+    return ["index.html"] + [f"{stem}.{ext}" for stem, *_ in FIGURES for ext in ("png", "svg")]
 
 
 def build_run_report(run_dir: Path, report_dir: Path | None = None) -> Path:
     data = load_run(run_dir)
-    report_dir = writable_dir(report_dir or run_dir / "report")
-    drawn, missing = [], []
-    for stem, title, draw, why in FIGURES:
-        made = draw(data)
-        if made is None:
-            missing.append((title, why))
-            continue
-        fig, caption = made
-        for ext in ("png", "svg"):
-            with atomic_path(report_dir / f"{stem}.{ext}") as tmp:
-                fig.savefig(tmp, format=ext, dpi=110)
-        plt.close(fig)
-        png = base64.b64encode((report_dir / f"{stem}.png").read_bytes()).decode("ascii")
-        drawn.append((stem, title, caption, png))
-    page = report_dir / "index.html"
-    atomic_write_text(page, _html(data, drawn, missing))
+    folder = claim_report_dir(run_dir / "report", report_dir)
+    owned = OwnedDir(folder, REPORT_TOOL, names=report_names())
+    try:
+        drawn, missing = [], []
+        for stem, title, draw, why in FIGURES:
+            made = draw(data)
+            if made is None:
+                missing.append((title, why))
+                continue
+            fig, caption = made
+            for ext in ("png", "svg"):
+                with owned.path(f"{stem}.{ext}") as tmp:
+                    fig.savefig(tmp, format=ext, dpi=110)
+            plt.close(fig)
+            png = base64.b64encode((folder / f"{stem}.png").read_bytes()).decode("ascii")
+            drawn.append((stem, title, caption, png))
+        page = owned.write_text("index.html", _html(data, drawn, missing, folder))
+        owned.commit()
+    except BaseException:
+        owned.abandon()
+        raise
     return page
 
 
@@ -72,7 +90,18 @@ def _txn_rows(txn: dict[str, Any] | None) -> list[tuple[str, str]]:
                    for k in ("p50", "p99")]
 
 
-def _html(data: RunData, drawn: list[tuple[str, str, str, str]], missing: list[tuple[str, str]]) -> str:
+def _card_link(data: RunData, folder: Path) -> str:
+    """A link to the run's repro card (an invalid or unknown run's `repro.md`), relative to the report."""
+    card = data.directory / CARD
+    if lstat_kind(card) != "file":
+        return ""
+    href = quote(os.path.relpath(card.resolve(), folder.resolve()))
+    return (f'<p>Repro card (the replay command, what failed, the first message of each failing cause): '
+            f'<a class="repro-card" href="{html.escape(href)}">{CARD}</a></p>')
+
+
+def _html(data: RunData, drawn: list[tuple[str, str, str, str]], missing: list[tuple[str, str]],
+          folder: Path) -> str:
     s = data.summary
     table = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _rows(s))
     failures = "".join(f"<li>{html.escape(f)}</li>" for f in s.get("failures", []))
@@ -96,6 +125,7 @@ def _html(data: RunData, drawn: list[tuple[str, str, str, str]], missing: list[t
 <h2>Summary: verdict {html.escape(s['verdict'])}</h2>
 <table>{table}</table>
 {f"<ul>{failures}</ul>" if failures else ""}
+{_card_link(data, folder)}
 <h2>Fault windows</h2>
 {f"<ul>{faults}</ul>" if faults else "<p>No faults.</p>"}
 {figs}

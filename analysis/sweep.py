@@ -12,7 +12,10 @@ A lost Python worker is retried: local masters run as `local[N,F]` and clusters 
 `spark.task.maxFailures` = F (sweep_dir.TASK_MAX_FAILURES), and a run whose worker keeps dying
 becomes a failed run (sweep_task.py). A Spark job that fails anyway (its executors gone, the
 output directory unwritable) raises `SweepAborted` with a one-line reason: the complete runs
-stay, and rerunning the command resumes.
+stay, and rerunning the command resumes. A job that failed because the disk is full raises
+`OutputError` ("could not write ...: no space left on device"; the CLI's exit 2) instead: every
+run that failed to write removed its files (analysis/sweep_task.py), so the directory holds
+only complete runs.
 
 Executors get the project's packages as a zip (`SparkContext.addPyFile`), PYTHONHASHSEED=0 and
 the driver's Python unless `spark.pyspark.python` says otherwise; so a cluster whose workers
@@ -42,7 +45,7 @@ from analysis import results_store as store
 from analysis import sweep_dir
 from analysis.sweep_spec import Sweep, run_id
 from sim import compiled
-from sim.files import atomic_path
+from sim.files import OutputError, atomic_path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sim", "models", "analysis")
@@ -193,15 +196,17 @@ def package_zip() -> Path:
 
 
 def _submit(spark: Any, pending: list[dict], log: TextIO, total: int, skipped: int) -> tuple[list[dict], float]:
-    from analysis.sweep_task import execute
+    from analysis.sweep_task import NO_SPACE, execute
 
     sc = spark.sparkContext
-    done, failed = sc.accumulator(0), sc.accumulator(0)
+    done, failed, full = sc.accumulator(0), sc.accumulator(0), sc.accumulator(0)
 
     def run(task: dict) -> dict:
         result = execute(task)
         done.add(1)
-        if result["status"] != "ok":
+        if result["status"] == NO_SPACE:
+            full.add(1)
+        elif result["status"] != "ok":
             failed.add(1)
         return result
 
@@ -211,10 +216,19 @@ def _submit(spark: Any, pending: list[dict], log: TextIO, total: int, skipped: i
     worker = threading.Thread(target=lambda: box.update(results=_collect(rdd.map(run), box)), daemon=True)
     worker.start()
     line = ProgressLine(log, total, skipped)
+    cancelled = False
     while worker.is_alive():
         worker.join(timeout=1.0)
         line.update(done.value, failed.value)
+        if full.value and not cancelled:  # the disk is full: the other runs could not write either
+            sc.cancelAllJobs()
+            cancelled = True
     line.update(done.value, failed.value, final=True)
+    text = str(box.get("error", ""))
+    if full.value or any(r["status"] == NO_SPACE for r in box.get("results", [])) or \
+            "No space left on device" in text or "errno 28" in text.lower():
+        raise OutputError(f"could not write in {pending[0]['out_dir']}: no space left on device (the sweep "
+                          "stopped); complete runs are kept: free space and rerun the same command to resume")
     if "error" in box:
         raise SweepAborted(_first_line(box["error"])) from None
     return box["results"], time.perf_counter() - started

@@ -21,6 +21,7 @@ With a `progress` stream, step 3 and 4 report how far they are, at most once a s
 from __future__ import annotations
 
 import copy
+import math
 import re
 import shlex
 import time
@@ -32,7 +33,7 @@ from analysis.run_rows import RESERVED_COLUMNS
 from analysis.sweep_spec import Param, Sweep, SweepSpec, override_item, param_type
 from sim import keypath
 from sim import scenario as scenario_mod
-from sim.config import ConfigError
+from sim.config import ConfigError, render_path
 from sim.inputs import InputProblem, load_yaml, read_text, short
 from sim.limits import FULL_CHECK_POINTS, MAX_POINTS, MAX_RUNS
 
@@ -89,14 +90,14 @@ def _check_names(spec: SweepSpec) -> list[str]:
     reserved = RESERVED_COLUMNS | store.EXTRA_COLUMNS
     for section, table in (("grid", spec.grid), ("zip", spec.zip)):
         for name, param in table.items():
-            key = _canonical(param.key)
+            key, where = _canonical(param.key), render_path((section, name))
             if key in owner:
-                problems.append(f"{section}.{name}.key: {param.key} is already varied by {owner[key]}")
-            owner.setdefault(key, f"{section}.{name}")
+                problems.append(f"{where}.key: {_shown(param.key)} is already varied by {owner[key]}")
+            owner.setdefault(key, where)
             if key in fixed:
-                problems.append(f"{section}.{name}.key: {param.key} is also fixed by set")
+                problems.append(f"{where}.key: {_shown(param.key)} is also fixed by set")
             if not PARAM_NAME_RE.match(name):
-                problems.append(f"{section}.{short(name)}: parameter names are lower_snake_case, at most 40 "
+                problems.append(f"{where}: parameter names are lower_snake_case, at most 40 "
                                 "characters (a column of the runs table)")
             elif name in reserved:
                 problems.append(f"{section}.{name}: clashes with the runs-table column {name!r}; pick another name")
@@ -105,6 +106,11 @@ def _check_names(spec: SweepSpec) -> list[str]:
 
 def _canonical(key: str) -> str:
     return keypath.render(keypath.parse(key))
+
+
+def _shown(key: str) -> str:
+    """A (valid) key path for a message, cut (sim/keypath.py: shown)."""
+    return keypath.shown(keypath.parse(key))
 
 
 def _check_zip(spec: SweepSpec) -> list[str]:
@@ -138,14 +144,17 @@ def _check_size(spec: SweepSpec, problems: list[str]) -> bool:
     if len(set(seeds)) != len(seeds):
         problems.append("seeds: listed more than once")
     if not spec.timeline.point < points:
-        problems.append(f"timeline.point: {spec.timeline.point} is not a point (0..{points - 1})")
+        problems.append(f"timeline.point: {spec.timeline.point} is not a point (0..{_count(points - 1)})")
     if spec.timeline.seed is not None and spec.timeline.seed not in seeds:
         problems.append(f"timeline.seed: {spec.timeline.seed} is not one of the sweep's seeds")
     return len(problems) == before
 
 
 def _count(n: int) -> str:
-    return f"{n:,}" if n < 10**15 else f"about {float(n):.3g}" if n < 10**308 else f"more than 10^{len(str(n)) - 1}"
+    """`n` for a message: a product of list lengths can pass Python's 4,300-digit str() limit."""
+    if n < 10**15:
+        return f"{n:,}"
+    return f"about {float(n):.3g}" if n < 10**308 else f"more than 10^{int(math.log10(2) * (n.bit_length() - 1))}"
 
 
 def _scenario_problems(base_data: dict, items: list[str]) -> list[str]:
@@ -161,14 +170,14 @@ def check_values(base_data: dict, spec: SweepSpec, counter: Progress) -> list[st
     set_items = [override_item(k, v) for k, v in spec.set.items()]
     common = _scenario_problems(base_data, set_items)
     problems = [f"{_blame(p, list(spec.set))}{p}" for p in common]
-    singles = [(f"{section}.{name}", param, value) for section, table in (("grid", spec.grid), ("zip", spec.zip))
+    singles = [(render_path((section, name)), param, value) for section, table in (("grid", spec.grid), ("zip", spec.zip))
                for name, param in table.items() for value in _distinct(param)]
     counter.add(len(singles) + 1)
     counter.step()
     for where, param, value in singles:
         for problem in _scenario_problems(base_data, [*set_items, override_item(param.key, value)]):
             if problem not in common:
-                problems.append(f"{where} ({param.key}={short(value)}): {problem}")
+                problems.append(f"{where} ({_shown(param.key)}={short(value)}): {problem}")
         counter.step()
     return list(dict.fromkeys(problems))
 
@@ -188,16 +197,23 @@ def _check_points(base_data: dict, spec: SweepSpec, counter: Progress) -> list[s
     seen: dict[str, str] = {}
     for point in sweep.iter_points():
         for problem in _scenario_problems(base_data, list(point.overrides)):
-            seen.setdefault(problem, point.key or "(every point)")
+            seen.setdefault(problem, ",".join(f"{k}={_shown_value(v)}" for k, v in point.params.items())
+                            or "(every point)")
         counter.step()
     return [f"point {where}: {_blame(problem, list(spec.set))}{problem}" for problem, where in seen.items()]
+
+
+def _shown_value(value: Any) -> str:
+    """A parameter value as Point.key writes it, unless that could garble a message line."""
+    text = short(value) if isinstance(value, str) else f"{value}"
+    return value if isinstance(value, str) and text[1:-1] == value else text
 
 
 def _blame(problem: str, set_keys: list[str]) -> str:
     """Which `set` item a scenario problem comes from: its key path starts the problem."""
     for key in sorted(set_keys, key=len, reverse=True):
         if re.match(rf"{re.escape(key)}(?=[:.\[ ]|$)", problem):
-            return f"set.{key} → "
+            return f"set.{_shown(key)} → "
     return ""
 
 

@@ -36,13 +36,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal, TextIO
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from sim import keypath
 from sim import scenario as scenario_mod
 from sim.config import ConfigError, Float, Int, Name, format_errors
-from sim.inputs import InputProblem, load_yaml, read_text
+from sim.inputs import InputProblem, dump_flow, load_yaml, read_text
 from sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_WALL_S, MAX_PATH_CHARS, MAX_POINTS, MAX_SEED, MAX_SEEDS
 
 Scalar = int | float | str | bool
@@ -73,7 +72,7 @@ class Param(BaseModel):
 
 class Timeline(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    point: Int = Field(0, ge=0)
+    point: Int = Field(0, ge=0, le=MAX_POINTS)
     seed: Seed | None = None  # default: the first seed
 
 
@@ -193,9 +192,9 @@ def run_id(point: int, seed: int) -> str:
 
 def override_item(key: str, value: Any) -> str:
     """`key=value` with the value in YAML flow style, read back by `apply_override` as the same
-    value (1e-05 stays a float, 'ASYNC_FLUSH' a string, lists and mappings stay whole)."""
-    text = yaml.safe_dump(value, default_flow_style=True, width=float("inf"))
-    return f"{key}={text.removesuffix(chr(10)).removesuffix(chr(10) + '...')}"
+    value (1e-05 stays a float, 'ASYNC_FLUSH' and '1e3' strings, lists and mappings stay whole:
+    sim/inputs.py: dump_flow)."""
+    return f"{key}={dump_flow(value)}"
 
 
 def load_sweep(path: str | Path, progress: TextIO | None = None) -> Sweep:

@@ -12,11 +12,20 @@ A task carries the base scenario's JSON (one string shared by every task of the 
 the point's overrides, not a scenario per run, so the driver's memory grows with the number
 of runs only by a few hundred bytes each. The per-message tables a sweep keeps stream out as the
 run goes: `deliveries` from the trace (a Tracer chunk observer, one row group per chunk),
-`latencies` from the checkers' ledger at the end.
+`latencies` from the checkers' ledger at the end. The `runs` row, written last, lists them
+(`output_files`, with size and SHA-256: analysis/results_store.py). A run that fails, or whose
+row cannot be written (a full disk), removes the per-message files it wrote, so no file is left
+that no row lists. A run that hits a full disk (ENOSPC, EDQUOT) is no failed run — its own
+fault is none — and raises nothing (Spark would log a traceback per attempt): it removes what it
+wrote, writes no row and returns status "no_space", on which the driver stops the sweep
+(analysis/sweep.py); the rerun redoes it. A failing run (verdict invalid or unknown, stopped at a
+bound, failed to run) also gets its repro card, `repro/<run_id>.md` (analysis/repro_card.py),
+listed in `output_files` like its tables.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import traceback
@@ -30,6 +39,7 @@ from analysis import results_store as store
 from analysis import sweep_dir
 from analysis.checks import latency_samples
 from analysis.ledger import display_key
+from analysis.repro_card import sweep_card
 from analysis.run_rows import runs_row
 from models.records import CONSUMER_CONSUMED
 from sim import compiled
@@ -40,47 +50,85 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     out_dir = Path(task["out_dir"])
     schema = store.runs_schema(task["param_types"])
     row = _identity(task)
-    attempt = sweep_dir.begin_attempt(out_dir, task["run_id"])
-    if attempt > sweep_dir.RUN_ATTEMPTS:
-        row["status"] = "failed"
-        row["error"] = (f"WorkerLost: the Python worker running this run died {attempt - 1} times (killed, or "
-                        "out of memory?); run it alone with the reproduction command to see why")
-    else:
-        _run(task, row, out_dir)
-    store.write_run_row(out_dir, row, schema)
+    written: list[Path] = []
+    try:
+        attempt = sweep_dir.begin_attempt(out_dir, task["run_id"])
+        if attempt > sweep_dir.RUN_ATTEMPTS:
+            row["status"] = "failed"
+            row["error"] = (f"WorkerLost: the Python worker running this run died {attempt - 1} times (killed, or "
+                            "out of memory?); run it alone with the reproduction command to see why")
+        else:
+            written = _run(task, row, out_dir)
+        written += sweep_card(out_dir, task, row, row.pop("_summary", None))  # a failing run's repro/<run_id>.md
+        row["output_files"] = [store.output_entry(out_dir, path) for path in written]
+        store.write_run_row(out_dir, row, schema)
+    except BaseException as exc:
+        _remove(written)  # no per-message file without the row that lists it
+        if not no_space(exc):
+            raise
+        return {"run_id": row["run_id"], "status": NO_SPACE, "error": f"{type(exc).__name__}: {exc}"[:400],
+                "pid": os.getpid()}
     return {"run_id": row["run_id"], "status": row["status"], "trace_sha256": row.get("trace_sha256"),
             "wall_s": row.get("wall_s"), "pid": os.getpid(),
             "pythonhashseed": os.environ.get("PYTHONHASHSEED"), "compiled_modules": len(compiled.status()["compiled"])}
 
 
-def _run(task: dict[str, Any], row: dict[str, Any], out_dir: Path) -> None:
+def _run(task: dict[str, Any], row: dict[str, Any], out_dir: Path) -> list[Path]:
+    """Simulate and check; fills `row`; returns the per-message files written (none if it failed)."""
     deliveries = None
+    written: list[Path] = []
     try:
         sc = _scenario(task)
         if "deliveries" in task["keep"]:
             deliveries = DeliveriesWriter(out_dir, task, _producer_names(sc))
         result = _simulate(task, (deliveries,) if deliveries is not None else (), sc)
+        row["_summary"] = result.summary  # for the repro card (execute pops it; no column)
         stopped_by = result.summary.get("stopped_by")
         if stopped_by:
             row.update(status="failed", stopped_by=stopped_by, error=_stopped(task, result.summary))
             if deliveries is not None:
                 deliveries.discard()
-            return
+            return []
         row.update(runs_row(result.summary, result.details, result.fault_records, result.meta))
         row["status"] = "ok"
         if deliveries is not None:
-            deliveries.close()
+            written.append(deliveries.close())
         if "latencies" in task["keep"]:
-            _write_latencies(out_dir, task, result)
+            written.append(_write_latencies(out_dir, task, result))
+        return written
     except Exception as exc:  # noqa: BLE001 - a run's failure is data, reported in its row
         if deliveries is not None:
             deliveries.discard()
+        _remove(written)
+        if no_space(exc):
+            raise  # not the run's failure: execute() reports it, the sweep stops
         row["status"] = "failed"
         row["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
+        return []
+
+
+NO_SPACE = "no_space"  # a task's status when the disk (or quota) was full: no row written
+
+
+def no_space(exc: BaseException) -> bool:
+    """A write failed for want of space: ENOSPC or EDQUOT (pyarrow's OSError says so in its text)."""
+    if not isinstance(exc, OSError):
+        return False
+    text = str(exc)
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left on device" in text or "errno 28" in text
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
 
 
 def _stopped(task: dict[str, Any], summary: dict[str, Any]) -> str:
-    bound = (f"run_timeout_s = {task['run_timeout_s']} s of wall time" if summary["stopped_by"] == "max_wall_s"
+    stopped_by = summary["stopped_by"]
+    if stopped_by not in ("max_wall_s", "max_events"):  # livelock, max_rss_mb: the watchdog says why
+        return (f"StoppedAtBound: {stopped_by} at simulated {summary['stopped_at_ms'] / 1000:g} s: "
+                f"{summary.get('stopped_detail') or 'see the run'} (verdict unknown)")
+    bound = (f"run_timeout_s = {task['run_timeout_s']} s of wall time" if stopped_by == "max_wall_s"
              else f"run_max_events = {task['max_events']:,} events")
     return (f"StoppedAtBound: the run reached {bound} at simulated {summary['stopped_at_ms'] / 1000:g} s "
             f"(verdict unknown); raise the bound in the sweep file to run it whole")
@@ -120,7 +168,7 @@ def _identity(task: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _write_latencies(out_dir: Path, task: dict[str, Any], result: Any) -> None:
+def _write_latencies(out_dir: Path, task: dict[str, Any], result: Any) -> Path:
     samples = latency_samples(result.details)
     names = [p.name for p in result.world.producers]
     n = len(samples["msg_id"])
@@ -128,7 +176,7 @@ def _write_latencies(out_dir: Path, task: dict[str, Any], result: Any) -> None:
                "unit": samples["unit"].tolist(),
                "key": [display_key(int(m), names) for m in samples["msg_id"]],
                "sent_ms": (samples["born_us"] / 1000).tolist(), "latency_ms": (samples["latency_us"] / 1000).tolist()}
-    store.write_table(out_dir, store.LATENCIES, task["run_id"], columns, store.LATENCIES_SCHEMA)
+    return store.write_table(out_dir, store.LATENCIES, task["run_id"], columns, store.LATENCIES_SCHEMA)
 
 
 class DeliveriesWriter:
@@ -160,10 +208,14 @@ class DeliveriesWriter:
             columns[name] = [r[ix[name]] for r in rows]
         self.writer.write_table(pa.Table.from_pydict(columns, schema=store.DELIVERIES_SCHEMA))
 
-    def close(self) -> None:
+    def close(self) -> Path:
         self.writer.close()
         os.replace(self.tmp, self.final)
+        return self.final
 
     def discard(self) -> None:
-        self.writer.close()
+        try:
+            self.writer.close()
+        except Exception:  # noqa: BLE001 - closing after a failed write (a full disk) may fail again
+            pass
         self.tmp.unlink(missing_ok=True)

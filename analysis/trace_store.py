@@ -7,7 +7,9 @@ kind's own fields with the types declared in sim/trace.py / models/records.py (i
 str → string, float → double, bool → boolean; nullable). `TraceWriter` is a Tracer chunk
 observer: it buffers at most `ROW_GROUP` rows per kind and writes them as a row group, so a
 long run's trace never sits in memory. Files are written under hidden temporary names and
-renamed into place when the run closes the writer (sim/files.py's convention).
+renamed into place when the run closes the writer (sim/files.py's convention). A write that
+fails (a full disk) removes every file of the trace, temporary or renamed, and raises
+`OutputError` ("could not write <file>: no space left on device"): never half a trace.
 
 `read_trace(DIR)` merges the files back into emission order (by `seq`, streaming); `trace_digest`
 recomputes the run digest from them (sim/trace.py `digest`), so a stored trace can be checked
@@ -30,6 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import models.records  # noqa: F401  (declares the RocketMQ record kinds read back here)
+from sim.files import regular_file, write_error
 from sim.trace import KINDS, TYPES, digest
 
 ROW_GROUP = 65_536  # rows buffered per kind before they are written
@@ -55,6 +58,7 @@ class TraceWriter:
         self.seq = 0
         self.buffers: dict[str, list[tuple]] = {}
         self.writers: dict[str, pq.ParquetWriter] = {}
+        self.renamed: list[Path] = []
 
     def __call__(self, chunk: list[tuple]) -> None:
         seq = self.seq
@@ -71,6 +75,13 @@ class TraceWriter:
                 self._write(kind, buffer)
 
     def _write(self, kind: str, buffer: list[tuple]) -> None:
+        try:
+            self._write_group(kind, buffer)
+        except OSError as exc:
+            self.discard()
+            raise write_error(kind_path(self.directory, kind), exc) from None
+
+    def _write_group(self, kind: str, buffer: list[tuple]) -> None:
         schema = kind_schema(kind)
         columns: list[list[Any]] = [[] for _ in schema.names]
         for seq, record in buffer:
@@ -94,23 +105,41 @@ class TraceWriter:
         for kind, buffer in self.buffers.items():
             if buffer:
                 self._write(kind, buffer)
-        paths = []
         for kind, writer in sorted(self.writers.items()):
-            writer.close()
             final = kind_path(self.directory, kind)
-            os.replace(self._temp(kind), final)
-            paths.append(final)
-        return paths
+            try:
+                writer.close()
+                os.replace(self._temp(kind), final)
+            except OSError as exc:
+                self.discard()
+                raise write_error(final, exc) from None
+            self.renamed.append(final)
+        self.writers = {}
+        return list(self.renamed)
+
+    def discard(self) -> None:
+        """Remove every file of this trace, temporary or already renamed (a failed write)."""
+        for kind, writer in self.writers.items():
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001 - closing after a failed write may fail again; the file goes anyway
+                pass
+            self._temp(kind).unlink(missing_ok=True)
+        for path in self.renamed:
+            path.unlink(missing_ok=True)
+        self.writers, self.renamed = {}, []
+        self.buffers = {kind: [] for kind in self.buffers}
 
 
 def _records(path: Path) -> Iterator[tuple[int, tuple]]:
     """(seq, record tuple) of one kind file, in file order, a row group at a time."""
     kind = path.name.removesuffix(".parquet")
     names = KINDS[kind]
-    for batch in pq.ParquetFile(path).iter_batches():
-        columns = [batch.column(name).to_pylist() for name in ("seq", "t_us", "node", *names)]
-        for row in zip(*columns, strict=True):
-            yield row[0], (row[1], row[2], kind, *row[3:])
+    with regular_file(path) as handle:  # never a FIFO, device or link (sim/files.py)
+        for batch in pq.ParquetFile(handle).iter_batches():
+            columns = [batch.column(name).to_pylist() for name in ("seq", "t_us", "node", *names)]
+            for row in zip(*columns, strict=True):
+                yield row[0], (row[1], row[2], kind, *row[3:])
 
 
 def read_trace(directory: Path) -> Iterator[tuple]:

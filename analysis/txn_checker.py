@@ -163,6 +163,26 @@ class TxnLedger:
         self.answers[r[4]] += 1
 
     # --- results ----------------------------------------------------------------------------
+    def outcomes(self, ledger: Any, p: int, n: int) -> tuple[dict[str, np.ndarray], bool]:
+        """(outcome masks over producer `p`'s first `n` messages, judged by consumption)."""
+        state = np.frombuffer(self.state[p], np.uint16)[:n]
+        visible, pending_retry, consumed_basis = _visibility(ledger, p, self.topics[p], n)
+        return _outcome_masks(state, visible, pending_retry), consumed_basis
+
+    def message(self, ledger: Any, msg_id: int) -> dict[str, Any] | None:
+        """One transactional message's outcome (the mask `results` counted it in), its checks,
+        commits applied and whether it was discarded; None if it is not in the population."""
+        p, seq = msg_id >> SEQ_BITS, msg_id & SEQ_MASK
+        if p >= len(self.transactional) or not self.transactional[p] or seq >= len(self.state[p]):
+            return None
+        outcomes, _basis = self.outcomes(ledger, p, len(self.state[p]))
+        outcome = next((name for name, mask in outcomes.items() if mask[seq]), None)
+        if outcome is None:
+            return None
+        state = self.state[p][seq]
+        return {"outcome": outcome, "checks": self.checks[p][seq], "commits": self.commits[p][seq],
+                "committed": bool(state & COMMITTED), "discarded": bool(state & DISCARDED)}
+
     def results(self, ledger: Any) -> dict[str, Any]:
         """`txn` and `txn_violations` (module docstring); null without a transactional producer.
         `ledger`: the run's analysis.ledger.Ledger (consumption by unit, copies stored)."""
@@ -179,26 +199,17 @@ class TxnLedger:
             n = len(self.state[p])
             state = np.frombuffer(self.state[p], np.uint16)[:n]
             pop = (state & HALF_STORED) != 0
-            visible, pending_retry, consumed_basis = _visibility(ledger, p, self.topics[p], n)
+            outcomes, consumed_basis = self.outcomes(ledger, p, n)
             by_consumption |= consumed_basis
-            committed = (state & COMMITTED) != 0
             c["transactions"] += int(pop.sum())
-            c["committed_visible"] += int((pop & committed & visible).sum())
-            c["rolled_back_hidden"] += int((pop & ~committed & ~visible).sum())
-            missing = pop & committed & ~visible
-            left = missing.copy()
-            for cause, bit in (("real_message_lost", COMMIT_APPLIED), ("rolled_back", ROLLBACK_APPLIED),
-                               ("discarded", DISCARDED), ("half_lost", HALF_LOST)):
-                hit = left & ((state & bit) != 0)
-                if cause == "real_message_lost":
-                    hit &= ~pending_retry  # still on its way through the retry path
-                lost_causes[cause] += int(hit.sum())
-                left &= ~hit
-            c["pending"] += int(left.sum())
-            wrong = pop & ~committed & visible
-            by_check = wrong & ((state & COMMIT_FROM_CHECK) != 0)
-            visible_causes["commit_by_check"] += int(by_check.sum())
-            visible_causes["commit_by_producer"] += int((wrong & ~by_check).sum())
+            for outcome, mask in outcomes.items():
+                kind, _, cause = outcome.partition(":")
+                if kind == "committed_lost":
+                    lost_causes[cause] += int(mask.sum())
+                elif kind == "rolled_back_visible":
+                    visible_causes[cause] += int(mask.sum())
+                else:
+                    c[kind] += int(mask.sum())
             c["discarded"] += int((pop & ((state & DISCARDED) != 0)).sum())
             c["double_commits"] += int((np.frombuffer(self.commits[p], np.uint8)[:n] > 1).sum())
             checks.append(np.frombuffer(self.checks[p], np.uint16)[:n][pop].astype(np.int64))
@@ -237,6 +248,29 @@ class TxnLedger:
             "visible_by": "consumed" if by_consumption else "stored",
         }
         return {"txn": txn, "txn_violations": committed_lost + rolled_back_visible}
+
+
+def _outcome_masks(state: np.ndarray, visible: np.ndarray, pending_retry: np.ndarray) -> dict[str, np.ndarray]:
+    """Each message's outcome (module docstring) as masks over one producer's messages:
+    `committed_visible`, `rolled_back_hidden`, `committed_lost:<cause>`, `pending`,
+    `rolled_back_visible:<cause>`; a message of no mask is not in the population."""
+    pop = (state & HALF_STORED) != 0
+    committed = (state & COMMITTED) != 0
+    out = {"committed_visible": pop & committed & visible, "rolled_back_hidden": pop & ~committed & ~visible}
+    left = pop & committed & ~visible
+    for cause, bit in (("real_message_lost", COMMIT_APPLIED), ("rolled_back", ROLLBACK_APPLIED),
+                       ("discarded", DISCARDED), ("half_lost", HALF_LOST)):
+        hit = left & ((state & bit) != 0)
+        if cause == "real_message_lost":
+            hit &= ~pending_retry  # still on its way through the retry path
+        out[f"committed_lost:{cause}"] = hit
+        left &= ~hit
+    out["pending"] = left
+    wrong = pop & ~committed & visible
+    by_check = wrong & ((state & COMMIT_FROM_CHECK) != 0)
+    out["rolled_back_visible:commit_by_check"] = by_check
+    out["rolled_back_visible:commit_by_producer"] = wrong & ~by_check
+    return out
 
 
 def _visibility(ledger: Any, p: int, topic: str, n: int) -> tuple[np.ndarray, np.ndarray, bool]:

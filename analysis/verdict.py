@@ -15,9 +15,10 @@ scenario's `expect:` section says so.
       duplicates: {max: 0}
       latency_ms.p99: {max: 50}
 
-The verdict is `unknown` when the run stopped at a bound (`stopped_by`, nothing can be judged),
-else `invalid` if a guarantee or an expectation failed, else `unknown` if one could not be
-evaluated (its metric is null), else `valid`.
+The verdict is `unknown` when the run stopped at a bound (`stopped_by`: max_events, max_wall_s,
+max_rss_mb, or livelock; nothing can be judged, and what was not yet consumed is `unconsumed`,
+not lost: analysis/checks.py), else `invalid` if a guarantee or an expectation failed, else
+`unknown` if one could not be evaluated (its metric is null), else `valid`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from analysis.order import CAUSES as ORDER_CAUSES
 
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 AT_LEAST_ONCE, PER_KEY_ORDER = "at_least_once", "per_key_order"
+LIVELOCK = "livelock"  # a `stopped_by` that is no bound of the user's (sim/watchdog.py)
 
 # metrics an `expect:` section may bound (summary key paths); later features add theirs here
 EXPECTABLE_METRICS: tuple[str, ...] = (
@@ -135,8 +137,9 @@ def judge(summary: dict[str, Any], promises: list[dict[str, str]], expect: dict[
           stopped_by: str | None = None) -> dict[str, Any]:
     """The verdict block of a summary: `verdict`, `guarantees`, `expectations`, `failures`."""
     if stopped_by is not None:
+        why = "as a livelock" if stopped_by == LIVELOCK else f"at its {stopped_by} bound"
         return {"verdict": UNKNOWN, "guarantees": [], "expectations": [],
-                "failures": [f"run stopped at its {stopped_by} bound: nothing can be judged"]}
+                "failures": [f"run stopped {why}: nothing can be judged"]}
     guarantees = [_judge_guarantee(summary, p) for p in promises]
     expectations = [_judge_expectation(summary, path, spec) for path, spec in expect.items()]
     checks = [(f"{g['guarantee']}({g['group']})", g) for g in guarantees] + \

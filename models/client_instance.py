@@ -50,6 +50,7 @@ from models.message import MessageQueue
 from models.producer.fault_strategy import PERM_READ, PERM_WRITE, TopicPublishInfo
 from models.producer.fault_strategy import QueueData as PublishQueueData
 from models.protocol import GetRouteInfo, Heartbeat, TopicRouteData
+from models.records import CLIENT_ROUTE_UPDATED
 from sim.env import ms
 from sim.node import CONNECT_FAILED
 
@@ -203,6 +204,9 @@ class MQClientInstance:
         for consumer in self.consumers.values():
             consumer.update_topic_subscribe_info(topic, route)
         self.topic_route_table[topic] = route
+        if self.node.env.tracer.detail:  # the route this client now uses (detail kind, sim/trace.py)
+            self.node.trace(CLIENT_ROUTE_UPDATED, topic, ",".join(f"{q.broker_name}:{q.write_queue_nums}"
+                                                                  for q in route.queue_datas))
         return True
 
     def _needs_update(self, topic: str) -> bool:

@@ -9,7 +9,7 @@ the digest and the checkers.
 
 from __future__ import annotations
 
-from sim.trace import declare
+from sim.trace import declare, declare_detail
 
 # producer: one record per message of a send() call, when its outcome is known. `born_us` is the
 # send() call (the application hands the message over); the send latency (RT) is the record's
@@ -99,3 +99,30 @@ TXN_ENDED = declare("txn.ended", msg_id=int, action=str, from_check=bool, code=i
 TXN_DISCARDED = declare("txn.discarded", msg_id=int, check_times=int)
 TXN_HALF_LOST = declare("txn.half_lost", msg_id=int)
 CONSUMER_OFFSET_RESET = declare("consumer.offset_reset", group=str, topic=str, queues=int)  # 4.x client-side reset
+
+# Detail kinds (sim/trace.py `declare_detail`): emitted only by a run that asks for them (a traced
+# run, `rmqsim explain`'s replay), left out of the digest. `producer.attempt_failed`: a send
+# attempt that failed and was retried or ended the send (SYNC sends; `rt_us` the attempt's time);
+# the last attempt of a successful send is its `producer.sent`.
+PRODUCER_ATTEMPT_FAILED = declare_detail("producer.attempt_failed", msg_id=int, broker=str, queue_id=int,
+                                         reason=str, rt_us=int)
+# ConsumerOffsetManager: a commit a broker applied (`via` pull: FLAG_COMMIT_OFFSET of a pull; update:
+# UPDATE_CONSUMER_OFFSET, the client's persist), each entry of consumerOffset.json written, each entry
+# loaded at start-up (`source` file / bak), each entry a slave copied from its master (SlaveSynchronize)
+BROKER_OFFSET_COMMITTED = declare_detail("broker.offset_committed", group=str, topic=str, queue_id=int, offset=int,
+                                         client=str, via=str)
+BROKER_OFFSET_FILE_WRITTEN = declare_detail("broker.offset_file_written", group=str, topic=str, queue_id=int,
+                                            offset=int)
+BROKER_OFFSET_LOADED = declare_detail("broker.offset_loaded", group=str, topic=str, queue_id=int, offset=int,
+                                      source=str)
+BROKER_OFFSET_SYNCED = declare_detail("broker.offset_synced", group=str, topic=str, queue_id=int, offset=int)
+# ConsumerManager: a heartbeat that registered a client in a group, and a client leaving it
+# (`reason` unregistered / closed / expired)
+BROKER_CLIENT_REGISTERED = declare_detail("broker.client_registered", group=str, client=str)
+BROKER_CLIENT_UNREGISTERED = declare_detail("broker.client_unregistered", group=str, client=str, reason=str)
+# MQClientInstance: a route a client installed (`queues`: "<broker>:<write queues>", comma separated)
+CLIENT_ROUTE_UPDATED = declare_detail("client.route_updated", topic=str, queues=str)
+# the CommitLog range [from_position, to_position) a broker dispatched to its ConsumeQueues in one
+# round (ReputMessageService), and the range a slave appended from one HA frame
+CONSUME_QUEUE_DISPATCHED = declare_detail("consume_queue.dispatched", from_position=int, to_position=int)
+HA_APPENDED = declare_detail("ha.appended", from_position=int, to_position=int)

@@ -16,13 +16,16 @@ Modules
 - trace.py    typed record kinds, the streaming Tracer (chunks to the digest and observers), the digest
 - compiled.py the per-message modules compiled with Cython, used only for their own sources
 - files.py    atomic file output (hidden temporary file, then rename); output directories checked
+- sources.py  the digest of the simulator's sources (`rmqsim --version`; each run's run_meta.json)
+- watchdog.py the run bounds that fire even when a step never yields: wall time, memory, livelock
 
 Layering: the modules above import only the standard library, SimPy, networkx, pydantic, PyYAML,
 NumPy and Cython's pure-mode `cython` module (`cython.locals` on hot functions, sim/compiled.py).
-`scenario.py` (the tree and loading), `scenario_checks.py` (cross-section checks), `runner.py`
-and `cli.py` are the assembly edge; of them only `scenario.py`, `runner.py` and
+`scenario.py` (the tree and loading), `scenario_checks.py` (cross-section checks), `setup_size.py`
+(the set-up size estimate against `limits:`), `runner.py`
+and `cli.py` (with `explain_cli.py`, `rmqsim explain`) are the assembly edge; of them only `scenario.py`, `runner.py` and
 `cli.py` import `models`. `sim.run(path_or_scenario, seed=..., max_events=..., max_wall_s=...)`
-is the Python API.
+is the Python API, and `sim.load(RUN_DIR)` reads a finished run back as the same `RunResult`.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ compiled.install()  # before any per-message module is imported (sim/compiled.py
 
 def run(scenario: Any, seed: int | None = None, *, overrides: list[str] | None = None, details: bool = False,
         keep_records: bool = False, trace_dir: Any = None, max_events: int | None = None,
-        max_wall_s: float | None = None, observers: tuple = (), progress: Any = None) -> Any:
+        max_wall_s: float | None = None, observers: tuple = (), progress: Any = None, detail: bool = False) -> Any:
     """Run a scenario and return its RunResult (`repr`: one line; `.summary`: the summary.json
     dict; `.frame(kind)`: one record kind as a pandas DataFrame).
 
@@ -56,9 +59,22 @@ def run(scenario: Any, seed: int | None = None, *, overrides: list[str] | None =
     max_events, max_wall_s: stop the run at that bound (verdict unknown; defaults as `rmqsim run`).
     observers: extra callables fed each chunk of records as it is emitted.
     progress: a callable given a progress dict between slices (`sim.progress.ProgressLine(sys.stderr)`).
+    detail: also emit the detail records `rmqsim explain` reads (sim/trace.py; always on with `trace_dir`),
+    which leave the digest and the summary as they are.
     """
     from sim.runner import run_scenario
 
     return run_scenario(scenario, seed=seed, overrides=overrides, details=details, keep_records=keep_records,
                         observers=observers, trace_dir=trace_dir, max_events=max_events, max_wall_s=max_wall_s,
-                        progress=progress)
+                        progress=progress, detail=detail)
+
+
+def load(run_dir: Any) -> Any:
+    """A finished run's directory (`rmqsim run`'s output) as the `RunResult` `run` returned:
+    `.summary`, `.meta`, `.frame(kind)` when it was written with `--trace` (a `msg_id` column has
+    the display key `msg_key` beside it), `.explain(msg)` (the life of one message, by display key
+    `p-1-42` or integer id, as `rmqsim explain --json` prints it; a run without a trace is replayed).
+    Raises `analysis.explain_source.ExplainError` for a directory that is not a finished run."""
+    from analysis.run_load import load_run
+
+    return load_run(run_dir)

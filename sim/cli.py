@@ -2,9 +2,12 @@
 
 Exit codes of `rmqsim run` (Jepsen's verdict vocabulary, analysis/verdict.py): 0 valid, 1
 invalid (a guarantee or an `expect:` failed), 2 bad input or an unusable output location (every
-problem printed, nothing run), 3 unknown (the run stopped at a bound — `--max-events`,
-`--max-wall-s` — or something could not be judged). Other commands: 0 success, 1 failure, 2 bad
-input, 130 interrupted.
+problem printed, nothing run), or output that could not be written during the run (a full disk:
+`could not write <path>: no space left on device`; the run's files are removed), 3 unknown (the
+run stopped at a bound — `--max-events`, `--max-wall-s`, the scenario's `limits: max_rss_mb`, or a livelock: `limits:
+max_events_per_instant`, `max_step_wall_s` — or something could not be judged). Other commands:
+0 success, 1 failure, 2 bad input or could not write (a full disk, a directory rmqsim will not
+write into, a file it will not read), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.config import ConfigError
-from sim.files import OutputError, atomic_write_text, writable_dir
+from sim.files import OutputError, write_error
 from sim.limits import CONFIRM_RUNS, DEFAULT_MAX_EVENTS, DEFAULT_MAX_WALL_S, MAX_SEED
 
 DRY_RUN_POINTS = 20  # points listed by `sweep --dry-run`
@@ -109,16 +112,12 @@ def _utc_stamp() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")  # noqa: TID251
 
 
-def _output_dir(args: argparse.Namespace, name: str, seed: int) -> Path:
-    """`--out` (refused if it holds a run, unless --replace), else a fresh runs/<name>/<time>-seed-<n>."""
+def _output_dir(args: argparse.Namespace, name: str, seed: int) -> Any:
+    """The run's `RunOutput` (sim/run_store.py): `--out` (refused if it holds a run, unless --replace
+    proves that run rmqsim's), else a fresh runs/<name>/<time>-seed-<n>."""
     from sim import run_store
 
-    if args.out:
-        return run_store.claim_out_dir(writable_dir(Path(args.out)), args.replace)
-    root = writable_dir(Path("runs"))
-    out = writable_dir(run_store.fresh_run_dir(root, name, seed, _utc_stamp()))
-    run_store.link_latest(out, root)
-    return out
+    return run_store.open_run_output(args.out, args.replace, Path("runs"), name, seed, _utc_stamp())
 
 
 def reproduce_line(scenario: str, seed: int, overrides: list[str]) -> str:
@@ -163,34 +162,51 @@ def cmd_run(args: argparse.Namespace) -> int:
     sc = scenario_mod.load(args.scenario, args.set)
     _warn(sc, args.scenario)
     seed = sc.seed if args.seed is None else args.seed
-    out = _output_dir(args, sc.name, seed)  # before simulating
+    output = _output_dir(args, sc.name, seed)  # before simulating
+    out = output.directory
     print(f"seed: {seed}")
     print(f"scenario: {sc.name}  resolved sha256: {sc.digest()}")
     print(f"reproduce: {reproduce_line(args.scenario, seed, args.set or [])}")
     from sim.progress import ProgressLine
 
     progress = ProgressLine(sys.stderr)  # quiet unless stderr is a terminal
-    try:
-        result = run_scenario(sc, seed=seed, trace_dir=out / "trace" if args.trace or args.report else None,
-                              max_wall_s=args.max_wall_s, max_events=args.max_events,
-                              progress=progress if progress.enabled else None)
-    finally:
-        progress.close()
-    print(_summary_table(result.summary))
-    print(f"trace sha256: {result.summary['trace_sha256']}")
-    atomic_write_text(out / "scenario.resolved.json", json.dumps(sc.model_dump(mode="json"), indent=1))
-    atomic_write_text(out / "run_meta.json", json.dumps(result.meta, indent=1))
-    atomic_write_text(out / "summary.json", json.dumps(result.summary, indent=1, sort_keys=True))
+    try:  # a run that cannot write its files (a full disk) or is interrupted leaves nothing behind
+        try:
+            result = run_scenario(sc, seed=seed, trace_dir=output.trace_dir() if args.trace or args.report else None,
+                                  max_wall_s=args.max_wall_s, max_events=args.max_events,
+                                  progress=progress if progress.enabled else None)
+        finally:
+            progress.close()
+        print(_summary_table(result.summary))
+        print(f"trace sha256: {result.summary['trace_sha256']}")
+        output.write_text("scenario.resolved.json", json.dumps(sc.model_dump(mode="json"), indent=1))
+        output.write_text("run_meta.json", json.dumps(result.meta, indent=1))
+        output.write_text("summary.json", json.dumps(result.summary, indent=1, sort_keys=True))
+        from analysis.repro_card import write_run_card  # invalid or unknown: RUN_DIR/repro.md
+
+        card = write_run_card(output, result.summary, result.meta, reproduce_line(args.scenario, seed, args.set or []))
+        output.finish()
+    except BaseException as exc:
+        output.abandon()
+        if isinstance(exc, OutputError | OSError) and not isinstance(exc, BrokenPipeError):  # not stdout's reader
+            error = exc if isinstance(exc, OutputError) else write_error(out, exc)
+            raise OutputError(f"{error}; this run's files were removed, nothing of it is kept in {out}") from None
+        raise
     print(f"wrote {out}/summary.json ({result.meta['wall_s']} s wall, {result.meta['sim_to_wall']}× real time)")
+    if card is not None:
+        print(f"repro card: {card}")
     if args.report:
         from analysis.run_report import build_run_report
 
         print(f"report: {build_run_report(out)}")
     stopped_by = result.summary["stopped_by"]
     if stopped_by:
-        bound = f"--max-events {args.max_events}" if stopped_by == "max_events" else f"--max-wall-s {args.max_wall_s}"
+        bound = {"max_events": f"--max-events {args.max_events}", "max_wall_s": f"--max-wall-s {args.max_wall_s}",
+                 "max_rss_mb": "limits.max_rss_mb", "livelock": "the livelock bound"}.get(stopped_by, stopped_by)
         print(f"stopped at bound: unknown ({bound} reached at simulated {result.summary['stopped_at_ms'] / 1000:g} s; "
               "the counts above cover only that part of the run)", file=sys.stderr)
+        print(f"  {result.summary['stopped_detail']}; {result.summary['unconsumed']} acknowledged message(s) not yet "
+              "consumed (unconsumed, not lost)", file=sys.stderr)
     return EXIT_BY_VERDICT[result.summary["verdict"]]
 
 
@@ -293,10 +309,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 1 if outcome.failed else 0
 
 
+def _is_run_dir(path: Path) -> bool:
+    """A run's directory (its summary, or a run manifest, and no sweep.json), whatever those files are:
+    the run report then refuses what it would not read, rather than the sweep report guessing."""
+    from sim.files import MANIFEST
+
+    def there(name: str) -> bool:
+        return (path / name).exists() or (path / name).is_symlink()
+
+    return (there("summary.json") or there(MANIFEST)) and not there("sweep.json")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import ReportError, build_report
 
-    if (Path(args.dir) / "summary.json").is_file():  # one run's directory: no Spark needed
+    if _is_run_dir(Path(args.dir)):  # one run's directory: no Spark needed
         from analysis.run_report import RunDataError, build_run_report
 
         try:
@@ -318,15 +345,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rmqsim", description="Deterministic simulator of Apache RocketMQ",
-                                epilog="exit codes of `run`: 0 valid, 1 invalid, 2 bad input, 3 unknown "
-                                       "(the verdict; `run --help`)")
+                                epilog="exit codes of `run`: 0 valid, 1 invalid, 2 bad input or could not write, "
+                                       "3 unknown (the verdict; `run --help`)")
     p.add_argument("--version", action=_Version, nargs=0,
                    help="print the version and the digest of the simulator's sources (sim/, models/)")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a scenario and print its summary and verdict",
                          epilog="exit codes: 0 valid (every guarantee and expectation held), 1 invalid "
-                                "(an acknowledged message lost, or an `expect:` failed), 2 bad input, "
-                                "3 unknown (the run stopped at a bound, or something could not be judged)")
+                                "(an acknowledged message lost, or an `expect:` failed), 2 bad input, or output that "
+                                "could not be written (a full disk: `could not write ...`, nothing of the run kept), "
+                                "3 unknown (the run stopped at a bound: --max-events, --max-wall-s, limits.max_rss_mb, "
+                                "or a livelock; or something could not be judged)")
     run.add_argument("scenario")
     run.add_argument("--seed", type=_seed)
     run.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
@@ -334,7 +363,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="output directory (default: a fresh runs/<scenario>/<UTC time>-seed-<n>, "
                                    "linked as runs/<scenario>/latest and runs/latest); refused if it holds a run")
     run.add_argument("--replace", action="store_true",
-                     help="with --out: delete the run files an earlier run left there (summary, trace, report)")
+                     help="with --out: delete the earlier run there (summary, trace, report), only if its manifest "
+                          "proves every file in those places is one rmqsim wrote; otherwise refuse and name them")
     run.add_argument("--trace", action="store_true",
                      help="also write the trace: OUT/trace/<kind>.parquet, one file per record kind")
     run.add_argument("--report", action="store_true",
@@ -363,7 +393,7 @@ def parser() -> argparse.ArgumentParser:
     swp.add_argument("--dry-run", action="store_true", help="validate and list the points only")
     swp.add_argument("--replace", action="store_true",
                      help="if --out holds another sweep, or runs of another simulator version, delete it and start "
-                          "afresh (only a directory holding nothing but an rmqsim sweep)")
+                          "afresh (only if every file in it is provably rmqsim's; otherwise refuse and name them)")
     swp.add_argument("--yes", action="store_true", help=f"run a sweep of more than {CONFIRM_RUNS:,} runs")
     swp.set_defaults(func=cmd_sweep)
     rep = sub.add_parser("report", help="figures and an HTML page from a sweep's results, or from one run's directory")
@@ -372,6 +402,9 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--master", default="local[1]", help="Spark master for the SQL (default local[1])")
     rep.add_argument("--run", help="run id for the latency-over-time figure (default: the sweep's timeline run)")
     rep.set_defaults(func=cmd_report)
+    from sim.explain_cli import add_parser as add_explain
+
+    add_explain(sub)  # rmqsim explain (sim/explain_cli.py)
     return p
 
 

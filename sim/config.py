@@ -10,11 +10,20 @@ Value types for model fields (use them instead of bare `int`/`float`/`str`):
 - `Int`, `Float`: pydantic's lax numbers (2.0 is 2, "5" is 5) except that a boolean is refused
   (`count: true` is a mistake, not 1);
 - `PositiveIntMs`, `NonNegativeIntMs`: whole milliseconds of a model tunable, at most `MAX_TIME_MS`;
-- `DurationMs`, `PositiveDurationMs`: 500, 1.5, '500ms', '10s', '2min', '1h', '1d', '250us', in
-  ms, at most `MAX_TIME_MS`; a positive duration is at least 1 µs, the clock's resolution;
+- `DurationMs`, `PositiveDurationMs`: 500, 1.5, 1e3, '500ms', '10s', '2min', '1h', '1d', '250us'
+  ('250µs' and '250μs' too), '1.5e3s', in ms, at most `MAX_TIME_MS`; a positive duration is at
+  least 1 µs, the clock's resolution. A duration string is decimal: '1:30' (minutes and
+  seconds, or hours and minutes?) is refused with a hint, '017s' is 17 s, '0x1F' is no
+  duration; YAML's own number forms are refused earlier (sim/inputs.py);
 - `Name` (scenario and sweep names: they become directory names) and `NodeName` (node names:
   they become parts of random-stream names, `<node>.disk`, `net.<src>-><dst>`; an '@' is
-  allowed after the first character, for RocketMQ's `<room>@<broker>` naming convention).
+  allowed after the first character, for RocketMQ's `<room>@<broker>` naming convention);
+- `Tag`: a message tag, 1 to 128 printable characters: no control character (NUL, BEL, ESC, CR,
+  DEL, C1), no format character (a zero-width space, a right-to-left override) and no space but
+  ASCII's: characters a reader cannot see, or that garble the terminal, the report and every
+  message that shows the tag (refused with the key path, `producers[0].tags[1]`).
+
+Messages never show more of a value than `short` (sim/inputs.py) does.
 """
 
 from __future__ import annotations
@@ -30,10 +39,12 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, Validati
 from sim.inputs import short
 from sim.limits import MAX_NAME_CHARS, MAX_PROBLEMS, MAX_TIME_MS
 
-_UNIT_TO_MS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0,
-               "min": 60_000.0, "h": 3_600_000.0, "d": 86_400_000.0}
-# digits with single underscores between them ('1_000', not '1_' or '1__0'), an optional fraction
-_DURATION_RE = re.compile(r"^\s*(-?[0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)\s*([a-zµ]*)\s*$")
+_UNIT_TO_MS = {"us": 0.001, "µs": 0.001, "μs": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0,
+               "min": 60_000.0, "h": 3_600_000.0, "d": 86_400_000.0}  # µ: the micro sign; μ: Greek mu
+# digits with single underscores between them ('1_000', not '1_' or '1__0'), an optional
+# fraction and exponent, then a unit
+_DURATION_RE = re.compile(r"^\s*(-?[0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*([a-zµμ]*)\s*$", re.ASCII)
+_DURATION_CHARS = 40  # no duration string needs more
 
 
 class ConfigError(Exception):
@@ -59,7 +70,10 @@ def parse_duration_ms(value: Any) -> Any:
     if isinstance(value, (int, float)):
         return value
     if isinstance(value, str):
-        match = _DURATION_RE.match(value)
+        match = _DURATION_RE.match(value) if len(value) <= _DURATION_CHARS else None
+        if not match and ":" in value:
+            raise ValueError(f"cannot read {short(value)} as a duration: minutes and seconds, or hours and "
+                             "minutes? Write it with a unit ('90s', '90min', '1h')")
         if not match:
             raise ValueError(f"cannot read {short(value)} as a duration (examples: 500, '500ms', '10s', '2min')")
         number, unit = float(match.group(1).replace("_", "")), match.group(2) or "ms"
@@ -99,8 +113,22 @@ def _node_name(value: str) -> str:
     return value
 
 
+def _printable(value: str) -> str:
+    bad = next((c for c in value if not c.isprintable()), None)
+    if bad is not None:
+        raise ValueError(f"{_character(bad)} is not allowed here (printable characters only)")
+    return value
+
+
+def _character(c: str) -> str:
+    """'ESC (U+001B)', 'U+200B' for a character a message must not print raw."""
+    names = {"\0": "NUL", "\a": "BEL", "\b": "BS", "\t": "TAB", "\n": "LF", "\r": "CR", "\x1b": "ESC", "\x7f": "DEL"}
+    return f"{names[c]} (U+{ord(c):04X})" if c in names else f"the character U+{ord(c):04X}"
+
+
 Name = Annotated[str, AfterValidator(_name)]
 NodeName = Annotated[str, AfterValidator(_node_name)]
+Tag = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_printable)]
 
 
 _KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
@@ -182,11 +210,30 @@ def format_errors(root: type, error: ValidationError) -> list[str]:
     return problems
 
 
+_QUOTED = re.compile(r"(?<!\w)'([^'\n]{40,})'(?!\w)")  # a long input pydantic quotes whole
+MAX_REASON_CHARS = 1_000  # pydantic's own text of one problem (its longest lists a Literal's values)
+
+
 def _reason(err: dict[str, Any]) -> str:
-    reason = err["msg"].removeprefix("Value error, ")
+    msg = err["msg"].removeprefix("Value error, ")
+    ctx = err.get("ctx") or {}
+    if err["type"] == "union_tag_invalid" and "tag" in ctx:  # the tag as str(): a list of 10,000 names
+        tag = str(ctx["tag"])
+        msg = (f"Input tag '{tag if len(tag) <= 36 else tag[:35] + '…'}' found using {ctx.get('discriminator')} "
+               f"does not match any of the expected tags: {ctx.get('expected_tags')}")
+    reason = safe_text(msg)
     if err["type"] != "missing" and "input" in err and not isinstance(err["input"], (dict, list)):
         reason += f" (got {short(err['input'])})"
     return reason
+
+
+def safe_text(text: str) -> str:
+    """`text` fit for one line of a message: a long quoted value cut, every character that is not
+    printable escaped (pydantic quotes some inputs as they are: `Input tag '\\u200bconstant'`), at
+    most MAX_REASON_CHARS characters."""
+    text = _QUOTED.sub(lambda m: short(m.group(1)), text)
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS - 1] + "…"
 
 
 def _drop_tags(root: type, loc: tuple) -> tuple:

@@ -124,35 +124,41 @@ class FaultInjector:
         self.nodes = nodes
         self.shutdowns = shutdowns or {}
         self.network = env.network
-        self.scripted = sorted(scripted, key=lambda f: f.at_ms)  # stable: file order on ties
+        # (index in the scenario's `faults`, spec) by time; stable: file order on ties
+        self.scripted = sorted(enumerate(scripted), key=lambda item: item[1].at_ms)
         self.random_specs = random_specs
         self.duration_us = duration_us
         self.active = True
         self.log: list[tuple] = []  # the fault records it emitted (fault windows for reports)
+        # beside each `log` entry, the fault it belongs to: its index in the scenario's `faults`, random
+        # faults numbered after them in firing order; -1 for the end of the fault phase (summary `faults_applied`)
+        self.log_index: list[int] = []
+        self._random_fired = 0
 
     def start(self) -> None:
-        jitter = self.env.rng.stream("faults.jitter") if any(s.jitter_ms for s in self.scripted) else None
-        for spec in self.scripted:
+        jitter = self.env.rng.stream("faults.jitter") if any(s.jitter_ms for _i, s in self.scripted) else None
+        for index, spec in self.scripted:
             at_us = ms(spec.at_ms)
             if spec.jitter_ms and jitter is not None:
                 at_us += int(jitter.random() * ms(spec.jitter_ms))
             if at_us < self.duration_us:
-                self.env.call_later(at_us, self.inject, spec)
+                self.env.call_later(at_us, self.inject, spec, index)
         for index, spec in enumerate(self.random_specs):
             self.env.process(self._random_loop(index, spec))
         self.env.call_later(self.duration_us, self.heal_all)
 
-    def _emit(self, kind: str, fault: str, target: str, detail: str) -> None:
+    def _emit(self, kind: str, fault: str, target: str, detail: str, index: int = -1) -> None:
         self.env.tracer.emit("faults", kind, fault, target, detail)
         self.log.append((self.env.now, "faults", kind, fault, target, detail))
+        self.log_index.append(index)
 
-    def inject(self, spec: FaultSpec) -> None:
+    def inject(self, spec: FaultSpec, index: int = -1) -> None:
         if not self.active:
             return
         target, detail = self._apply(spec)
-        self._emit(trace.FAULT_INJECTED, spec.kind, target, detail)
+        self._emit(trace.FAULT_INJECTED, spec.kind, target, detail, index)
         if spec.duration_ms is not None and spec.kind not in ("fsync_stall", "pause"):
-            self.env.call_later(ms(spec.duration_ms), self.heal_one, spec)
+            self.env.call_later(ms(spec.duration_ms), self.heal_one, spec, index)
 
     def _apply(self, spec: FaultSpec) -> tuple[str, str]:
         kind, node = spec.kind, self.nodes.get(spec.node or "")
@@ -192,7 +198,7 @@ class FaultInjector:
             links.append(self.network.link(spec.dst, spec.src))
         return links
 
-    def heal_one(self, spec: FaultSpec) -> None:
+    def heal_one(self, spec: FaultSpec, index: int = -1) -> None:
         if not self.active:
             return
         kind = spec.kind
@@ -207,7 +213,7 @@ class FaultInjector:
             self.nodes[spec.node].disk.slow_factor = 1.0
         target = spec.node or (f"{spec.src}->{spec.dst}" if spec.src else
                                "|".join(",".join(g) for g in spec.groups or []))
-        self._emit(trace.FAULT_HEALED, kind, target, "")
+        self._emit(trace.FAULT_HEALED, kind, target, "", index)
 
     def _random_loop(self, index: int, spec: RandomFaultSpec) -> Any:
         stream = self.env.rng.stream(f"faults.{index}")
@@ -219,7 +225,9 @@ class FaultInjector:
                 return
             target = spec.nodes[stream.randrange(len(spec.nodes))]
             down_us = min(max(1, spec.down_ms.sample_us(stream)), MAX_DOWN_US)  # a FaultSpec duration
-            self.inject(self._as_scripted(spec, target, down_us))
+            index = len(self.scripted) + self._random_fired
+            self._random_fired += 1
+            self.inject(self._as_scripted(spec, target, down_us), index)
             yield self.env.timeout(down_us)
 
     def _as_scripted(self, spec: RandomFaultSpec, target: str, down_us: int) -> FaultSpec:

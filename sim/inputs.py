@@ -27,7 +27,11 @@ The limits are rmqsim's own and fire first on any PyYAML: the document is parsed
 when PyYAML has it (fast), and a document libyaml refuses is parsed again with PyYAML's Python
 parser, which has no limits of its own (libyaml 0.2.5 in PyYAML 6.0.4 stops at 1,000 levels with
 "exceeded maximum nesting depth", before the composer could count 33), so the reason reported
-is the same with or without libyaml, whatever its version.
+is the same with or without libyaml, whatever its version; so is the place of a control
+character (libyaml counts it in bytes, PyYAML's reader in characters).
+
+`dump_flow(value)` writes a value as one line of YAML that `load_yaml` reads back as the same
+value (sweep points become `--set` items this way: the string '1e3' must stay a string).
 
 Every failure is an `InputProblem` whose text is a short reason, never the file's content
 beyond the offending value's first characters.
@@ -230,35 +234,36 @@ def _check_number(node: ScalarNode) -> None:
         raise ConstructorError(None, None, f"cannot read {short(text)} as {tag}: a number literal is at most "
                                f"{MAX_NUMBER_CHARS} characters", node.start_mark)
     body = text.lstrip("+-").replace("_", "").lower()
-    form = _non_decimal_form(body, tag)
+    form = _non_decimal_form(body, tag, "-" if text.startswith("-") else "")
     if form is not None:
         try:
             meant = yaml.SafeLoader.yaml_constructors[node.tag](yaml.SafeLoader(""), node)
         except (ValueError, TypeError, ArithmeticError, LookupError):
             return
         advice, example = form
-        raise ConstructorError(None, None, f"{text} is {advice} and would be read as {meant}: {example}, "
+        shown = text if text.isprintable() else short(text)  # `!!int "1:3\t"` is 63
+        raise ConstructorError(None, None, f"{shown} is {advice} and would be read as {meant}: {example}, "
                                "or quote it to mean text", node.start_mark)
     if "_" in text and _MISPLACED_UNDERSCORE.search(text.lstrip("+-")):
         raise ConstructorError(None, None, f"cannot read {short(text)} as {tag}: an underscore goes between "
                                "two digits (1_000), or quote it to mean text", node.start_mark)
 
 
-def _non_decimal_form(body: str, tag: str) -> tuple[str, str] | None:
+def _non_decimal_form(body: str, tag: str, sign: str) -> tuple[str, str] | None:
     """(what YAML 1.1 reads `body` as, what to write instead) for a literal that is not decimal;
     `body` is the literal without its sign and underscores, lower-cased."""
     if ":" in body:
         return ("a base-60 (sexagesimal) number in YAML 1.1",
                 "give a duration its unit ('90s', '90min') and write any other number in decimal")
-    if tag != "int" or body == "0" or body[:1] in "123456789":
+    if tag != "int" or not body.startswith("0") or body == "0":
         return None
     if body.startswith("0x"):
         return "hexadecimal in YAML 1.1", "write the number in decimal"
     if body.startswith("0b"):
         return "binary in YAML 1.1", "write the number in decimal"
-    if body.startswith("0o"):
+    if body.startswith("0o"):  # `!!int 0o17`: Python's int(…, 8) takes the prefix
         return "octal", "write the number in decimal"
-    return "octal in YAML 1.1 (a leading 0)", f"write {body.lstrip('0') or '0'} if that is the number meant"
+    return "octal in YAML 1.1 (a leading 0)", f"write {sign}{body.lstrip('0') or '0'} if that is the number meant"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -336,9 +341,12 @@ def _load(loader_class: type, text: str) -> Any:
         syntax = not isinstance(exc, ConstructorError | _Budget)
         raise (_Unparsable if syntax and loader_class is _CLimited else InputProblem)(_reason(exc), where) from None
     except yaml.reader.ReaderError as exc:
+        if loader_class is _CLimited:  # libyaml counts bytes, not characters: ask PyYAML's reader
+            raise _Unparsable("unreadable character") from None
         # the reason in rmqsim's words: libyaml and PyYAML's reader word it differently
-        raise InputProblem(f"control characters are not allowed (#x{exc.character:04x})",
-                           f"character {exc.position + 1}") from None
+        reason = "not valid text (undecodable characters)" if 0xD800 <= exc.character <= 0xDFFF else \
+            f"control characters are not allowed (#x{exc.character:04x})"
+        raise InputProblem(reason, f"character {exc.position + 1}") from None
     except yaml.YAMLError as exc:
         if loader_class is _CLimited:
             raise _Unparsable("not valid YAML") from None
@@ -346,6 +354,8 @@ def _load(loader_class: type, text: str) -> Any:
     except RecursionError:
         raise InputProblem(f"nested more than {MAX_YAML_DEPTH} levels deep") from None
     except UnicodeError:  # a str that cannot be UTF-8 (lone surrogates from undecodable argv bytes)
+        if loader_class is _CLimited:  # libyaml takes UTF-8 only: PyYAML's reader says where
+            raise _Unparsable("undecodable") from None
         raise InputProblem("not valid text (undecodable characters)") from None
     finally:
         if loader is not None:

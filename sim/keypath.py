@@ -6,11 +6,14 @@ One grammar for the command line's `--set` and a sweep file's `set:`, `grid:` an
     key   = a letter or "_", then letters, digits, "_"      (at most 64 characters)
     index = 0 | 1 … 999999                                  (no sign, no leading zeros)
 
-`parse(text)` returns the parts (`['cluster', 'brokers', 1, 'store', 'flush_disk_type']`) or
-raises `KeyPathError` with a short reason. `apply_override(data, item)` sets one value in a
-scenario tree: the value is read as YAML (sim/inputs.py), missing mappings on the way are
-created, list elements must exist. It returns the problems instead of raising, so a caller can
-report them with the others.
+A path has at most `MAX_YAML_DEPTH` parts (no document is deeper, so a longer path names
+nothing). `parse(text)` returns the parts (`['cluster', 'brokers', 1, 'store',
+'flush_disk_type']`) or raises `KeyPathError` with a short reason. `apply_override(data, item)`
+sets one value in a scenario tree: the value is read as YAML with sim/inputs.py's rules (so
+`duration_ms=1:30`, `seed=0x1F` and a 5,000-digit number are refused there as in a file),
+missing mappings on the way are created, list elements must exist. It returns the problems
+instead of raising, so a caller can report them with the others. Messages show a path cut to
+`SHOWN_CHARS` characters (`shown`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ import re
 from typing import Any
 
 from sim.inputs import InputProblem, load_yaml, short
-from sim.limits import MAX_SET_CHARS
+from sim.limits import MAX_SET_CHARS, MAX_YAML_DEPTH
+
+SHOWN_CHARS = 100  # a key path in a message
 
 _TOKEN = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]{0,63})|\[(0|[1-9][0-9]{0,5})\]")
 
@@ -40,6 +45,8 @@ def parse(text: str) -> list[str | int]:
             raise KeyPathError(f"cannot read the key path at {short(text[pos:pos + 20])} (expected "
                                "names joined by '.' and list indexes like [0], e.g. producers[0].rate_per_s)")
         parts.append(match.group(1) if match.group(1) is not None else int(match.group(2)))
+        if len(parts) > MAX_YAML_DEPTH:
+            raise KeyPathError(f"more than {MAX_YAML_DEPTH} names and indexes (no scenario is that deep)")
         pos = match.end()
     return parts
 
@@ -49,6 +56,12 @@ def render(parts: list[str | int]) -> str:
     for part in parts:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
     return out
+
+
+def shown(parts: list[str | int]) -> str:
+    """`render(parts)` for a message: cut to SHOWN_CHARS characters."""
+    text = render(parts)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 1] + "…"
 
 
 def split_item(item: str) -> tuple[list[str | int], Any]:
@@ -62,7 +75,10 @@ def split_item(item: str) -> tuple[list[str | int], Any]:
     try:
         value = load_yaml(raw) if raw.strip() else ""
     except InputProblem as exc:
-        raise KeyPathError(f"the value is not valid YAML ({exc.where}: {exc.reason})") from None
+        if exc.reason.startswith(("YAML syntax error", "not valid YAML")):
+            raise KeyPathError(f"the value is not valid YAML ({exc.where}: {exc.reason})") from None
+        where = f"{exc.where}: " if "\n" in raw.strip() else ""  # a one-line value: its position says nothing
+        raise KeyPathError(f"cannot read the value ({where}{exc.reason})") from None
     return parts, value
 
 
@@ -77,12 +93,12 @@ def apply_override(data: dict, item: str) -> list[str]:
     for i, part in enumerate(parts[:-1]):
         node = _child(node, part, parts[i + 1])
         if node is None:
-            return [f"--set {render(parts)}: no element {render(parts[:i + 1])} in this scenario"]
+            return [f"--set {shown(parts)}: no element {shown(parts[:i + 1])} in this scenario"]
     last = parts[-1]
     if isinstance(last, int) and not (isinstance(node, list) and last < len(node)):
-        return [f"--set {render(parts)}: no element {render(parts)} in this scenario"]
+        return [f"--set {shown(parts)}: no element {shown(parts)} in this scenario"]
     if isinstance(last, str) and not isinstance(node, dict):
-        return [f"--set {render(parts)}: {render(parts[:-1]) or 'the scenario'} is not a mapping"]
+        return [f"--set {shown(parts)}: {shown(parts[:-1]) or 'the scenario'} is not a mapping"]
     node[last] = value
     return []
 

@@ -13,7 +13,13 @@ Two kinds:
 
 Run bounds (`DEFAULT_MAX_EVENTS`, `DEFAULT_MAX_WALL_S`) stop a run that would otherwise grow
 without limit; `rmqsim run --max-events/--max-wall-s` and a sweep's `run_max_events` /
-`run_timeout_s` set them. A run stopped at one still gets a summary, marked `stopped_by`.
+`run_timeout_s` set them. The scenario's `limits:` adds three more, watched from a thread even
+while one model step never yields (sim/watchdog.py): resident memory (`max_rss_mb`; default half
+the machine's memory), and livelock (`max_events_per_instant` events at one simulated instant,
+or one step running `max_step_wall_s` without yielding). A run stopped at any of them still gets
+a summary, marked `stopped_by`, with the messages not yet consumed counted as `unconsumed`, never
+as lost. Before any run, validation estimates the route tables set-up builds (sim/setup_size.py)
+against `max_route_entries`.
 """
 
 from __future__ import annotations
@@ -60,3 +66,11 @@ DEFAULT_MAX_SIM_TIME_MS = 7 * DAY_MS  # duration_ms + settle_ms
 DEFAULT_MAX_RATE_PER_S = 100_000.0  # per producer instance
 DEFAULT_MAX_INSTANCES = 1_000  # `count` of one producer or consumer entry
 DEFAULT_MAX_NODES = 2_000  # every node of the scenario
+# set-up: queues in every client's topic route, plus the brokers' own (sim/setup_size.py); about
+# 0.4 KB and 8 µs of set-up each, so 10 M is ~4 GB (the bundled scenarios need < 10,000)
+DEFAULT_MAX_ROUTE_ENTRIES = 10_000_000
+HARD_MAX_ROUTE_ENTRIES = 10**12
+# livelock: the bundled scenarios reach at most ~4,300 events at one instant (txn_check_storm)
+DEFAULT_MAX_EVENTS_PER_INSTANT = 1_000_000
+DEFAULT_MAX_STEP_WALL_S = 60.0  # one event's wall time; a model step takes microseconds
+HARD_MAX_RSS_MB = 1 << 30  # 1 PB: the bound on `limits.max_rss_mb` (null: half the machine, sim/watchdog.py)

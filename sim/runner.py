@@ -11,9 +11,15 @@ request a Parquet trace writer or a caller's own observers. Nothing per message 
 the caller asks (`keep_records`).
 
 Bounds: `max_events` (events processed; default `sim.limits.DEFAULT_MAX_EVENTS`) and
-`max_wall_s` (wall time, checked between slices of simulated time) stop a run early; it still
-gets a summary of what happened so far, with `stopped_by` naming the bound, `stopped_at_ms` the
-simulated time, and the verdict `unknown`.
+`max_wall_s` (wall time) are checked between slices of simulated time; the watchdog
+(sim/watchdog.py), a thread started before set-up, enforces wall time, resident memory
+(`limits.max_rss_mb`) and livelock (`limits.max_events_per_instant`, `limits.max_step_wall_s`)
+also while a step never yields or set-up runs long, by interrupting this thread. A MemoryError
+stops the run like the memory bound. A stopped run still gets a summary of what happened so far,
+with `stopped_by` naming the bound (`max_events`, `max_wall_s`, `max_rss_mb`, `livelock`),
+`stopped_at_ms` the simulated time, `stopped_detail` one sentence (`livelock_owner`: the code that
+looped), acknowledged messages not yet consumed counted as `unconsumed` instead of lost, and the
+verdict `unknown`; a run stopped during set-up gets the summary of an empty run (every count 0).
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.checks import send_metrics_in_faults
+from analysis.checks import judge_units, send_metrics_in_faults
+from analysis.faults_applied import faults_applied
 from analysis.ledger import Ledger, ProducerInfo
 from analysis.run_rows import fault_windows
 from analysis.txn_checker import TxnLedger
@@ -52,7 +59,9 @@ from sim.network import Network
 from sim.rng import Rng
 from sim.scenario import Scenario, instance_names
 from sim.scenario_checks import broker_group_nodes
+from sim.sources import simulator_sha256
 from sim.trace import Tracer
+from sim.watchdog import RunInterrupted, Stop, Watchdog, default_max_rss_mb, rss_mb
 
 SLICE_START_US = 1_000  # the first slice of simulated time between checks of the bounds
 SLICE_MAX_US = 10_000_000
@@ -80,6 +89,7 @@ class RunResult:
     details: dict[str, Any] = field(default_factory=dict)  # per-message facts, when asked for
     fault_records: list[tuple] = field(default_factory=list)
     trace_dir: Path | None = None  # where the Parquet trace was streamed, if it was
+    directory: Path | None = None  # the run's directory, for a run read back with `sim.load`
 
     def __repr__(self) -> str:
         """One line: scenario, seed, verdict, the counts that matter, p99, and the trace digest's start."""
@@ -96,17 +106,27 @@ class RunResult:
         from analysis.frames import FrameError, check_kind, records_frame, trace_frame
 
         check_kind(kind)
+        names = [p.name for p in self.world.producers]  # a `msg_id` column gets its display key `msg_key` beside it
         if self.trace_dir is not None:
-            return trace_frame(self.trace_dir, kind)
+            return trace_frame(self.trace_dir, kind, names)
         if self.records:
-            return records_frame(self.records, kind)
+            return records_frame(self.records, kind, names)
         raise FrameError("this run kept no records: run it with keep_records=True or trace_dir=...")
 
+    def explain(self, msg_id: int | str) -> dict[str, Any]:
+        """The life of one message (its integer id or display key `p-1-42`) as `rmqsim explain
+        --json` prints it: facts in time order, then its verdict and the rule behind its cause
+        (analysis/explain.py). Replays the run when its records are not at hand."""
+        from analysis.explain import explain_result
 
-def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
+        return explain_result(self, msg_id)
+
+
+def build(sc: Scenario, seed: int, keep_records: bool = False, detail: bool = False) -> World:
     env = SimEnv()
     env.rng = Rng(seed)
     env.tracer = Tracer(env, keep=keep_records)
+    env.tracer.detail = detail  # the detail kinds (sim/trace.py), read by the models as they are built
     network = Network(env, sc.network.latency_ms)
     world = World(env, sc)
     namesrvs = [n.name for n in sc.cluster.nameservers]
@@ -117,6 +137,7 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
         brokers += _build_group(world, b, sc, namesrvs)
     duration_us = ms(sc.duration_ms)
     txn_logs: dict[str, TransactionLog] = {}  # producer group -> the application's shared transaction log
+    infos = iter(producer_infos(sc))
     for p in sc.producers:
         selector = "hash" if p.send_mode == "ORDERLY" else p.selector
         for name in instance_names(p.name, p.count):
@@ -129,7 +150,7 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
             if p.transaction is not None and p.transaction.shutdown_ms is not None:
                 stop = min(stop, ms(p.transaction.shutdown_ms))  # the application is gone
             Workload(producer, len(world.producers), p, ms(p.start_ms), min(stop, duration_us))
-            world.producers.append(ProducerInfo(name, p.topic, p.transaction is not None))
+            world.producers.append(next(infos))
             _add(world, producer)
     zones = {b.name: b.zone for b in sc.cluster.brokers}  # MACHINE_ROOM_NEARBY by ZONE
     zones |= {name: c.zone for c in sc.consumers for name in instance_names(c.name, c.count)}
@@ -152,6 +173,12 @@ def build(sc: Scenario, seed: int, keep_records: bool = False) -> World:
     world.injector = FaultInjector(env, world.nodes, list(sc.faults), list(sc.random_faults), duration_us, shutdowns)
     world.admin = MQAdmin(env, brokers, {g: e["topic"] for g, e in consumer_groups(sc).items()})
     return world
+
+
+def producer_infos(sc: Scenario) -> list[ProducerInfo]:
+    """Each producer instance's name, topic and kind, by producer index (message ids)."""
+    return [ProducerInfo(name, p.topic, p.transaction is not None)
+            for p in sc.producers for name in instance_names(p.name, p.count)]
 
 
 def _transaction_producer(env: SimEnv, name: str, p: Any, namesrvs: list[str], client_version: str,
@@ -244,7 +271,7 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
                  details: bool = False, keep_records: bool = False,
                  observers: tuple[Callable[[list[tuple]], None], ...] = (), trace_dir: str | Path | None = None,
                  max_events: int | None = None, max_wall_s: float | None = None,
-                 progress: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
+                 progress: Callable[[dict[str, Any]], None] | None = None, detail: bool = False) -> RunResult:
     """Run one scenario (a path or a loaded Scenario).
 
     `details`: `RunResult.details` gets the checkers' per-message facts (latency samples and
@@ -254,23 +281,58 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     Bounds: see the module docstring. `progress`: called between slices of simulated time
     (sim/progress.py) with `sim_us`, `end_us`, `events`, `wall_s`, the ledger's send counts and
     its running send RT figures (`send_rt_count`, `send_rt_sum_us`, `send_rt_max_us`).
+    `detail` (on for a traced run): also emit the detail kinds (sim/trace.py), outside the digest.
     """
     if not isinstance(sc, Scenario):
         sc = scenario_mod.load(sc, overrides)
     seed = sc.seed if seed is None else int(seed)
-    wall_start = time.perf_counter()
-    world = build(sc, seed, keep_records)
-    env, tracer = world.env, world.env.tracer
+    bounds = _Bounds(time.perf_counter(), max_events if max_events is not None else DEFAULT_MAX_EVENTS, max_wall_s)
+    with _watchdog(sc, bounds) as watchdog:
+        try:
+            world = build(sc, seed, keep_records, detail or trace_dir is not None)
+            ledger, txn_ledger, writer = _observe(world, observers, trace_dir, progress is not None)
+        except (RunInterrupted, MemoryError) as exc:
+            return _stopped_in_setup(sc, seed, _stop_of(watchdog, exc, None, sc), bounds, keep_records)
+        return _simulate(world, seed, watchdog, bounds, (ledger, txn_ledger, writer), details, progress, trace_dir)
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    wall_start: float  # time.perf_counter() when the run began
+    max_events: int
+    max_wall_s: float | None
+
+
+def _watchdog(sc: Scenario, bounds: _Bounds) -> Watchdog:
+    limits = sc.limits
+    return Watchdog(time.perf_counter, bounds.wall_start, max_wall_s=bounds.max_wall_s,
+                    max_rss_mb=limits.max_rss_mb if limits.max_rss_mb is not None else default_max_rss_mb(),
+                    max_events=bounds.max_events, max_events_per_instant=limits.max_events_per_instant,
+                    max_step_wall_s=limits.max_step_wall_s)
+
+
+def _observe(world: World, observers: tuple, trace_dir: str | Path | None,
+             count_rt: bool) -> tuple[Ledger, TxnLedger, Any]:
+    """The checkers' ledgers and the trace writer, fed every chunk of records."""
     ledger = make_ledger(world)
-    ledger.count_rt = progress is not None  # the progress line's Max/Average RT
+    ledger.count_rt = count_rt  # the progress line's Max/Average RT
     txn_ledger = TxnLedger(world.producers)
     writer = None
     if trace_dir is not None:  # pyarrow (~50 MB resident) is imported only for a traced run
         from analysis.trace_store import TraceWriter
         writer = TraceWriter(Path(trace_dir))
-    tracer.observers += [ledger.feed, *([txn_ledger.feed] if txn_ledger.enabled else []), *observers,
-                         *([writer] if writer is not None else [])]
-    start(world)
+    world.env.tracer.observers += [ledger.feed, *([txn_ledger.feed] if txn_ledger.enabled else []), *observers,
+                                   *([writer] if writer is not None else [])]
+    return ledger, txn_ledger, writer
+
+
+def _simulate(world: World, seed: int, watchdog: Watchdog, bounds: _Bounds, feeds: tuple[Ledger, TxnLedger, Any],
+              details: bool, progress: Callable[[dict[str, Any]], None] | None,
+              trace_dir: str | Path | None) -> RunResult:
+    """Start, run to the end or to a bound, summarize."""
+    sc, env, tracer = world.scenario, world.env, world.env.tracer
+    ledger, txn_ledger, writer = feeds
+    wall_start = bounds.wall_start
     end_us = ms(sc.duration_ms) + ms(sc.settle_ms)
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run allocates millions of short-lived acyclic objects; GC passes only cost time
@@ -279,24 +341,70 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
             "sim_us": env.now, "end_us": end_us, "events": env.processed(), "wall_s": time.perf_counter() - wall_start,
             **ledger.counts, "send_rt_count": ledger.rt_count, "send_rt_sum_us": ledger.rt_sum_us,
             "send_rt_max_us": ledger.rt_max_us}))
-        stopped_by = _run(env, end_us, wall_start, max_events, max_wall_s, report)
-        tracer.emit("run", trace.RUN_ENDED, "settled" if stopped_by is None else f"stopped:{stopped_by}")
+        try:
+            start(world)
+            watchdog.watch(env, env.processed())
+            stopped_by = _run(env, end_us, wall_start, bounds.max_events, bounds.max_wall_s, report)
+            watchdog.stop()
+            stop = None if stopped_by is None else _slice_stop(stopped_by, bounds)
+        except (RunInterrupted, MemoryError) as exc:
+            stop = _stop_of(watchdog, exc, env, sc)
+        tracer.emit("run", trace.RUN_ENDED, "settled" if stop is None else f"stopped:{stop.bound}")
         digest = tracer.close()
         if writer is not None:
             writer.close()
         sim_wall_s = time.perf_counter() - wall_start
         facts: dict[str, Any] | None = {} if details else None
-        summary = summarize(world, seed, ledger, digest, tracer.count, env.now, stopped_by, facts, txn_ledger)
+        summary = summarize(world, seed, ledger, digest, tracer.count, env.now, stop.bound if stop else None, facts,
+                            txn_ledger, stop)
     finally:
         if gc_was_enabled:
             gc.enable()
+    return RunResult(summary, _meta(env, wall_start, sim_wall_s), world, tracer.records, facts or {},
+                     world.injector.log, Path(trace_dir) if trace_dir is not None else None)
+
+
+def _meta(env: SimEnv, wall_start: float, sim_wall_s: float) -> dict[str, Any]:
     wall_s = time.perf_counter() - wall_start
-    meta = {"wall_s": round(wall_s, 3), "simulate_wall_s": round(sim_wall_s, 3),
+    return {"wall_s": round(wall_s, 3), "simulate_wall_s": round(sim_wall_s, 3),
             "check_wall_s": round(wall_s - sim_wall_s, 3), "python": platform.python_version(), "pid": os.getpid(),
             "events": env.processed(), "sim_to_wall": round(env.now / 1e6 / wall_s, 2) if wall_s else None,
-            "random_streams": env.rng.names, "compiled_modules": len(compiled.status()["compiled"])}
-    return RunResult(summary, meta, world, tracer.records, facts or {}, world.injector.log,
-                     Path(trace_dir) if trace_dir is not None else None)
+            "random_streams": env.rng.names, "compiled_modules": len(compiled.status()["compiled"]),
+            "simulator_sha256": simulator_sha256()}  # `rmqsim explain` replays only on the same simulator
+
+
+def _slice_stop(stopped_by: str, bounds: _Bounds) -> Stop:
+    """A bound the slice loop (`_run`) reached."""
+    if stopped_by == "max_events":
+        return Stop(stopped_by, f"{bounds.max_events:,} events processed (max_events)")
+    return Stop(stopped_by, f"{time.perf_counter() - bounds.wall_start:.1f} s of wall time, above max_wall_s "
+                            f"({bounds.max_wall_s:g} s)")
+
+
+def _stop_of(watchdog: Watchdog, exc: BaseException, env: SimEnv | None, sc: Scenario) -> Stop:
+    """Why the run stopped: the watchdog's bound, or (a MemoryError) the memory bound."""
+    stop = watchdog.stop(exc, env)
+    if stop is not None:
+        return stop
+    rss, limit = rss_mb(), sc.limits.max_rss_mb if sc.limits.max_rss_mb is not None else default_max_rss_mb()
+    return Stop("max_rss_mb", f"MemoryError: an allocation failed at {'?' if rss is None else f'{rss:,.0f}'} MB "
+                              f"resident, below limits.max_rss_mb ({'?' if limit is None else f'{limit:,}'} MB): "
+                              "the machine or the process's address-space limit ran out first")
+
+
+def _stopped_in_setup(sc: Scenario, seed: int, stop: Stop, bounds: _Bounds, keep_records: bool) -> RunResult:
+    """The result of a run stopped while its world was being built: the summary of an empty run
+    (every count 0, nothing ran), `stopped_by` the bound, `stopped_detail` saying so."""
+    stop = Stop(stop.bound, f"during set-up: {stop.detail}", stop.owner)
+    env = SimEnv()
+    env.rng = Rng(seed)
+    env.tracer = Tracer(env, keep=keep_records)
+    world = World(env, sc, producers=producer_infos(sc))
+    env.tracer.emit("run", trace.RUN_ENDED, f"stopped:{stop.bound}")
+    digest = env.tracer.close()
+    summary = summarize(world, seed, make_ledger(world), digest, env.tracer.count, 0, stop.bound, None, None, stop)
+    return RunResult(summary, _meta(env, bounds.wall_start, time.perf_counter() - bounds.wall_start), world,
+                     env.tracer.records)
 
 
 def _run(env: SimEnv, end_us: int, wall_start: float, max_events: int | None, max_wall_s: float | None,
@@ -333,12 +441,14 @@ def _run(env: SimEnv, end_us: int, wall_start: float, max_events: int | None, ma
 
 def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int, now_us: int,
               stopped_by: str | None, details: dict[str, Any] | None = None,
-              txn_ledger: TxnLedger | None = None) -> dict[str, Any]:
+              txn_ledger: TxnLedger | None = None, stop: Stop | None = None) -> dict[str, Any]:
     sc = world.scenario
-    metrics = ledger.results(details)
+    metrics = judge_units(ledger, details, stopped=stopped_by is not None)  # = ledger.results, told of a stop
     metrics.update((txn_ledger or TxnLedger(world.producers)).results(ledger))  # txn, txn_violations
     windows = fault_windows(world.injector.log, now_us / 1000) if world.injector is not None else []
     metrics.update(send_metrics_in_faults(ledger, windows))
+    metrics["faults_applied"] = [] if world.injector is None else \
+        faults_applied(world.injector.log, world.injector.log_index, len(sc.faults))
     for key in ("send_share_by_broker", "send_share_by_broker_in_faults"):  # brokers sent nothing: 0
         if metrics[key] is not None:
             metrics[key] = {b.name: metrics[key].get(b.name, 0.0) for b in sc.cluster.brokers} | metrics[key]
@@ -352,6 +462,8 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
         "warmup_ms": sc.warmup_ms,
         "stopped_by": stopped_by,
         "stopped_at_ms": now_us // 1000 if stopped_by else None,
+        "stopped_detail": stop.detail if stop is not None else None,
+        "livelock_owner": stop.owner if stop is not None and stop.bound == "livelock" else None,
         **metrics,
     }
     promises = guarantees_for(consumer_groups(sc))

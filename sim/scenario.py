@@ -34,23 +34,30 @@ from models.consumer.config import MessageModel, PushConsumerConfig
 from models.producer.config import ProducerConfig
 from models.producer.transaction_config import TransactionSpec
 from sim import keypath
-from sim.config import ConfigError, DurationMs, Float, Int, Name, NodeName, PositiveDurationMs, format_errors
+from sim.config import ConfigError, DurationMs, Float, Int, Name, NodeName, PositiveDurationMs, Tag, format_errors
 from sim.disk import DiskConfig
 from sim.dist import MAX_ZIPF_SUPPORT, Constant, Dist, Lognormal, SizeDist
 from sim.faults import FaultSpec, RandomFaultSpec
 from sim.inputs import InputProblem, load_yaml, read_text
 from sim.limits import (
+    DEFAULT_MAX_EVENTS_PER_INSTANT,
     DEFAULT_MAX_INSTANCES,
     DEFAULT_MAX_NODES,
     DEFAULT_MAX_RATE_PER_S,
+    DEFAULT_MAX_ROUTE_ENTRIES,
     DEFAULT_MAX_SIM_TIME_MS,
+    DEFAULT_MAX_STEP_WALL_S,
     HARD_MAX_INSTANCES,
     HARD_MAX_NODES,
     HARD_MAX_RATE_PER_S,
+    HARD_MAX_ROUTE_ENTRIES,
+    HARD_MAX_RSS_MB,
     MAX_SEED,
+    MAX_TIME_MS,
     MIN_RATE_PER_S,
 )
 from sim.scenario_checks import cross_check, instance_names  # noqa: F401 - instance_names: API (runner)
+from sim.setup_size import setup_problems
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 Count = Annotated[Int, Field(gt=0, le=HARD_MAX_INSTANCES)]  # instances of one producer/consumer entry
@@ -75,18 +82,28 @@ def _group_name(value: str) -> str:
 
 TopicName = Annotated[str, AfterValidator(_topic_name)]
 GroupName = Annotated[str, AfterValidator(_group_name)]
-Tag = Annotated[str, Field(min_length=1, max_length=128)]
 Zone = NodeName
 
 
 class Limits(BaseModel):
-    """Sane maxima (sim/limits.py), raised deliberately by a scenario's own `limits:` section."""
+    """Sane maxima (sim/limits.py), raised deliberately by a scenario's own `limits:` section.
+    `max_route_entries` is checked before the run (sim/setup_size.py); `max_rss_mb`,
+    `max_events_per_instant` and `max_step_wall_s` during it (sim/watchdog.py), where a breach stops
+    the run with `stopped_by` max_rss_mb or livelock, verdict unknown."""
 
     model_config = _STRICT
     max_sim_time_ms: PositiveDurationMs = DEFAULT_MAX_SIM_TIME_MS  # duration_ms + settle_ms; hard: MAX_TIME_MS
     max_rate_per_s: Float = Field(DEFAULT_MAX_RATE_PER_S, gt=0, le=HARD_MAX_RATE_PER_S)  # per producer instance
     max_instances: Int = Field(DEFAULT_MAX_INSTANCES, gt=0, le=HARD_MAX_INSTANCES)  # `count` of one entry
     max_nodes: Int = Field(DEFAULT_MAX_NODES, gt=0, le=HARD_MAX_NODES)  # every node of the scenario
+    max_route_entries: Int = Field(DEFAULT_MAX_ROUTE_ENTRIES, gt=0, le=HARD_MAX_ROUTE_ENTRIES, description=(
+        "most queues in all the topic routes set-up builds (sim/setup_size.py; ~0.4 KB each)"))
+    max_rss_mb: Int | None = Field(None, gt=0, le=HARD_MAX_RSS_MB, description=(
+        "most MB of the run's resident memory (null: half the machine's memory)"))
+    max_events_per_instant: Int = Field(DEFAULT_MAX_EVENTS_PER_INSTANT, gt=0, description=(
+        "most events at one simulated instant (more: a livelock)"))
+    max_step_wall_s: Float = Field(DEFAULT_MAX_STEP_WALL_S, gt=0, le=MAX_TIME_MS / 1000, description=(
+        "most wall seconds of one event (longer: a livelock, a step that never yields)"))
 
 
 class NameServerSpec(BaseModel):
@@ -324,6 +341,8 @@ def from_data(data: Any, source: str = "<scenario>", overrides: list[str] | None
     except ValidationError as exc:
         problems += _schema_problems(data, exc)
     problems += cross_check(data, Scenario)
+    if scenario is not None:
+        problems += setup_problems(scenario)  # how large set-up would be, against limits.max_route_entries
     if problems:
         raise ConfigError(source, problems)
     return scenario

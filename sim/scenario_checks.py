@@ -28,6 +28,7 @@ from models.consumer.allocate_setup import naming_room
 from models.message import retry_topic
 from sim.config import render_path
 from sim.faults import CLIENT_KINDS, DISK_KINDS
+from sim.inputs import short
 from sim.limits import HARD_MAX_NODES
 
 INVALID: Any = type("Invalid", (), {"__repr__": lambda self: "INVALID"})()
@@ -113,6 +114,13 @@ class Context:
         return model
 
 
+def listing(names: Any) -> str:
+    """Names for a message, at most LISTED_NODES of them (the rest counted)."""
+    names = list(names)
+    more = f", ... and {len(names) - LISTED_NODES} more" if len(names) > LISTED_NODES else ""
+    return ", ".join(names[:LISTED_NODES]) + more
+
+
 def _element_model(annotation: Any) -> type[BaseModel]:
     """The model class inside an annotation (`list[BrokerSpec]`, `ClusterSpec`, `X | None`)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -140,26 +148,32 @@ def cross_check(data: dict, root: type[BaseModel]) -> list[str]:
     return problems + _check_limits(data, ctx, limits)
 
 
-_METRIC_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # e.g. latency_ms.p99
+_METRIC_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")  # e.g. latency_ms.p99
+SHOWN_KEY_CHARS = 80  # an `expect:` key shown as written; a longer one (or an odd one) is quoted and cut
 
 
 def _check_expect(data: dict, ctx: Context) -> list[str]:
-    """Every `expect:` key must be a metric the summary has (analysis/verdict.py)."""
+    """Every `expect:` key must be a metric the summary has (analysis/verdict.py). A key is
+    shown as written only when it is a short metric-like path; otherwise quoted and cut (a
+    10,000-character key is not echoed whole). A key that is not a string is pydantic's to report."""
     from analysis.verdict import EXPECTABLE_BROKER_METRICS, EXPECTABLE_METRICS
 
     expect = data.get("expect")
     problems = []
     brokers = _broker_names(ctx)
     for key in expect if isinstance(expect, dict) else ():
-        prefix, _, broker = str(key).partition(".")
+        if not isinstance(key, str):
+            continue
+        where = f"expect.{key}" if len(key) <= SHOWN_KEY_CHARS and _METRIC_PATH.fullmatch(key) else \
+            render_path(("expect", key))
+        prefix, _, broker = key.partition(".")
         if prefix in EXPECTABLE_BROKER_METRICS and broker:
             if brokers is not None and broker not in brokers:
-                problems.append(f"expect.{key}: {broker!r} is not a broker here (brokers: {', '.join(brokers)})")
+                problems.append(f"{where}: {short(broker)} is not a broker here (brokers: {listing(brokers)})")
             continue
         if key not in EXPECTABLE_METRICS:
-            hint = difflib.get_close_matches(str(key), EXPECTABLE_METRICS, n=1, cutoff=0.6)
-            where = f"expect.{key}" if isinstance(key, str) and _METRIC_PATH.fullmatch(key) else \
-                render_path(("expect", key))
+            hint = difflib.get_close_matches(key, EXPECTABLE_METRICS, n=1, cutoff=0.6) \
+                if len(key) <= SHOWN_KEY_CHARS else []
             problems.append(f"{where}: not a metric an expectation can bound" +
                             (f" (did you mean {hint[0]!r}?)" if hint else
                              f" (metrics: {', '.join(EXPECTABLE_METRICS)})"))
@@ -317,7 +331,7 @@ def _check_client_topics(data: dict, ctx: Context) -> list[str]:
             topic = ctx.read.get(ctx.model(section), entry, "topic")
             if topic is not INVALID and topic not in ctx.topics:
                 problems.append(f"{section}[{i}].topic: topic {topic!r} is not declared in cluster.topics "
-                                f"(declared: {', '.join(ctx.topics) or 'none'})")
+                                f"(declared: {listing(ctx.topics) or 'none'})")
     return problems
 
 
@@ -338,7 +352,7 @@ def _check_topic_brokers(data: dict, ctx: Context) -> list[str]:
         for name in [] if names is INVALID or names is None else dict.fromkeys(names):
             if name not in brokers:
                 problems.append(f"cluster.topics[{i}].brokers: {name!r} is not a broker here "
-                                f"(brokers: {', '.join(brokers)})")
+                                f"(brokers: {listing(brokers)})")
     return problems
 
 
@@ -354,7 +368,7 @@ def _check_groups(data: dict, ctx: Context) -> list[str]:
         sub = (topic, tags)
         if group in seen and seen[group] != sub:
             problems.append(f"consumers[{i}].group: members of group {group!r} must subscribe alike "
-                            f"(got {sub} and {seen[group]})")
+                            f"(got {short(sub, 80)} and {short(seen[group], 80)})")
         seen.setdefault(group, sub)
         if mode is not INVALID and group in modes and modes[group] != mode:
             problems.append(f"consumers[{i}].consume_mode: members of group {group!r} consume alike "
@@ -399,10 +413,10 @@ def _check_actions(data: dict, ctx: Context) -> list[str]:
         group, topic = ctx.read.get(model, action, "group"), ctx.read.get(model, action, "topic")
         if group is not INVALID and group not in groups:
             problems.append(f"actions[{i}].group: {group!r} is not a consumer group here "
-                            f"(groups: {', '.join(groups) or 'none'})")
+                            f"(groups: {listing(groups) or 'none'})")
         if topic not in (INVALID, None) and ctx.topics is not None and topic not in ctx.topics:
             problems.append(f"actions[{i}].topic: topic {topic!r} is not declared in cluster.topics "
-                            f"(declared: {', '.join(ctx.topics) or 'none'})")
+                            f"(declared: {listing(ctx.topics) or 'none'})")
     return problems
 
 
@@ -537,13 +551,13 @@ def _check_queue_list(where: str, client: Any, group: str, topic: str,
     for j, q in enumerate(client.message_queue_list):
         path, name = f"{where}.message_queue_list[{j}]", q.topic or topic
         if name not in (topic, retry):
-            problems.append(f"{path}.topic: {name!r} is neither the consumer's topic {topic!r} nor its retry topic "
+            problems.append(f"{path}.topic: {short(name)} is neither the consumer's topic {topic!r} nor its retry topic "
                             f"{retry!r}")
         elif q.broker not in brokers:
-            problems.append(f"{path}.broker: {q.broker!r} is not a broker here (brokers: {', '.join(brokers)})")
+            problems.append(f"{path}.broker: {q.broker!r} is not a broker here (brokers: {listing(brokers)})")
         elif q.broker not in hosts[topic][1]:
             problems.append(f"{path}.broker: {q.broker!r} does not host topic {topic!r} "
-                            f"(hosts: {', '.join(hosts[topic][1]) or 'none'})")
+                            f"(hosts: {listing(hosts[topic][1]) or 'none'})")
         else:
             count = 1 if name == retry else hosts[topic][0]  # retry topics: SubscriptionGroupConfig.retryQueueNums
             if q.queue_id >= count:
@@ -562,12 +576,12 @@ def _check_rooms(where: str, client: Any, brokers: list[str]) -> list[str]:
     if not _uses(client, "MACHINE_ROOM"):
         return []
     rooms = list(dict.fromkeys(r for r in map(_machine_room, brokers) if r is not None))
-    known = f"rooms of the topic's brokers: {', '.join(rooms)}" if rooms else \
+    known = f"rooms of the topic's brokers: {listing(rooms)}" if rooms else \
         "no broker of the topic is named '<room>@<name>'"
     if not client.consumeridcs:
         return [f"{where}.consumeridcs: MACHINE_ROOM allocates only queues of brokers named '<room>@<name>' whose "
                 f"room is listed here, and none is ({known})"]
-    return [f"{where}.consumeridcs[{k}]: {room!r} is no broker's machine room ({known})"
+    return [f"{where}.consumeridcs[{k}]: {short(room)} is no broker's machine room ({known})"
             for k, room in enumerate(client.consumeridcs) if room not in rooms]
 
 

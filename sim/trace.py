@@ -20,6 +20,12 @@ on which equal strings happen to be one object, and the opcodes for str/int/floa
 tuple/list are fixed by the protocol (floats as big-endian IEEE 754), so the form is the same in
 every process and on every platform. `digest(records)` recomputes it from any record iterable,
 e.g. a stored trace read back in emission order.
+
+Detail kinds (`declare_detail`, `DETAIL_KINDS`): facts only `rmqsim explain` needs (each send
+attempt, every offset commit a broker takes, offset file writes and reloads, ...), emitted only by
+a run that asks for them (`Tracer.detail`: a traced run, or explain's replay). They reach the
+observers in emission order like any record, but they are left out of the digest and of `count`,
+so a run has one digest and one summary whether it emitted them or not.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 KINDS: dict[str, tuple[str, ...]] = {}  # kind -> field names
+DETAIL_KINDS: set[str] = set()  # kinds emitted only with Tracer.detail; never in the digest (module docstring)
 TYPES: dict[str, tuple[type, ...]] = {}  # kind -> field types (a value may also be None)
 ENVELOPE = ("t_us", "node", "kind")
 FIELD_TYPES = (str, int, float, bool)
@@ -47,6 +54,12 @@ def declare(kind: str, **fields: type) -> str:
         raise ValueError(f"record kind {kind!r} declared twice with different fields")
     KINDS[kind] = names
     TYPES[kind] = types
+    return kind
+
+
+def declare_detail(kind: str, **fields: type) -> str:
+    """Declare a detail kind: emitted only by a run with `Tracer.detail`, left out of the digest."""
+    DETAIL_KINDS.add(declare(kind, **fields))
     return kind
 
 
@@ -79,6 +92,8 @@ class Tracer:
         self.count = 0  # records emitted (and flushed)
         self.chunk: list[tuple] = []
         self.observers: list[ChunkObserver] = []
+        self.detail = False  # emit the detail kinds (set before the models are built; module docstring)
+        self._main: list[tuple] = []  # with `detail`: records of the digest awaiting a whole chunk
         self._sha = hashlib.sha256()
         self._digest: str | None = None
 
@@ -96,6 +111,8 @@ class Tracer:
         hand those records to the observers, and drop them (or keep them). Digest chunk
         boundaries are exact whatever the caller's flush timing, so a stored trace rechunked by
         `digest()` gives the same digest."""
+        if self.detail:
+            return self._flush_detail(final)
         chunk = self.chunk
         n = len(chunk)
         ready = n if final else n - n % DIGEST_CHUNK
@@ -110,6 +127,27 @@ class Tracer:
             observe(batch)
         if self.keep:
             self.records += batch
+
+    def _flush_detail(self, final: bool) -> None:
+        """`flush` of a run that emits detail kinds: every record goes to the observers now, in
+        emission order; the others are hashed in whole chunks of `DIGEST_CHUNK` as without them."""
+        chunk = self.chunk
+        if not chunk and not final:
+            return
+        batch = chunk[:]
+        del chunk[:]
+        main = self._main
+        main += [r for r in batch if r[2] not in DETAIL_KINDS]
+        ready = len(main) if final else len(main) - len(main) % DIGEST_CHUNK
+        self.count += ready
+        for start in range(0, ready, DIGEST_CHUNK):
+            self._sha.update(canonical_bytes(main[start:start + DIGEST_CHUNK]))
+        del main[:ready]
+        if batch:
+            for observe in self.observers:
+                observe(batch)
+            if self.keep:
+                self.records += batch
 
     def close(self) -> str:
         """Flush the last (partial) chunk; returns the run digest (of everything emitted so far:
@@ -134,10 +172,13 @@ def canonical_bytes(records: list[tuple]) -> bytes:
 
 
 def digest(records: Iterable[tuple]) -> str:
-    """The run digest of a record stream in emission order (chunked as the Tracer does)."""
+    """The run digest of a record stream in emission order (chunked as the Tracer does; detail
+    kinds left out)."""
     h = hashlib.sha256()
     chunk: list[tuple] = []
     for record in records:
+        if record[2] in DETAIL_KINDS:
+            continue
         chunk.append(tuple(record))
         if len(chunk) == DIGEST_CHUNK:
             h.update(canonical_bytes(chunk))

@@ -262,3 +262,209 @@ def test_cli_seed_must_fit_int64(tmp_path, seed):
     result = cli("run", str(BASELINE), "--seed", seed, "--out", "out", cwd=tmp_path)
     assert result.returncode == 2 and "argument --seed" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------- issue 25: numbers as a person means them
+
+@pytest.mark.parametrize("text, fragment", [
+    ("duration_ms: 1:30\n", "1:30 is a base-60 (sexagesimal) number in YAML 1.1 and would be read as 90"),
+    ("duration_ms: 1:30:00\n", "1:30:00 is a base-60 (sexagesimal) number in YAML 1.1 and would be read as 5400"),
+    ("duration_ms: 017\n", "017 is octal in YAML 1.1 (a leading 0) and would be read as 15"),
+    ("duration_ms: 0x1F\n", "0x1F is hexadecimal in YAML 1.1 and would be read as 31"),
+    ("seed: 0b101\n", "0b101 is binary in YAML 1.1 and would be read as 5"),
+    ("producers: [{name: p, count: 010}]\n", "010 is octal in YAML 1.1 (a leading 0) and would be read as 8"),
+    ("producers: [{name: p, rate_per_s: 1__0}]\n", "cannot read '1__0' as int: an underscore goes between two digits"),
+    ("settle_ms: !!int 0x1F\n", "hexadecimal"),
+    ("settle_ms: !!int 12a\n", "cannot read '12a' as int"),  # a traceback in the first version of the check
+    ("expect: {lost: {max: 0o17}}\n", None),  # no number in YAML 1.1: a string, refused by the model
+])
+def test_yaml11_number_forms_are_refused(tmp_path, text, fragment):
+    problems = problems_of(tmp_path, text)
+    assert fragment is None or (len(problems) == 1 and problems[0].startswith("line 1, column ")
+                                and fragment in problems[0]), problems
+
+
+@pytest.mark.parametrize("item, fragment", [
+    ("duration_ms=1:30", "--set duration_ms: cannot read the value (1:30 is a base-60 (sexagesimal) number"),
+    ("settle_ms=1:30:00", "would be read as 5400"),
+    ("duration_ms=017", "--set duration_ms: cannot read the value (017 is octal"),
+    ("seed=0x1F", "--set seed: cannot read the value (0x1F is hexadecimal"),
+    ("seed=0x" + "f" * 3_600, "a number literal is at most 32 characters"),
+    ("duration_ms=0b1" + "0" * 9_000, "a number literal is at most 32 characters"),
+    ("producers[0].count=[1,\n017]", "(line 2, column 1: 017 is octal"),
+])
+def test_yaml11_number_forms_are_refused_through_set(tmp_path, item, fragment):
+    problems = problems_of(tmp_path, BASELINE.read_text(), [item])
+    assert any(fragment in p for p in problems) and all(len(p) < 300 for p in problems), problems
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("duration_ms: '1:30'\n", "cannot read '1:30' as a duration: minutes and seconds, or hours and minutes?"),
+    ("settle_ms: '0:30'\n", "minutes and seconds, or hours and minutes?"),
+    ("duration_ms: '0x1Fms'\n", "cannot read '0x1Fms' as a duration"),
+    ("duration_ms: '５s'\n", "cannot read '５s' as a duration"),
+    ("duration_ms: '1__0s'\n", "cannot read '1__0s' as a duration"),
+    ("duration_ms: '" + "9" * 5_000 + "s'\n", "cannot read '99999"),
+])
+def test_duration_strings_are_decimal_with_a_unit(tmp_path, text, fragment):
+    problems = problems_of(tmp_path, text)
+    assert len(problems) == 1 and fragment in problems[0] and len(problems[0]) < 300, problems
+
+
+@pytest.mark.parametrize("value, ms", [
+    ("'017s'", 17_000), ("'017'", 17), ("1e3", 1_000), ("'1.5e3ms'", 1_500), ("'250μs'", 0.25),
+    ("'250µs'", 0.25), ("'1_000ms'", 1_000), ("2E+3", 2_000),
+])
+def test_duration_strings_read_sensibly(tmp_path, value, ms):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"duration_ms: {value}\n")
+    assert scenario_mod.load(path).duration_ms == ms
+
+
+@pytest.mark.parametrize("text", [
+    "seed: 0x" + "f" * 3_600 + "\n",  # 4,335 decimal digits: str() of it raised while the message was formatted
+    "duration_ms: 0b1" + "0" * 14_000 + "\n",
+    "seed: 0" + "7" * 6_000 + "\n",
+    "seed: !!int " + "9" * 6_000 + "\n",
+    "settle_ms: 1." + "5" * 20_000 + "\n",
+])
+def test_huge_literals_of_every_base_are_clean_errors(tmp_path, text):
+    (problem,) = problems_of(tmp_path, text)
+    assert problem.endswith("a number literal is at most 32 characters") and len(problem) < 200, problem
+
+
+def test_huge_integers_from_the_python_api_are_described_not_printed():
+    with pytest.raises(ConfigError) as info:
+        scenario_mod.from_data({"seed": 16**3_600 - 1, "producers": [{"name": "p", "count": -(2**20_000)}]})
+    text = info.value.render()
+    assert "seed: Input should be less than or equal to" in text and "(got <an integer of 4,335 digits>)" in text
+    assert "(got <an integer of 6,021 digits>)" in text
+
+
+def _sweep_problems(tmp_path: Path, body: str, base: Path = BASELINE) -> list[str]:
+    from analysis.sweep_spec import load_sweep
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text(f"name: s\nbase: {base}\n{body}")
+    with pytest.raises(ConfigError) as info:
+        load_sweep(path)
+    assert_clean_rejection(info.value, str(path))
+    return info.value.problems
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ("seeds: [0x" + "f" * 3_600 + "]\n", "at most 32 characters"),
+    ("seeds: [1, 017]\n", "017 is octal in YAML 1.1"),
+    ("seeds: 0x1F\n", "0x1F is hexadecimal"),
+    ("grid:\n  d: {key: duration_ms, values: [0b1" + "0" * 14_000 + "]}\n", "at most 32 characters"),
+    ("grid:\n  d: {key: duration_ms, values: [1:30, 2:00]}\n", "1:30 is a base-60"),
+    ("set: {duration_ms: 1:30}\n", "1:30 is a base-60"),
+    ("grid:\n  d: {key: duration_ms, values: ['1:30', '2:00']}\n",
+     "grid.d (duration_ms='1:30'): duration_ms: cannot read '1:30' as a duration: minutes and seconds"),
+    ('set: {"producers[0].tags": ["a\\eb"]}\n', "set.producers[0].tags → producers[0].tags[0]: ESC (U+001B)"),
+    ("timeline: {point: 1000001}\n", "timeline.point: Input should be less than or equal to 1000000"),
+])
+def test_sweep_numbers_and_names_as_in_scenarios(tmp_path, body, fragment):
+    problems = _sweep_problems(tmp_path, body)
+    assert any(fragment in p for p in problems), problems
+
+
+def test_sweep_value_strings_stay_strings(tmp_path):
+    """A sweep value '1e3' (a string) goes to the scenario as the string, not as 1000.0."""
+    from analysis.sweep_spec import load_sweep, override_item
+
+    assert override_item("producers[0].tags", ["1e3", "0x1F", "1:30"]) == \
+        "producers[0].tags=['1e3', '0x1F', '1:30']"
+    path = tmp_path / "sweep.yaml"
+    path.write_text(f"name: s\nbase: {BASELINE}\nset: {{'producers[0].tags': ['1e3', '2E5']}}\n")
+    sweep = load_sweep(path)
+    assert sweep.scenario_data(sweep.points[0])["producers"][0]["tags"] == ["1e3", "2E5"]
+
+
+def test_sweep_size_beyond_the_int_print_limit(tmp_path):
+    """9,100 parameters of three values each: 3**9,100 points, a number str() cannot print (a
+    missing base: no value is validated, which would take minutes here)."""
+    grid = "".join(f"  p{i}: {{key: 'producers[0].rate_per_s', values: [1, 2, 3]}}\n" for i in range(9_100))
+    problems = _sweep_problems(tmp_path, "grid:\n" + grid, tmp_path / "missing.yaml")
+    assert any(p.startswith("grid: more than 10^4341 points") for p in problems), problems[:3]
+
+
+# ---------------------------------------------------------------- issue 25: keys cut, names without control characters
+
+@pytest.mark.parametrize("key, where", [
+    ("a" * 10_000, "expect['aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa…]: not a metric"),
+    ("latency_ms." + "p" * 10_000, "expect['latency_ms.ppppppppppppppppppppppppppp…]: not a metric"),
+    ("send_share_by_broker." + "b" * 10_000, "expect['send_share_by_broker.bbbbbbbbbbbbbbbbb…]: 'bbbbbbbbb"),
+    ("lоst", "expect['lоst']: not a metric an expectation can bound (did you mean 'lost'?)"),  # Cyrillic о
+])
+def test_long_or_odd_expect_keys_are_cut_not_echoed(tmp_path, key, where):
+    (problem,) = problems_of(tmp_path, f"expect:\n  ? {key}\n  : 0\n")
+    assert problem.startswith(where) and len(problem) < 2_100 and "a" * 100 not in problem, problem[:300]
+
+
+@pytest.mark.parametrize("escape, name", [
+    ("\\0", "NUL (U+0000)"), ("\\a", "BEL (U+0007)"), ("\\e", "ESC (U+001B)"), ("\\r", "CR (U+000D)"),
+    ("\\x7f", "DEL (U+007F)"), ("\\x85", "the character U+0085"), ("\\u202e", "the character U+202E"),
+    ("\\u200b", "the character U+200B"), ("\\t", "TAB (U+0009)"), ("\\n", "LF (U+000A)"),
+])
+def test_tags_with_control_characters_are_refused(tmp_path, escape, name):
+    text = f'producers: [{{name: p, tags: [ok, "a{escape}b"]}}]\nconsumers: [{{name: c, tags: ["{escape}"]}}]\n'
+    problems = problems_of(tmp_path, text)
+    assert len(problems) == 2, problems
+    assert problems[0].startswith(f"producers[0].tags[1]: {name} is not allowed here (printable characters only) "
+                                  "(got 'a\\"), problems
+    assert problems[1].startswith(f"consumers[0].tags[0]: {name} is not allowed here"), problems
+
+
+def test_tags_with_control_characters_through_set(tmp_path):
+    problems = problems_of(tmp_path, BASELINE.read_text(), ['producers[0].tags=["a\\eb", "\\u202eevil"]'])
+    assert problems == [
+        "producers[0].tags[0]: ESC (U+001B) is not allowed here (printable characters only) (got 'a\\x1bb')",
+        "producers[0].tags[1]: the character U+202E is not allowed here (printable characters only) (got '\\u202eevil')"]
+
+
+def test_tags_keep_printable_text():
+    sc = scenario_mod.from_data({"producers": [{"name": "p", "tags": ["TagA", "订单", "a b", "ü-ß"]}]})
+    assert sc.producers[0].tags == ["TagA", "订单", "a b", "ü-ß"]
+
+
+@pytest.mark.parametrize("dist, shown", [
+    ("\\u200bconstant", "Input tag '\\u200bconstant' found using 'dist'"),
+    ("\\econstant", "Input tag '\\x1bconstant' found using 'dist'"),
+    ("x" * 5_000, "Input tag 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…' found using 'dist'"),
+])
+def test_pydantic_messages_are_escaped_and_cut(tmp_path, dist, shown):
+    """pydantic quotes a discriminator's tag as it is: found by the fuzz kind `confusable`."""
+    (problem,) = problems_of(tmp_path, f'network: {{latency_ms: {{dist: "{dist}", value: 1}}}}\n')
+    assert problem.startswith(f"network.latency_ms: {shown}") and len(problem) < 300, problem
+
+
+def test_a_discriminator_tag_built_from_aliases_is_cut(tmp_path):
+    """Found by the long fuzz profile (alias_bomb): a `dist:` that is a list of 800 names came
+    back whole, 10,222 characters in one problem."""
+    names = "[&g [" + ", ".join(["broker-a"] * 9) + "], " + ", ".join(["*g"] * 90) + "]"
+    (problem,) = problems_of(tmp_path, f"network: {{latency_ms: {{dist: {names}, value: 1}}}}\n")
+    assert problem.startswith("network.latency_ms: Input tag '[['broker-a', 'broker-a', 'broker-a…' found using")
+    assert len(problem) < 300, problem
+
+
+@pytest.mark.parametrize("item, fragment", [
+    ("a" + ".a" * 32 + "=1", "more than 32 names and indexes (no scenario is that deep)"),
+    ("producers[0].client" + ".x" * 31 + "=1", "--set 'producers[0].client.x.x.x"),
+    ("producers[5]" + ".abcdefghij" * 20 + "=1",
+     "--set producers[5].abcdefghij.abcdefghij.abcdefghij.abcdefghij.abcdefghij.abcdefghij.abcdefghij.abcdefghi…: "
+     "no element producers[5] in this scenario"),
+])
+def test_key_paths_are_bounded_and_cut(tmp_path, item, fragment):
+    (problem,) = problems_of(tmp_path, BASELINE.read_text(), [item])
+    assert fragment in problem and len(problem) < 300, problem
+
+
+def test_issue_25_cases_through_the_cli(tmp_path):
+    """No traceback for a huge hexadecimal seed, in a scenario, a `--set`, or a sweep's seeds."""
+    (tmp_path / "s.yaml").write_text("seed: 0x" + "f" * 3_600 + "\n")
+    assert_exit_2(cli("validate", "s.yaml", cwd=tmp_path), "a number literal is at most 32 characters")
+    assert_exit_2(cli("validate", str(BASELINE), "--set", "seed=0x" + "f" * 3_600, cwd=tmp_path),
+                  "--set seed: cannot read the value")
+    (tmp_path / "w.yaml").write_text(f"name: w\nbase: {BASELINE}\nseeds: [0x{'f' * 3_600}]\n")
+    assert_exit_2(cli("sweep", "w.yaml", "--dry-run", cwd=tmp_path), "a number literal is at most 32 characters")

@@ -69,6 +69,16 @@ CASES = [
     ("shutdown_with_duration", "consumers:\n  - {name: c}\nfaults:\n  - {at_ms: 100, kind: shutdown, node: c-1, duration_ms: 5s}\n",
      "faults[0]", "shutdown is not healed"),
     ("negative_fault_time", "faults:\n  - {at_ms: -5, kind: heal}\n", "faults[0].at_ms", "greater than or equal"),
+    # issue 25: numbers as a person means them, names without control characters, keys cut
+    ("yaml11_sexagesimal", "duration_ms: 1:30\n", "line 1, column 14",
+     "1:30 is a base-60 (sexagesimal) number in YAML 1.1 and would be read as 90"),
+    ("yaml11_octal_count", "producers:\n  - {name: p, count: 010}\n", "line 2, column 22",
+     "010 is octal in YAML 1.1 (a leading 0) and would be read as 8"),
+    ("huge_hex_seed", "seed: 0x" + "f" * 3_600 + "\n", "line 1, column 7", "a number literal is at most 32 characters"),
+    ("duration_string_sexagesimal", "settle_ms: '1:30'\n", "settle_ms", "minutes and seconds, or hours and minutes?"),
+    ("tag_control_character", 'producers:\n  - {name: p, tags: ["a\\eb"]}\n', "producers[0].tags[0]",
+     "ESC (U+001B) is not allowed here"),
+    ("long_expect_key", "expect:\n  ? " + "a" * 10_000 + "\n  : 0\n", "expect['aaaa", "not a metric"),
 ]
 
 
@@ -170,6 +180,16 @@ def test_bad_override_reported(tmp_path):
     path.write_text("name: ok\n", encoding="utf-8")
     res = run_cli("validate", str(path), "--set", "duration_ms=-3s")
     assert_rejected(res, path, "duration_ms")
+
+
+def test_yaml11_override_reported(tmp_path):
+    """Issue 25: `--set duration_ms=1:30` was 90 ms, `--set seed=0x` + 3,600 `f`s a traceback."""
+    path = tmp_path / "ok.yaml"
+    path.write_text("name: ok\n", encoding="utf-8")
+    res = run_cli("validate", str(path), "--set", "duration_ms=1:30", "--set", "seed=0x" + "f" * 3_600)
+    assert_rejected(res, path, "--set duration_ms: cannot read the value (1:30 is a base-60",
+                    "--set seed: cannot read the value (cannot read '0xfff", "at most 32 characters")
+    assert len(res.stderr) < 1_000
 
 
 def test_invalid_count_reports_only_the_count(tmp_path):

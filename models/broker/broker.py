@@ -435,6 +435,8 @@ class Broker:
             cython.cast(tuple, req) if cython.compiled else req)
         if commit_offset >= 0:  # applied on the first processing only, held or answered
             self.offsets.table[(group, topic, queue_id)] = commit_offset
+            if self.offsets.detail:
+                self.offsets.committed(src, group, topic, queue_id, commit_offset, "pull")
         if self.offsets.reset:
             reset = self.offsets.take_reset(group, topic, queue_id)
             if reset >= 0:  # 5.x server-side reset: OFFSET_RESET → PULL_OFFSET_MOVED
@@ -504,6 +506,8 @@ class Broker:
         key = (req.group, req.topic, req.queue_id)
         if not (self.offsets.reset and key in self.offsets.reset):  # 5.x: ignored while a reset is pending
             self.offsets.commit(req.group, req.topic, req.queue_id, req.offset)
+            if self.offsets.detail:
+                self.offsets.committed(src, req.group, req.topic, req.queue_id, req.offset, "update")
         self.node.reply(src, req_id, CodeResponse(SUCCESS))
 
     def on_get_all_offsets(self, src: str, req_id: int, req: GetAllConsumerOffset) -> None:

@@ -35,6 +35,7 @@ from models.broker.commit_log import QUEUE_ID_BITS, CommitLog
 from models.broker.config import REPUT_INTERVAL_US, FlushDiskType
 from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, unpack_record
 from models.message import PROPERTY_DELAY_TIME_LEVEL, SCHEDULE_TOPIC
+from models.records import CONSUME_QUEUE_DISPATCHED
 from sim.env import Clock
 
 CQ_UNIT = struct.Struct("<qiq")  # ConsumeQueue.CQ_STORE_UNIT_SIZE = 20
@@ -86,8 +87,8 @@ class ConsumeQueue:
 
 class ReputMessageService:
     # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
-    __slots__ = ("_cursor", "_dispatch_bound", "clock", "delivery_us", "grid_origin_us", "listeners", "log", "node",
-                 "pending", "queues", "replica", "reput_from", "schedule_listener", "stop_at", "sync_flush")
+    __slots__ = ("_cursor", "_dispatch_bound", "clock", "delivery_us", "detail", "grid_origin_us", "listeners", "log",
+                 "node", "pending", "queues", "replica", "reput_from", "schedule_listener", "stop_at", "sync_flush")
 
     def __init__(self, node: Any, log: CommitLog, flush_type: FlushDiskType, confirm_flushed: bool = True) -> None:
         self.node = node
@@ -102,6 +103,7 @@ class ReputMessageService:
         self._cursor: tuple[MappedFile | None, int] = (None, 0)  # (file, index) of the next record
         self.pending = False
         self.grid_origin_us = 0
+        self.detail = node.env.tracer.detail  # trace each dispatched range (detail kind, sim/trace.py)
         self.listeners: list[Callable[[ConsumeQueue], None]] = []  # new units in a queue
         self.schedule_listener: Callable[[int], None] | None = None  # (delay level)
         self.delivery_us: Callable[[int, int], int] = lambda level, store_us: store_us  # schedule tags code
@@ -141,6 +143,7 @@ class ReputMessageService:
             if mapped is None:
                 return
         touched: dict[int, ConsumeQueue] = {}
+        start = self.reput_from
         while True:
             if self.replica:
                 i = self._dispatch_replica(mapped, i, limit, touched)
@@ -150,6 +153,8 @@ class ReputMessageService:
                 break
             mapped, i = files[(mapped.file_from_offset - files[0].file_from_offset) // self.log.file_size + 1], 0
         self._cursor = (mapped, i)
+        if self.detail and self.reput_from > start:
+            self.node.trace(CONSUME_QUEUE_DISPATCHED, start, self.reput_from)
         for cq in touched.values():
             for listener in self.listeners:
                 listener(cq)

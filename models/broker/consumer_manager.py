@@ -13,7 +13,7 @@ from typing import Any
 
 from models.broker.config import CHANNEL_EXPIRED_TIMEOUT_US, CONSUMER_SCAN_INTERVAL_US, BrokerConfig
 from models.protocol import NotifyConsumerIdsChanged
-from models.records import BROKER_CONSUMER_IDS_CHANGED
+from models.records import BROKER_CLIENT_REGISTERED, BROKER_CLIENT_UNREGISTERED, BROKER_CONSUMER_IDS_CHANGED
 
 
 class ConsumerManager:
@@ -21,6 +21,7 @@ class ConsumerManager:
         self.node = node
         self.cfg = cfg
         self.groups: dict[str, dict[str, int]] = {}  # group -> client id -> last heartbeat µs
+        self.detail = node.env.tracer.detail  # trace who joins and leaves (detail kinds, sim/trace.py)
         node.on_crash(self.groups.clear)
         node.add_service(self.scan_not_active_channels)
 
@@ -32,6 +33,8 @@ class ConsumerManager:
             members[client_id] = now
             if is_new:
                 self.node.env.network.watch(self.node, client_id, self.channel_closed)
+                if self.detail:
+                    self.node.trace(BROKER_CLIENT_REGISTERED, group, client_id)
                 self._changed(group, "registered")
 
     def client_ids(self, group: str) -> tuple[str, ...]:
@@ -40,11 +43,13 @@ class ConsumerManager:
     def unregister(self, client_id: str, group: str) -> None:
         """unregisterConsumer (UNREGISTER_CLIENT): the member leaves the group at once."""
         if self.groups.get(group, {}).pop(client_id, None) is not None:
+            self._left(group, client_id, "unregistered")
             self._changed(group, "unregistered")
 
     def channel_closed(self, client_id: str) -> None:
         for group, members in self.groups.items():
             if members.pop(client_id, None) is not None:
+                self._left(group, client_id, "closed")
                 self._changed(group, "closed")
 
     def scan_not_active_channels(self) -> Generator:
@@ -55,8 +60,13 @@ class ConsumerManager:
                 expired = [c for c, t in members.items() if now - t > CHANNEL_EXPIRED_TIMEOUT_US]
                 for client_id in expired:
                     del members[client_id]
+                    self._left(group, client_id, "expired")
                 if expired:
                     self._changed(group, "expired")
+
+    def _left(self, group: str, client_id: str, reason: str) -> None:
+        if self.detail:
+            self.node.trace(BROKER_CLIENT_UNREGISTERED, group, client_id, reason)
 
     def _changed(self, group: str, reason: str) -> None:
         members = self.groups.get(group, {})

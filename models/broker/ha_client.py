@@ -40,7 +40,7 @@ from models.protocol import (
     HaReport,
     HaTransfer,
 )
-from models.records import HA_DISCONNECTED, HA_DIVERGED, SLAVE_SYNCED
+from models.records import BROKER_OFFSET_SYNCED, HA_APPENDED, HA_DISCONNECTED, HA_DIVERGED, SLAVE_SYNCED
 from sim.env import ms
 
 CONNECT_TIMEOUT_US = 5_000_000  # RemotingHelper.connect(addr): 5000 ms
@@ -139,6 +139,8 @@ class HAClient:
             self.reput.stop_at = frame.offset
             self.node.trace(HA_DIVERGED, frame.offset, frame.torn_bytes)
         log.append_replica(list(frame.records))
+        if self.node.env.tracer.detail:  # the range this frame appended (detail kind, sim/trace.py)
+            self.node.trace(HA_APPENDED, frame.records[0][0], log.wrote_position)
         self.on_append()
         if log.wrote_position > self.reported:  # reportSlaveMaxOffsetPlus
             self.reported = log.wrote_position
@@ -188,3 +190,5 @@ class SlaveSynchronize:
             table[(group, topic, queue_id)] = offset
         self.offsets.file.persist(table)
         self.node.trace(SLAVE_SYNCED, len(response.entries))
+        if self.offsets.detail:
+            self.offsets.trace_entries(BROKER_OFFSET_SYNCED, {(g, t, q): o for g, t, q, o in response.entries})

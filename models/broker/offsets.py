@@ -32,6 +32,9 @@ from models.broker.config import OFFSET_PERSIST_INITIAL_DELAY_US, BrokerConfig
 from models.broker.config_file import ConfigFile
 from models.records import (
     BROKER_OFFSET_BEHIND_REPLICA,
+    BROKER_OFFSET_COMMITTED,
+    BROKER_OFFSET_FILE_WRITTEN,
+    BROKER_OFFSET_LOADED,
     BROKER_OFFSET_ROLLED_BACK,
     CONSUMER_OFFSETS_LOADED,
     CONSUMER_OFFSETS_PERSISTED,
@@ -52,6 +55,7 @@ class ConsumerOffsetManager:
         self.slave = slave
         self.client_commits: dict[tuple[str, str, int], int] = {}  # ground truth: a slave's own commits
         self.peers: tuple[ConsumerOffsetManager, ...] = ()  # ground truth: the group's other replicas
+        self.detail = node.env.tracer.detail  # trace commits, file writes and loads (detail kinds, sim/trace.py)
         node.on_crash(self._crashed)
         node.on_crash(self.reset.clear)
         node.on_start(self.load)
@@ -73,6 +77,8 @@ class ConsumerOffsetManager:
         self.table.clear()
         self.table.update(table)
         self.node.trace(CONSUMER_OFFSETS_LOADED, len(table), source)
+        if self.detail:
+            self.trace_entries(BROKER_OFFSET_LOADED, table, source)
         for (group, topic, queue_id), offset in self.before_crash.items():
             loaded = table.get((group, topic, queue_id), -1)
             if loaded < offset:
@@ -83,6 +89,15 @@ class ConsumerOffsetManager:
         self.table[(group, topic, queue_id)] = offset
         if self.slave:
             self.client_commits[(group, topic, queue_id)] = offset
+
+    def committed(self, client: str, group: str, topic: str, queue_id: int, offset: int, via: str) -> None:
+        """A client's commit this broker applied (detail kind; `via` pull or update)."""
+        self.node.trace(BROKER_OFFSET_COMMITTED, group, topic, queue_id, offset, client, via)
+
+    def trace_entries(self, kind: str, table: dict, *extra: str) -> None:
+        """One detail record of `kind` per table entry (a file written or loaded, a slave's copy)."""
+        for (group, topic, queue_id), offset in table.items():
+            self.node.trace(kind, group, topic, queue_id, offset, *extra)
 
     def held(self, key: tuple[str, str, int]) -> int:
         """Ground truth: the committed offset this replica holds for `key` that the others may
@@ -116,4 +131,6 @@ class ConsumerOffsetManager:
         while True:
             self.file.persist(self.table)
             node.trace(CONSUMER_OFFSETS_PERSISTED, len(self.table))
+            if self.detail:
+                self.trace_entries(BROKER_OFFSET_FILE_WRITTEN, self.table)
             yield node.sleep_us(ms(self.cfg.flush_consumer_offset_interval_ms))

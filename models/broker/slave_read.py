@@ -65,6 +65,8 @@ class SlaveProcessors:
             return
         if self.v5 and req.commit_offset >= 0:
             broker.offsets.commit(req.group, req.topic, req.queue_id, req.commit_offset)
+            if broker.offsets.detail:
+                broker.offsets.committed(src, req.group, req.topic, req.queue_id, req.commit_offset, "pull")
         broker.execute_pull(src, req_id, req, True)
 
     def compose(self, code: int, msgs: tuple) -> tuple[int, int]:

@@ -36,9 +36,19 @@ counter over the group's registered channels (registered by heartbeats; a dead p
 closes; 120 s without heartbeat expires it). No channel: the check is only logged, but the count
 went up anyway, so a group that stays away has its halves discarded after 15 rounds.
 
-Simplified: processing costs no simulated time except the 1 s sleeps (so the 60 s limit binds
-only through those); the 2..5-thread check executor sends at once; the `enableSlaveActingMaster`
-escape is not modelled (no slaves here).
+4.9.8 pulls the op queue again at once where 5.x sleeps. When that pull finds nothing new
+(NO_NEW_MSG) nothing in the loop changes but `System.currentTimeMillis()`: a half exactly
+`transactionTimeOut` old (age = immunity: neither "new arrived" nor "needs check") keeps the
+Java loop pulling until its clock moves, which takes less than a millisecond (the age then
+exceeds the immunity and the half is checked; a newer op message, if one arrived meanwhile, is
+read first; `MAX_PROCESS_TIME_LIMIT` bounds the round in any case). Here the clock moves only
+between events, so that spin is modelled as a wait of one clock tick (`SPIN_TICK_US`) before each
+such pull: the same decisions, never a loop at one simulated instant (which would never end).
+No other 4.x pass waits, so runs that never reached that state are unchanged.
+
+Simplified: processing costs no simulated time except the 1 s sleeps (5.x) and the 4.9.8 spin
+above (so the 60 s limit binds only through those); the 2..5-thread check executor sends at
+once; the `enableSlaveActingMaster` escape is not modelled (no slaves here).
 """
 
 from __future__ import annotations
@@ -82,6 +92,7 @@ MAX_RETRY_COUNT_WHEN_HALF_NULL = 1  # TransactionalMessageServiceImpl.MAX_RETRY_
 FILE_RESERVED_TIME_US = 72 * 3_600_000_000  # MessageStoreConfig.fileReservedTime (72 h): needSkip
 TCMT_QUEUE_NUMS = 1  # TopicValidator / DefaultTransactionalMessageCheckListener: TRANS_CHECK_MAX_TIME_TOPIC queues
 GET_AVAILABLE_CHANNEL_RETRY_COUNT = 3  # ProducerManager.GET_AVAILABLE_CHANNEL_RETRY_COUNT (all channels read as active)
+SPIN_TICK_US = 1  # 4.9.8's op-pull spin lasts until the clock moves: one tick of the µs clock (module docstring)
 
 
 class TransactionalMessageCheckService:
@@ -166,6 +177,8 @@ class TransactionalMessageCheckService:
                 phys, queue_offset = bridge.put_back_half_message(half, props)
                 self.resolve_half_msg(half, props, phys, queue_offset)
             else:
+                if pull.status == NO_NEW_MSG and not self.sleep_while_no_op_us:
+                    yield node.sleep_us(SPIN_TICK_US)  # 4.9.8 spins until its clock moves (module docstring)
                 next_op_offset = pull.next_begin_offset
                 pull = self._fill_op_remove_map(remove, next_op_offset, half_offset, op_map, done_op)
                 if pull.status in (NO_NEW_MSG, OFFSET_ILLEGAL, NO_MATCHED_MSG) and self.sleep_while_no_op_us:

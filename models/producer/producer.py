@@ -78,7 +78,7 @@ from models.protocol import (
     UnregisterClient,
     new_send_message,
 )
-from models.records import PRODUCER_ROUTE_UPDATED, PRODUCER_SEND_FAILED, PRODUCER_SENT
+from models.records import PRODUCER_ATTEMPT_FAILED, PRODUCER_ROUTE_UPDATED, PRODUCER_SEND_FAILED, PRODUCER_SENT
 from sim.env import Clock, ms
 from sim.node import CONNECT_FAILED, Node
 from sim.trace import DIGEST_CHUNK
@@ -95,7 +95,7 @@ class Producer:
 
     # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
     __slots__ = ("_chunk", "_on_response_bound", "_waiting_route", "cfg", "client", "client_version", "clock",
-                 "fault", "fault_on", "group", "max_message_size_bytes", "max_per_request_us", "name", "node",
+                 "detail", "fault", "fault_on", "group", "max_message_size_bytes", "max_per_request_us", "name", "node",
                  "oneway", "publish", "remoting_reachable", "retry_codes", "selector", "send", "stream",
                  "timeout_us", "times_total", "topics", "v5")
 
@@ -107,6 +107,7 @@ class Producer:
         self.clock: Clock = env.clock
         self.name = name
         self._chunk = node._chunk
+        self.detail = env.tracer.detail  # trace each failed attempt (sim/trace.py detail kinds)
         # bound once: reading a method off `self` makes a new bound-method object each time
         self._on_response_bound = self._on_response
         self.cfg = cfg
@@ -238,6 +239,8 @@ class Producer:
         if addr is None:  # MQClientException: the broker group has no master address
             if self.fault_on:  # 4.x: isolation; 5.x: no isolation, reachable
                 self.fault.update_fault_item(broker_name, 0, not self.v5, now // 1000)
+            if self.detail:
+                self._attempt_failed(msg, mq, now, "no_broker_address")
             return self._next(msg, info, mq, times, last if type(last) is tuple else "no_broker_address", steered)
         request = new_send_message((msg, queue_id)) if type(msg) is Message else SendBatchMessage(msg.msgs, queue_id)
         self.node.rpc(addr, request, remaining, self._on_response_bound, msg, info, mq, times, last, steered, now)
@@ -248,6 +251,8 @@ class Producer:
         if response is None or response is CONNECT_FAILED:  # RemotingException
             if self.fault_on:
                 self._update_fault(mq.broker_name, begin_us, True, self.remoting_reachable)
+            if self.detail:
+                self._attempt_failed(msg, mq, begin_us, "timeout" if response is None else "connect_failed")
             if type(last) is not tuple:
                 last = "timeout" if response is None else "connect_failed"
             return self._next(msg, info, mq, times, last, steered)
@@ -273,6 +278,8 @@ class Producer:
             stored = code in SEND_STATUS_BY_CODE
             self._update_fault(mq.broker_name, begin_us, not stored, stored)
         status = SEND_STATUS_BY_CODE.get(code)
+        if self.detail and (status is None or self.cfg.retry_another_broker_when_not_store_ok):
+            self._attempt_failed(msg, mq, begin_us, status or f"broker_code_{code}")
         if status is not None:  # stored, but not flushed / replicated in time
             if self.cfg.retry_another_broker_when_not_store_ok:
                 return self._next(msg, info, mq, times, (status, mq), steered)
@@ -282,6 +289,12 @@ class Producer:
         if type(last) is tuple:
             return self.sent(msg, last[1], times, last[0], steered)
         return self.fail(msg, times, f"broker_code_{code}", mq.broker_name, steered)
+
+    def _attempt_failed(self, msg: Any, mq: MessageQueue, begin_us: int, reason: str) -> None:
+        """A failed attempt (detail kind; its send goes on or ends with this failure)."""
+        rt_us = self.clock.now_us - begin_us
+        for m in (msg,) if type(msg) is Message else msg.msgs:
+            self.node.trace(PRODUCER_ATTEMPT_FAILED, m.msg_id, mq.broker_name, mq.queue_id, reason, rt_us)
 
     def _next(self, msg: Any, info: TopicPublishInfo, mq: MessageQueue, times: int, last: Any, steered: int) -> None:
         if times < self.times_total:

@@ -178,7 +178,8 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
         "stored_duplicates": sum(n - 1 for n in copies.values() if n > 1),
         "consumed": sum(g["consumed_ok_distinct"] + g["duplicates"] for g in groups.values()),
         **{key: sum(g[key] for g in groups.values())
-           for key in ("lost", "pending_retry", "pending_delay", "dlq", "duplicates", "duplicated_messages")},
+           for key in ("lost", "unconsumed", "pending_retry", "pending_delay", "dlq", "duplicates",
+                       "duplicated_messages")},
         "lost_by_cause": {cause: sum(g["lost_by_cause"][cause] for g in groups.values()) for cause in LOSS_CAUSES},
         "duplicate_causes": {cause: sum(g["duplicate_causes"][cause] for g in groups.values())
                              for cause in ("producer_retry", "redelivery")},
@@ -242,6 +243,7 @@ def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[in
         "lost": len(lost),
         "lost_by_cause": by_cause,
         "lost_sample": [display_key(m, names) for m in lost[:LOST_SAMPLE]],
+        "unconsumed": 0,  # only a run stopped at a bound has unconsumed messages
         "pending_retry": pending,
         "pending_delay": delayed,
         "dlq": dead,
@@ -443,6 +445,7 @@ def _without_causes(got: dict[str, Any]) -> dict[str, Any]:
     (analysis/consumer_metrics.py) are beyond the oracle: the causes must add up to duplicates,
     retries must be the failed attempts, per group and in total; the rest must equal the oracle's."""
     assert sum(got.pop("duplicates_by_cause").values()) == got["duplicates"]
+    _pop_samples(got)
     _pop_order_causes(got)
     assert got.pop("retries") == sum(g["retries"] for g in got["groups"].values())
     for key in CONSUMER_KEYS:
@@ -458,6 +461,17 @@ def _without_causes(got: dict[str, Any]) -> dict[str, Any]:
         for key in CONSUMER_KEYS:
             group.pop(key)
     return got
+
+
+def _pop_samples(metrics: dict[str, Any]) -> None:
+    """The samples of the messages behind the counts (analysis/message_causes.py): up to 10 distinct
+    display keys per cause that has any."""
+    lost, dups = metrics.pop("lost_sample"), metrics.pop("duplicate_sample")
+    order = metrics.pop("order_violation_sample")
+    assert {c for c, n in metrics["lost_by_cause"].items() if n} == set(lost)
+    assert sum(map(len, dups.values())) <= metrics["duplicates"] and (not dups) == (not metrics["duplicates"])
+    assert sum(map(len, order.values())) <= (metrics["order_violations"] or 0)
+    assert all(0 < len(keys) == len(set(keys)) <= 10 for sample in (lost, dups, order) for keys in sample.values())
 
 
 def _pop_order_causes(metrics: dict[str, Any]) -> None:

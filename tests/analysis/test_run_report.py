@@ -1,6 +1,8 @@
 """The per-run report: `rmqsim run --report` and `rmqsim report RUN_DIR` write every figure (PNG and
 SVG) and a page that renders in headless Chromium with each title and caption; a metric the run
-did not record is said to be missing, never drawn empty; fault labels never overlap."""
+did not record is said to be missing, never drawn empty; fault labels never overlap. The cluster
+timeline (queue ownership, offsets, failed sends) of a crash story renders, and an outage is a gap
+in every line drawn through time, never a line through it."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from analysis import run_figures, txn_figures
+from analysis import run_figures, timeline_figures, txn_figures
 from analysis.run_report import FIGURES
 from tests.analysis.test_report import _assert_figures_visible, _chromium
 from tests.conftest import ROOT
@@ -67,7 +70,8 @@ def _expected(run: Path) -> tuple[list[tuple[str, str]], list[str]]:
     drawn = [(stem, title) for stem, title, _f, _why in FIGURES
              if not (stem == "losses_by_cause" and "lost_by_cause" not in summary)
              and not (any(f[0] == stem for f in txn_figures.FIGURES) and summary.get("txn") is None)
-             and not (stem == "lock_events" and summary.get("order_violations") is None)]
+             and not (stem == "lock_events" and summary.get("order_violations") is None)
+             and not (stem == "send_failures" and not summary["send_failed"])]
     missing = [title for stem, title, _f, _why in FIGURES if (stem, title) not in drawn]
     return drawn, missing
 
@@ -185,3 +189,160 @@ def test_lock_events_figure_of_an_orderly_run(tmp_path: Path) -> None:
     assert events["broker-a: granted (new)"][:3].sum() > 0  # the start-up locks
     drawn = run_figures.lock_events(data)
     assert drawn is not None and "60 s expiry" in drawn[1]
+
+
+# ---------------------------------------------------------------- the cluster timeline (issue 26)
+
+# broker-a's process down from 6 s (back serving at 12 s, after its 2 s start-up); c-2 crashes at 8 s
+# and restarts at 11 s. Orderly sends (a hash selector, no retry elsewhere) fail while broker-a is
+# down; the expectation on duplicates makes the run invalid (a repro card, tests/analysis/test_repro_card.py).
+CRASH_STORY = """
+name: crash_story
+duration_ms: 16s
+settle_ms: 6s
+warmup_ms: 2s
+cluster:
+  brokers: [{name: broker-a}, {name: broker-b}]
+  topics: [{name: orders, queues: 4}]
+producers: [{name: p, count: 2, topic: orders, rate_per_s: 150, start_ms: 2s, send_mode: ORDERLY, keys: 16}]
+consumers: [{name: c, count: 3, group: billing, topic: orders}]
+faults:
+  - {at_ms: 6s, kind: process_crash, node: broker-a, duration_ms: 4s}
+  - {at_ms: 8s, kind: process_crash, node: c-2}
+  - {at_ms: 11s, kind: restart, node: c-2}
+expect:
+  duplicates: {max: 0}
+"""
+BROKER_A_DOWN = (6.0, 12.0)
+
+
+@pytest.fixture(scope="module")
+def crash_story(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("crash_story")
+    (folder / "s.yaml").write_text(CRASH_STORY)
+    done = cli("run", "s.yaml", "--report", "--out", "out", cwd=folder)
+    assert done.returncode == 1, done.stdout + done.stderr  # invalid: duplicates above the expectation
+    return folder / "out"
+
+
+def test_cluster_timeline_of_a_crash_story_renders(crash_story: Path, tmp_path: Path) -> None:
+    """queue_ownership, offsets and send_failures (PNG and SVG) with their captions, in Chromium."""
+    drawn, missing = _expected(crash_story)
+    stems = {stem for stem, _title in drawn}
+    assert {"queue_ownership", "offsets", "send_failures", "publish_latency_over_time"} <= stems, missing
+    dom = _assert_renders(crash_story, (
+        "Which consumer held which queue when, when did rebalances move them, and when were brokers down or "
+        "dropped from the name server?",
+        "Did each queue's owner keep up with what was stored, and how far behind was the broker's committed offset",
+        "When did sends fail, why, and what did the sends that succeeded cost meanwhile?",
+        "sends failed, in red"), tmp_path)
+    assert "(queue_ownership.png · queue_ownership.svg)" in dom and "(offsets.png · offsets.svg)" in dom
+
+
+def test_an_outage_is_a_gap_in_the_publish_latency(crash_story: Path) -> None:
+    """broker-a's p99 is NaN (a break in the line) for every second it was down, drawn on both sides;
+    the failed sends are drawn too (red bars adding up to the summary's send_failed)."""
+    import json
+
+    from analysis import run_data, timeline_data
+
+    data = run_data.load_run(crash_story)
+    assert timeline_data.outages(data)["broker-a"] == [BROKER_A_DOWN]
+    fig, caption = run_figures.latency_over_time(data)
+    line = next(ln for ln in fig.axes[0].get_lines() if ln.get_label() == "p99, sends to broker-a")
+    x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata(), float)
+    start, end = BROKER_A_DOWN
+    assert np.isnan(y[(x > start) & (x < end)]).all()
+    assert np.isfinite(y[(x > 2) & (x < start)]).all() and np.isfinite(y[(x > end) & (x < 16)]).any()
+    failed = json.loads((crash_story / "summary.json").read_text())["send_failed"]
+    assert failed > 0 and f"{failed:,} sends failed" in caption
+    assert _stairs_total(fig.axes[1]) == failed
+    run_figures.plt.close(fig)
+    fig, _caption = timeline_figures.send_failures(data)
+    assert _stairs_total(fig.axes[1]) == failed  # stacked by reason
+    line = next(ln for ln in fig.axes[0].get_lines() if ln.get_label() == "p99, sends to broker-a")
+    assert np.isnan(np.asarray(line.get_ydata(), float)[(x > start) & (x < end)]).all()
+    run_figures.plt.close(fig)
+
+
+def _stairs_total(ax: object) -> float:
+    """What the step bars of an axes add up to (each above its baseline: stacked steps)."""
+    from matplotlib.patches import StepPatch
+
+    total = 0.0
+    for patch in ax.patches:
+        if isinstance(patch, StepPatch):
+            values, _edges, baseline = patch.get_data()
+            total += float(np.sum(np.asarray(values) - (0 if baseline is None else np.asarray(baseline))))
+    return total
+
+
+def test_offsets_and_ownership_break_at_the_outage(crash_story: Path) -> None:
+    """Each broker-a queue's max offset, committed and consumed offsets are NaN in every bin that
+    overlaps broker-a's outage and drawn before and after it; c-2's queues end at its crash."""
+    from analysis import run_data, timeline_data
+
+    data = run_data.load_run(crash_story)
+    own = timeline_data.ownership(data)
+    assert own is not None and own.consumers == ["c-1", "c-2", "c-3"] and len(own.queues) == 8
+    c2 = [(q, h) for q in own.queues for h in own.held[q] if h[0] == "c-2"]
+    assert c2 and all(h[2] == 8.0 or h[1] >= 11.0 for _q, h in c2)  # held until its crash, or after its restart
+    off = timeline_data.queue_offsets(data, own)
+    assert off is not None and off.committed is not None and off.bin_s == 1
+    start, end = BROKER_A_DOWN
+    down = (off.x > start) & (off.x - off.bin_s < end)
+    for q in off.queues:
+        series = [off.max_offset[q], off.committed[q], *off.consumed.get(q, {}).values()]
+        if q.broker == "broker-a":
+            assert all(np.isnan(s[down]).all() for s in series), q
+            assert np.isfinite(off.max_offset[q][(off.x > 3) & (off.x <= start)]).all(), q
+            assert np.isfinite(off.max_offset[q][off.x > end + 2]).all(), q
+        else:
+            assert np.isfinite(off.max_offset[q][off.x > 3]).all(), q
+    fig, caption = timeline_figures.offsets(data)
+    panel = next(ax for ax in fig.axes if ax.get_title() == "broker-a orders q0")
+    drawn = next(ln for ln in panel.get_lines() if ln.get_label() == "max offset (stored)")
+    assert np.isnan(np.asarray(drawn.get_ydata(), float)[down]).all()
+    assert "a gap is an outage of the queue's broker" in caption
+    timeline_figures.plt.close(fig)
+
+
+def test_timeline_aggregates_many_queues(crash_story: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond a row (panel) per queue: queues held per consumer, stacked; a heatmap of each queue's
+    backlog with the outage left blank (masked)."""
+    from analysis import run_data
+
+    monkeypatch.setattr(timeline_figures, "MAX_QUEUE_ROWS", 4)
+    monkeypatch.setattr(timeline_figures, "MAX_QUEUE_PANELS", 4)
+    data = run_data.load_run(crash_story)
+    fig, caption = timeline_figures.queue_ownership(data)
+    assert "aggregated to the queues each consumer held" in caption
+    assert any("stacked" in ax.get_title() for ax in fig.axes)
+    timeline_figures.plt.close(fig)
+    fig, caption = timeline_figures.offsets(data)
+    assert "8 queues (too many for a panel each)" in caption
+    image = fig.axes[0].get_images()[0].get_array()
+    start, end = BROKER_A_DOWN
+    columns = [i for i in range(image.shape[1]) if start + 1 <= i + 1 <= end]  # 1 s bins ending at i + 1
+    assert np.ma.getmaskarray(image)[:4][:, columns].all()  # broker-a's four queues, rows 0-3
+    timeline_figures.plt.close(fig)
+
+
+def test_a_figure_without_its_data_is_not_drawn_or_says_what_is_missing(crash_story: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """No offset commits in the trace (an older run): the offsets figure draws what it has and its
+    caption says the committed offset is not drawn; no queue starts: no ownership figure at all."""
+    from analysis import run_data
+    from models.records import BROKER_OFFSET_COMMITTED, CONSUMER_QUEUE_STARTED
+
+    data = run_data.load_run(crash_story)
+    read = data.table
+    monkeypatch.setattr(data, "table", lambda kind, cols: None if kind == BROKER_OFFSET_COMMITTED else read(kind, cols))
+    fig, caption = timeline_figures.offsets(data)
+    assert "the broker's committed offset is not in this trace" in caption
+    assert not any(ln.get_label() == "broker's committed offset" for ax in fig.axes for ln in ax.get_lines())
+    timeline_figures.plt.close(fig)
+    data = run_data.load_run(crash_story)  # figures share derived data per RunData: a fresh one
+    read = data.table
+    monkeypatch.setattr(data, "table", lambda kind, cols: None if kind == CONSUMER_QUEUE_STARTED else read(kind, cols))
+    assert timeline_figures.queue_ownership(data) is None

@@ -603,8 +603,8 @@ def test_resume_refuses_runs_of_another_simulator_version(tmp_path):
         sweep_dir.prepare(legacy, current)
     with pytest.raises(sweep_dir.ForeignDirectory, match="another sweep"):
         sweep_dir.prepare(out, dict(current, digest="x"))
-    (out / "runs").mkdir()
-    (out / "runs" / "p0000-s1.parquet").write_bytes(b"old")
+    store.write_run_row(out, {"run_id": "p0000-s1", "sweep_digest": current["digest"], "status": "ok"},
+                        store.runs_schema(sweep.param_types))  # a row of that sweep: provably rmqsim's
     sweep_dir.prepare(out, older, replace=True)  # foreign: deleted, started afresh
     assert not (out / "runs").exists() and sweep_dir.read_manifest(out) == older
     (out / "keep").write_text("x")

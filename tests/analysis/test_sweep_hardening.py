@@ -64,8 +64,8 @@ def test_replace_refuses_a_directory_holding_user_files(tmp_path):
     root = tmp_path / "root"
     sweep_dir.prepare(root, dict(other, digest="another-sweep"))
     (root / "precious.txt").write_text("keep me")
-    (root / "runs").mkdir()
-    (root / "runs" / "p0000-s1.parquet").write_bytes(b"old")
+    store.write_run_row(root, {"run_id": "p0000-s1", "sweep_digest": "another-sweep", "status": "ok"},
+                        store.runs_schema(sweep.param_types))
     listing = sorted(p.name for p in root.rglob("*"))
     with pytest.raises(sweep_dir.ForeignDirectory, match="'precious.txt', which rmqsim did not write"):
         sweep_dir.prepare(root, other, replace=True)

@@ -18,7 +18,7 @@ def surface(row: dict[str, str]) -> str:
     cli = target.startswith("cli:")
     name = target.removeprefix("cli:").split(" ")[0]
     if row["kind"].startswith("run:"):
-        return "runs of accepted scenario mutations (max_events 20,000)"
+        return "runs of short scenarios with drawn fault schedules"
     if name in SWEEP_FILES:
         return "rmqsim sweep --dry-run (subprocess)" if cli else "sweep files, load_sweep (in-process)"
     return "rmqsim validate (subprocess)" if cli else "scenario files, scenario.load (in-process)"

@@ -50,6 +50,7 @@ def test_validate_exits_0_or_2(tmp_path_factory, case: tuple[str, Any]):
     (tmp / "scenario.yaml").write_bytes(mutation.content)
     args = ["validate", "scenario.yaml"] + [f"--set={item}" for item in mutation.overrides]
     outcome = assert_clean_exit(rmqsim(args, tmp), f"{name} {mutation.kind} {mutation.note}")
+    assert not (mutation.must_fail and outcome == "accepted"), f"{name} {mutation.kind} {mutation.note}: accepted"
     record(f"cli:{name}", mutation.kind, outcome)
 
 
@@ -60,5 +61,6 @@ def test_sweep_dry_run_exits_0_or_2(tmp_path_factory, case: tuple[str, Any]):
     tmp = tmp_path_factory.mktemp("cli", numbered=True)
     path, _foreign = write_mutation(tmp, mutation)
     outcome = assert_clean_exit(rmqsim(["sweep", path.name, "--dry-run"], tmp), f"{name} {mutation.kind} {mutation.note}")
+    assert not (mutation.must_fail and outcome == "accepted"), f"{name} {mutation.kind} {mutation.note}: accepted"
     record(f"cli:{name}", mutation.kind, outcome)
     assert not (tmp / "sweeps").exists(), "a dry run wrote output"

@@ -2,9 +2,11 @@
 
 Property 1 for sweep files, in-process: `load_sweep` accepts the mutated file (and its stated
 size is within bounds) or raises a ConfigError naming the file and a key path for each problem,
-within a time bound. A hostile `base` (a system file, a FIFO, a device, a directory, a symlink
-loop, binary or oversized files, NUL bytes, 5,000-character paths) never hangs the loader and
-never brings the foreign file's content back in the message.
+within a time bound; a mutation marked `must_fail` (YAML 1.1 and huge literals in `seeds:`, grid
+values or `set:`, control characters in names, long keys, ...) is refused. A hostile `base` (a
+system file, a FIFO, a device, a directory, a symlink loop, binary or oversized files, NUL
+bytes, 5,000-character paths) never hangs the loader and never brings the foreign file's
+content back in the message.
 """
 
 from __future__ import annotations
@@ -107,6 +109,7 @@ def test_mutated_sweeps_load_or_fail_cleanly(tmp_path_factory, case):
         sweep = load_sweep(path)
         outcome = "accepted"
         assert 1 <= sweep.n_runs <= MAX_RUNS
+        assert not mutation.must_fail, f"{name} {mutation.kind} {mutation.note}: accepted"
     except ConfigError as exc:
         assert_clean_rejection(exc, str(path))
         assert_no_foreign_content(exc.render(), foreign)

@@ -1,0 +1,58 @@
+"""`rmqsim explain`: the command line of analysis/explain.py (registered by sim/cli.py).
+
+    rmqsim explain RUN_DIR MSG [--json]                  # MSG: display key (p-1-42) or integer id
+    rmqsim explain RUN_DIR --cause CAUSE [--limit N] [--json]
+    rmqsim explain RUN_DIR --fault K [--json]
+
+Exit codes: 0 answered; 2 bad input (not a run directory, an unknown message, cause or fault
+index, a run made by another simulator that has no trace), with one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+def add_parser(sub: Any) -> None:
+    """Register `explain` on the `rmqsim` subcommand parsers."""
+    exp = sub.add_parser("explain", help="why did this happen? one message's life as a timeline, the messages of "
+                                         "a cause, or what a fault did",
+                         epilog="a run without a trace is replayed from scenario.resolved.json and its seed (same "
+                                "simulator only); exit codes: 0 answered, 2 bad input")
+    exp.add_argument("dir", metavar="RUN_DIR", help="a run directory written by `rmqsim run`")
+    exp.add_argument("msg", nargs="?", metavar="MSG",
+                     help="a message: its display key <producer>-<seq> (as in lost_sample) or its integer id")
+    exp.add_argument("--cause", help="list messages lost, duplicated or out of order by this cause")
+    exp.add_argument("--limit", type=int, default=10, metavar="N", help="with --cause: at most N messages (10)")
+    exp.add_argument("--fault", type=int, metavar="K",
+                     help="what fault K did (index in the resolved scenario's faults; random faults follow in "
+                          "firing order): its losses, duplicates and order violations, and its recovery time")
+    exp.add_argument("--json", action="store_true", help="print the same facts as JSON")
+    exp.set_defaults(func=cmd_explain)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from analysis.explain import ExplainError, explain_cause, explain_fault, explain_message, read_run, render
+
+    asked = [x for x in (args.msg, args.cause, args.fault) if x is not None]
+    if len(asked) != 1:
+        print("rmqsim explain: give exactly one of MSG, --cause CAUSE or --fault K", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        run = read_run(args.dir)
+        if args.msg is not None:
+            answer = explain_message(run, args.msg)
+        elif args.cause is not None:
+            answer = explain_cause(run, args.cause, args.limit)
+        else:
+            answer = explain_fault(run, args.fault)
+    except ExplainError as exc:
+        print(f"rmqsim explain: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(json.dumps(answer, indent=1) if args.json else render(answer))
+    return EXIT_OK
