@@ -1,7 +1,7 @@
 """Shared pieces of the fuzz tests: the bundled documents, the example budget, outcome records.
 
 Budget: the CI profile runs a fixed number of examples per test, derandomized (the same
-examples on every run and machine), without deadlines; about one minute for the whole fuzz
+examples on every run and machine), without deadlines; about 40 to 50 s for the whole fuzz
 suite on two cores. `RMQSIM_FUZZ_EXAMPLES=N` multiplies each test's budget by N/100 (so 100 is
 the CI budget, 2000 twenty times it) for a longer run on demand, e.g.
 

@@ -42,7 +42,7 @@ def assert_clean_exit(result: subprocess.CompletedProcess, note: str) -> str:
     return "accepted" if result.returncode == 0 else "clean error"
 
 
-@budget(20)
+@budget(14)
 @given(case=scenario_mutations())
 def test_validate_exits_0_or_2(tmp_path_factory, case: tuple[str, Any]):
     name, mutation = case
@@ -54,7 +54,7 @@ def test_validate_exits_0_or_2(tmp_path_factory, case: tuple[str, Any]):
     record(f"cli:{name}", mutation.kind, outcome)
 
 
-@budget(10)
+@budget(7)
 @given(case=sweep_mutations())
 def test_sweep_dry_run_exits_0_or_2(tmp_path_factory, case: tuple[str, Any]):
     name, mutation = case

@@ -118,7 +118,7 @@ def test_every_kind_is_drawn():
         set(mutations.BASE_KINDS + mutations.NEW_KINDS) - {"fault_schedule"} | {"hostile_base"}
 
 
-@budget(800)
+@budget(600)
 @given(case=scenario_mutations())
 def test_mutated_scenarios_load_or_fail_cleanly(tmp_path_factory, peak_memory, case):
     name, mutation = case
@@ -188,7 +188,7 @@ def test_fault_schedules_run_past_their_faults_to_consistent_summaries(tmp_path_
 
     reached: list[bool] = []
 
-    @budget(40)
+    @budget(80)  # about 4 s: a shortened run takes some 50 ms
     @given(case=runnable_scenarios())
     def run(case: tuple[str, mutations.Mutation]) -> None:
         name, mutation = case
