@@ -46,6 +46,7 @@ from analysis import sweep_dir
 from analysis.sweep_spec import Sweep, run_id
 from sim import compiled
 from sim.files import OutputError, atomic_path
+from sim.sources import sources_sha256
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sim", "models", "analysis")
@@ -178,8 +179,9 @@ def _sources_sha256(sources: dict[str, bytes]) -> str:
 
 
 def simulator_sha256() -> str:
-    """Digest of the simulator's sources: a sweep directory's runs must all come from one."""
-    return _sources_sha256(_sources(SIMULATOR_PACKAGES))
+    """Digest of the simulator's sources (sim/sources.py, read afresh): a sweep directory's runs
+    must all come from one."""
+    return sources_sha256(SIMULATOR_PACKAGES)
 
 
 def package_zip() -> Path:

@@ -323,24 +323,31 @@ def codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return found, out
 
 
+def key_runs(t_us: np.ndarray, keys: list[np.ndarray]) -> tuple[np.ndarray, dict[tuple, tuple[int, int]]]:
+    """The order that sorts the rows by key (one value per array of `keys`), then time, and each
+    distinct key's (start, end) run of rows in that order. Keys come back as tuples of values."""
+    coded = [codes(k) for k in keys]
+    order = np.lexsort((t_us, *[c for c, _u in reversed(coded)]))
+    ks = [c[order] for c, _u in coded]
+    change = np.zeros(len(order), bool)
+    change[0] = True
+    for k in ks:
+        change[1:] |= k[1:] != k[:-1]
+    starts = np.r_[np.flatnonzero(change), len(order)].tolist()
+    return order, {tuple(u[k[s]] for k, (_c, u) in zip(ks, coded, strict=True)): (s, e)
+                   for s, e in zip(starts[:-1], starts[1:], strict=True)}
+
+
 def latest(t_us: np.ndarray, values: np.ndarray, keys: list[np.ndarray], x: np.ndarray) -> dict[tuple, np.ndarray]:
     """For each distinct key (one value per array of `keys`), the newest of `values` at or before
     each time `x` (s): NaN before its first. Keys come back as tuples of the keys' values."""
     if not len(t_us):
         return {}
-    coded = [codes(k) for k in keys]
-    order = np.lexsort((t_us, *[c for c, _u in reversed(coded)]))
+    order, runs = key_runs(t_us, keys)
     t, v = t_us[order] / 1e6, values[order].astype(float)
-    ks = [c[order] for c, _u in coded]
-    change = np.zeros(len(t), bool)
-    change[0] = True
-    for k in ks:
-        change[1:] |= k[1:] != k[:-1]
-    starts = np.r_[np.flatnonzero(change), len(t)]
     out = {}
-    for s, e in zip(starts[:-1].tolist(), starts[1:].tolist(), strict=True):
+    for key, (s, e) in runs.items():
         idx = np.searchsorted(t[s:e], x, side="right") - 1
-        key = tuple(u[k[s]] for k, (_c, u) in zip(ks, coded, strict=True))
         out[key] = np.where(idx >= 0, v[s:e][np.maximum(idx, 0)], np.nan)
     return out
 
@@ -402,18 +409,9 @@ def _consumed(data: rd.RunData, own: Ownership | None, queues: list[Queue], x: n
     slices: dict[tuple, tuple[int, int]] = {}
     t = off = np.zeros(0)
     if cols and len(cols["t_us"]):
-        keys = [cols["node"], cols["group"], cols["broker"], cols["topic"], cols["queue_id"]]
-        coded = [codes(k) for k in keys]
-        order = np.lexsort((cols["t_us"], *[c for c, _u in reversed(coded)]))
+        order, slices = key_runs(cols["t_us"], [cols["node"], cols["group"], cols["broker"], cols["topic"],
+                                                cols["queue_id"]])
         t, off = cols["t_us"][order] / 1e6, (cols["queue_offset"][order] + 1).astype(float)
-        ks = [c[order] for c, _u in coded]
-        change = np.zeros(len(t), bool)
-        change[0] = True
-        for k in ks:
-            change[1:] |= k[1:] != k[:-1]
-        starts = np.r_[np.flatnonzero(change), len(t)]
-        for s, e in zip(starts[:-1].tolist(), starts[1:].tolist(), strict=True):
-            slices[tuple(u[k[s]] for k, (_c, u) in zip(ks, coded, strict=True))] = (s, e)
     wanted = set(queues)
     out: dict[Queue, dict[str, np.ndarray]] = {}
     for q, spans in own.held.items():

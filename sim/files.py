@@ -189,26 +189,34 @@ def regular_file(path: Path) -> Iterator[Any]:
         yield handle
 
 
+def read_at_most(fd: int, limit: int) -> bytes | None:
+    """The content of the open file `fd`, or None if it holds more than `limit` bytes (by its
+    size, or by reading: st_size is 0 for /proc files); never reads more than `limit` + 1 bytes.
+    OSError propagates (sim/inputs.py and `read_bounded` word it for their readers)."""
+    if os.fstat(fd).st_size > limit:
+        return None
+    chunks, size = [], 0
+    while size <= limit:
+        chunk = os.read(fd, min(_CHUNK, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return None if size > limit else b"".join(chunks)
+
+
 def read_bounded(path: Path, limit: int) -> bytes:
     """The content of a regular file of at most `limit` bytes; UnsafeFile otherwise (never reads more)."""
     fd = open_regular(path)
     try:
-        if os.fstat(fd).st_size > limit:
-            raise UnsafeFile(f"larger than {limit:,} bytes")
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(_CHUNK, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        data = read_at_most(fd, limit)
     except OSError as exc:
         raise UnsafeFile(f"cannot read it: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
-    if size > limit:
+    if data is None:
         raise UnsafeFile(f"larger than {limit:,} bytes")
-    return b"".join(chunks)
+    return data
 
 
 def file_digest(path: Path) -> dict[str, Any]:

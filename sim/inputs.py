@@ -51,6 +51,7 @@ from yaml.constructor import ConstructorError
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from sim.files import read_at_most
 from sim.limits import MAX_FILE_BYTES, MAX_NUMBER_CHARS, MAX_YAML_DEPTH, MAX_YAML_NODES
 
 _TAG = "tag:yaml.org,2002:"
@@ -96,24 +97,15 @@ def read_text(path: str | Path, limit: int = MAX_FILE_BYTES) -> str:
 
 
 def _read_regular(fd: int, limit: int) -> bytes:
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
         raise InputProblem("not a regular file")
-    if st.st_size > limit:
-        raise InputProblem(f"larger than {limit:,} bytes")
-    chunks, size = [], 0
     try:
-        while size <= limit:  # st_size is 0 for /proc files: read up to the limit regardless
-            chunk = os.read(fd, min(1 << 16, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        data = read_at_most(fd, limit)
     except OSError as exc:
         raise InputProblem(f"cannot read it: {exc.strerror or exc}") from None
-    if size > limit:
+    if data is None:
         raise InputProblem(f"larger than {limit:,} bytes")
-    return b"".join(chunks)
+    return data
 
 
 # libyaml scans and parses (fast); the composer is PyYAML's Python one, so its limits apply.
