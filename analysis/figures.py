@@ -1,6 +1,9 @@
-"""The report's matplotlib figures; each function takes aggregates and returns a Figure.
+"""The sweep report's matplotlib figures; each function takes aggregates and returns a Figure.
 
-Titles are the figure's identity in the HTML page (the report test looks for them).
+Titles are the figure's identity in the HTML page (the report test looks for them). Rates are
+drawn in % of what they are a fraction of; a figure is drawn only for a metric that is not zero
+in every run (analysis/report.py lists those in one line), so no colour scale spans a range
+around zero.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-CAUSE_COLORS = {"producer_retry": "#d95f02", "redelivery": "#7570b3"}
+from analysis.aggregate import Metric  # noqa: E402
+
 FAULT_COLORS = {"process_crash": "#e41a1c", "power_loss": "#000000", "partition": "#377eb8",
                 "link_latency": "#4daf4a", "packet_loss": "#984ea3", "disk_slow": "#ff7f00",
                 "fsync_stall": "#a65628", "pause": "#f781bf"}
@@ -37,39 +41,109 @@ def pooled_note(rows: list[dict[str, Any]]) -> str:
     return f"pooled over {' × '.join([*others, 'seeds'])} ({per} runs per value)"
 
 
-def duplicates_vs_params(marginals: dict[str, list[dict[str, Any]]]) -> Figure:
-    """One panel per swept parameter: duplicate rate by cause (stacked) and total with its 95 %
-    score interval, every other parameter pooled (said in the title). A band joins numeric x
-    values only; categorical x values get points with error bars."""
+def _cause_colors(metric: Metric, causes: list[str]) -> dict[str, Any]:
+    """Duplicate mechanisms in the per-run report's colours; other causes from one palette."""
+    if metric.name == "duplicates":
+        from analysis.run_figures import CAUSE_COLORS  # here: run_figures imports this module
+
+        return {c: CAUSE_COLORS.get(c, "#999999") for c in causes}
+    palette = plt.get_cmap("Set2")
+    return {c: palette(i % palette.N) for i, c in enumerate(causes)}
+
+
+def _percent(value: float | None) -> float:
+    return 0.0 if value is None else 100.0 * value
+
+
+def by_cause_vs_params(marginals: dict[str, list[dict[str, Any]]], metric: Metric, causes: list[str]) -> Figure:
+    """One panel per swept parameter: the metric's rate (% of its exposure) stacked by cause, and
+    the pooled total with its 95 % score interval, every other parameter pooled (said in the
+    title). A band joins numeric x values only; categorical x values get error bars. Only
+    `causes` (those seen in some run) are drawn."""
     names = list(marginals)
-    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.3), squeeze=False)
+    colors = _cause_colors(metric, causes)
     for ax, name in zip(axes[0], names, strict=True):
         rows = marginals[name]
         xs, labels, numeric = _positions([r["value"] for r in rows])
-        width = _bar_width(xs)
         bottom = [0.0] * len(rows)
-        for cause, color in CAUSE_COLORS.items():
-            heights = [r[f"dup_rate_{cause}"]["mean"] or 0.0 for r in rows]
-            ax.bar(xs, heights, width=width, bottom=bottom, color=color, alpha=0.55, label=f"cause: {cause}")
+        for cause in causes:
+            heights = [100.0 * r["causes"][cause] / r["exposure"] if r["exposure"] else 0.0 for r in rows]
+            ax.bar(xs, heights, width=_bar_width(xs), bottom=bottom, color=colors[cause], alpha=0.6,
+                   label=f"cause: {cause}")
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-        mean = [r["duplicate_rate"]["mean"] or 0.0 for r in rows]
-        lo = [r["duplicate_rate"]["lo"] or 0.0 for r in rows]
-        hi = [r["duplicate_rate"]["hi"] or 0.0 for r in rows]
-        if numeric:
-            ax.plot(xs, mean, "o-", color="#1b9e77", label="total (pooled)")
-            ax.fill_between(xs, lo, hi, color="#1b9e77", alpha=0.2, label="95% score interval")
-        else:  # no line or band between categories
-            ax.errorbar(xs, mean, yerr=[[m - a for m, a in zip(mean, lo, strict=True)],
-                                        [b - m for m, b in zip(mean, hi, strict=True)]],
-                        fmt="o", color="#1b9e77", capsize=5, label="total (pooled), 95% score interval")
+        _total_with_interval(ax, xs, rows, numeric)
         ax.set_ylim(bottom=0)
         ax.set_xticks(xs, labels)
         ax.set_xlabel(name)
-        ax.set_ylabel("duplicates per acked message")
-        ax.set_title(f"Duplicate-delivery rate vs {name}\n{pooled_note(rows)}", fontsize=10)
+        ax.set_ylabel(f"% of {metric.of}")
+        ax.set_title(f"{metric.title} by cause vs {name}\n{pooled_note(rows)}", fontsize=10)
         ax.legend(fontsize=8)
         if not numeric:
             ax.set_xlim(-0.6, len(xs) - 0.4)
+    fig.tight_layout()
+    return fig
+
+
+def _total_with_interval(ax: Any, xs: list[float], rows: list[dict[str, Any]], numeric: bool) -> None:
+    mean = [_percent(r["mean"]) for r in rows]
+    lo = [_percent(r["lo"]) for r in rows]
+    hi = [_percent(r["hi"]) for r in rows]
+    method = rows[0]["method"] if rows else ""
+    if numeric:
+        ax.plot(xs, mean, "o-", color="#333333", label="total (pooled)")
+        ax.fill_between(xs, lo, hi, color="#333333", alpha=0.12, label=f"95% {method} interval")
+    else:  # no line or band between categories
+        ax.errorbar(xs, mean, yerr=[[m - a for m, a in zip(mean, lo, strict=True)],
+                                    [b - m for m, b in zip(mean, hi, strict=True)]],
+                    fmt="o", color="#333333", capsize=5, label=f"total (pooled), 95% {method} interval")
+
+
+def by_cause(total: dict[str, Any], metric: Metric, causes: list[str], runs: int) -> Figure:
+    """A sweep without parameters: the metric's rate by cause over every run, pooled."""
+    fig, ax = plt.subplots(figsize=(7, 0.5 * len(causes) + 2))
+    colors = _cause_colors(metric, causes)
+    rates = [100.0 * total["causes"][c] / total["exposure"] if total["exposure"] else 0.0 for c in causes]
+    ax.barh(range(len(causes)), rates, color=[colors[c] for c in causes])
+    for i, c in enumerate(causes):
+        ax.text(rates[i], i, f" {total['causes'][c]:,}", va="center", fontsize=8)
+    ax.set_yticks(range(len(causes)), causes)
+    ax.set_xlabel(f"% of {metric.of} (bar labels: events, all runs)")
+    ax.set_title(f"{metric.title} by cause ({runs} runs pooled)")
+    fig.tight_layout()
+    return fig
+
+
+def heatmap(cells: list[dict[str, Any]], row_param: str, col_param: str, title: str, label: str,
+            show: Any, pooled_over: list[str]) -> Figure:
+    """A value per (row, column) pair of two parameters, each cell annotated with `show(cell)`
+    (a value with its interval); the colour scale starts at 0 for rates and is never drawn for a
+    metric that is zero everywhere (the report lists those instead)."""
+    rows = sorted({c["row"] for c in cells}, key=_sort_key)
+    cols = sorted({c["col"] for c in cells}, key=_sort_key)
+    grid = [[float("nan")] * len(cols) for _ in rows]
+    text = [[""] * len(cols) for _ in rows]
+    for c in cells:
+        i, j = rows.index(c["row"]), cols.index(c["col"])
+        grid[i][j] = c["value"] if c["value"] is not None else float("nan")
+        text[i][j] = show(c)
+    finite = [v for line in grid for v in line if v == v]
+    top = max(finite) if finite and max(finite) > 0 else 1.0
+    fig, ax = plt.subplots(figsize=(2.1 * len(cols) + 3, 1.0 * len(rows) + 2.4))
+    image = ax.imshow(grid, cmap="YlOrRd", aspect="auto", origin="lower", vmin=0, vmax=top)
+    fig.colorbar(image, ax=ax, label=label)
+    ax.set_xticks(range(len(cols)), [str(c) for c in cols])
+    ax.set_yticks(range(len(rows)), [str(r) for r in rows])
+    ax.set_xlabel(col_param)
+    ax.set_ylabel(row_param)
+    for i, line in enumerate(grid):
+        for j, value in enumerate(line):
+            ax.text(j, i, text[i][j] or "-", ha="center", va="center", fontsize=8,
+                    color="white" if value == value and value > 0.6 * top else "black")
+    runs = sorted({c["runs"] for c in cells})
+    per = f"{runs[0]}" if len(runs) == 1 else f"{runs[0]}–{runs[-1]}"
+    ax.set_title(f"{title}: {row_param} × {col_param}\npooled over {' × '.join([*pooled_over, 'seeds'])} "
+                 f"({per} runs per cell)", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -81,32 +155,32 @@ def _bar_width(xs: list[float]) -> float:
     return 0.5 * min(gaps) if gaps else 0.6
 
 
-def heatmap(cells: list[tuple[Any, Any, float]], row_param: str, col_param: str, metric: str) -> Figure:
-    rows = sorted({r for r, _c, _m in cells}, key=_sort_key)
-    cols = sorted({c for _r, c, _m in cells}, key=_sort_key)
-    grid = [[float("nan")] * len(cols) for _ in rows]
-    for r, c, m in cells:
-        grid[rows.index(r)][cols.index(c)] = m if m is not None else float("nan")
-    fig, ax = plt.subplots(figsize=(1.6 * len(cols) + 3, 1.0 * len(rows) + 2.2))
-    image = ax.imshow(grid, cmap="viridis", aspect="auto", origin="lower")
-    fig.colorbar(image, ax=ax, label=metric.replace("_", " "))
-    ax.set_xticks(range(len(cols)), [str(c) for c in cols])
-    ax.set_yticks(range(len(rows)), [str(r) for r in rows])
-    ax.set_xlabel(col_param)
-    ax.set_ylabel(row_param)
-    finite = [v for line in grid for v in line if v == v]
-    middle = (min(finite) + max(finite)) / 2 if finite else 0.0
-    for i, line in enumerate(grid):
-        for j, value in enumerate(line):
-            ax.text(j, i, "-" if value != value else f"{value:.3g}", ha="center", va="center",
-                    color="black" if value == value and value > middle else "white", fontsize=9)
-    ax.set_title(f"Duplicate-delivery rate heatmap: {row_param} × {col_param}")
-    fig.tight_layout()
-    return fig
-
-
 def _sort_key(value: Any) -> tuple:
     return (0, value, "") if isinstance(value, int | float) else (1, 0, str(value))
+
+
+def latency_vs_params(marginals: dict[str, list[dict[str, Any]]]) -> Figure:
+    """One panel per swept parameter: p50, p99 and p99.9 of the merged histograms of each value's
+    runs (every other parameter pooled)."""
+    names = list(marginals)
+    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.3), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        rows = marginals[name]
+        xs, labels, numeric = _positions([r["value"] for r in rows])
+        for q, color in (("p50", "#1b9e77"), ("p99", "#d95f02"), ("p99.9", "#7570b3")):
+            ys = [r["latency_ms"].get(q) for r in rows]
+            ax.plot(xs, [y if y is not None else float("nan") for y in ys], "o-" if numeric else "o",
+                    color=color, label=q)
+        ax.set_yscale("log")
+        ax.set_xticks(xs, labels)
+        ax.set_xlabel(name)
+        ax.set_ylabel("send → first consume latency (ms)")
+        ax.set_title(f"Latency percentiles vs {name}\n{pooled_note(rows)}", fontsize=10)
+        ax.legend(fontsize=8)
+        if not numeric:
+            ax.set_xlim(-0.6, len(xs) - 0.4)
+    fig.tight_layout()
+    return fig
 
 
 def latency_spectrum(pooled: dict[int, dict[str, float | None]], labels: dict[int, str],
@@ -150,25 +224,6 @@ def latency_timeline(tl: dict[str, Any], run: str) -> Figure:
     ax.set_ylabel("latency (ms)")
     ax.set_title(f"Latency over simulated time, run {run} (faults shaded)")
     ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    return fig
-
-
-def loss_per_point(stats: list[dict[str, Any]], labels: dict[int, str]) -> Figure:
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(stats) + 3), 4.5))
-    xs = list(range(len(stats)))
-    means = [s["loss_rate"]["mean"] or 0.0 for s in stats]
-    err_lo = [m - (s["loss_rate"]["lo"] or 0.0) for m, s in zip(means, stats, strict=True)]
-    err_hi = [(s["loss_rate"]["hi"] or 0.0) - m for m, s in zip(means, stats, strict=True)]
-    ax.bar(xs, means, color="#e7298a", alpha=0.7)
-    ax.errorbar(xs, means, yerr=[err_lo, err_hi], fmt="none", ecolor="#333333", capsize=4)
-    for x, s in zip(xs, stats, strict=True):
-        lost = s["loss_rate"].get("events")
-        ax.text(x, 0, f"{lost:,}" if lost is not None else "-", ha="center", va="bottom", fontsize=8)
-    ax.set_ylim(bottom=0)
-    ax.set_xticks(xs, [labels[s["point"]] for s in stats], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("lost / acked deliveries (pooled, 95% Wilson)")
-    ax.set_title("Message loss per point (bar labels: lost messages, all seeds)")
     fig.tight_layout()
     return fig
 

@@ -252,6 +252,7 @@ class Ledger:
         self.counts = {"sent_attempts": 0, "sent_ok": 0, "sent_not_ok": 0, "send_failed": 0, "stored": 0}
         self.send_status: Counter = Counter()  # producer.sent records by status
         self.send_failures: Counter = Counter()  # producer.send_failed records by reason
+        self.send_failed_us = array("q")  # each producer.send_failed record's time (quiescence: sim/quiescence.py)
         self.sends_by_second: Counter = Counter()  # (second of born_us, broker) -> producer.sent records
         self.send_retried = 0  # send outcomes that took more than one attempt
         self.send_steered = 0  # send outcomes with at least one attempt steered away
@@ -433,6 +434,7 @@ class Ledger:
         self._count_send(cols[6], cols[10])
         self.counts["send_failed"] += len(ids)
         self.send_failures.update(cols[7])
+        self.send_failed_us.extend(cols.ints(0).tolist())
         born = cols.ints(8)
         for p, sel, seqs in self._by_producer(ids):
             self.born_us[p].put(seqs, born[sel])

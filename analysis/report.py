@@ -1,11 +1,25 @@
-"""`rmqsim report DIR`: figures (PNG and SVG) and one self-contained HTML page for a sweep.
+"""`rmqsim report DIR`: a sweep's report, shaped by its question — figures (PNG and SVG) and one
+self-contained HTML page.
 
-The aggregates come from Spark SQL (analysis/aggregate.py) on the sweep's Parquet tables; the
-page embeds the PNGs as data URIs, so it can be mailed or archived as one file. Also written:
+The page opens with the sweep's focus metric (analysis/focus.py: declared by the sweep file's
+`report: {focus: ...}`, or inferred from what varies, saying why): its heatmap over the first two
+parameters (the rest pooled) and its split by cause against each parameter, rates in % of what
+they are a fraction of, with 95 % score intervals. Then the per-point table, the other metrics
+that are not zero somewhere (each split by cause), latency, deliveries per message, the end state
+(runs that ended unquiet, sim/quiescence.py), the rare-state coverage table (runs reaching each
+point, and the points no run reached), and the failing runs. A metric that is zero in every run
+is named in one line, never drawn; one no run checked likewise.
+
+The data come through Spark in one job (two above 5,000 runs: analysis/aggregate.py) in the
+caller's SparkSession (`rmqsim sweep --report`) or a report session of its own: no UI, the client
+JIT compiler, interpreted expressions and a class archive (analysis/spark_classes.py), which start
+and answer sooner than the defaults for one row per run; matplotlib is imported meanwhile.
+The page embeds the PNGs as data URIs, so it can be mailed or archived as one file. Also written:
 `points.json` (the per-point table). Every file is written under a temporary name and renamed,
 the HTML page last, and recorded in the report folder's manifest (sim/files.py `OwnedDir`): a
-file there that rmqsim did not write is never overwritten, and a report that fails half-way
-removes what it wrote.
+file there that rmqsim did not write is never overwritten; a figure an earlier report drew and
+this one does not is removed if the manifest proves it rmqsim's and unchanged; and a report that
+fails half-way removes what it wrote.
 
 Before Spark reads anything, `check_tables` proves the tables are the sweep's own: table
 folders are folders (not symbolic links), every file in them is a regular file (a FIFO or
@@ -22,24 +36,29 @@ row lists one; the link is relative to the report folder.
 from __future__ import annotations
 
 import base64
-import html
 import json
-import os
+import threading
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis import aggregate, figures, fmt, sweep_dir
+from analysis import aggregate, fmt, sweep_dir
+from analysis import focus as focus_mod
 from analysis import results_store as store
+from analysis.aggregate import METRICS
 from analysis.checks import DELIVERY_COUNT_CAP
-from sim.files import REPORT_TOOL, OwnedDir, UnsafeFile, lstat_kind, regular_file, some
+from analysis.report_html import SCRIPT, STYLE, page
+from sim.files import REPORT_TOOL, OwnedDir, UnsafeFile, lstat_kind, matches, regular_file, some
 from sim.files import report_dir as claim_report_dir
 
+__all__ = ["SCRIPT", "STYLE", "ReportError", "build_report", "check_tables"]
 MAX_FAILING_ROWS = 500  # failing runs listed on the page (the count says how many in all)
-STEMS = ("duplicates_vs_params", "duplicates_heatmap", "latency_spectrum", "latency_timeline", "loss_per_point",
-         "delivery_counts", "txn_checks")  # every figure a sweep report may draw
+STEMS = tuple(f"{m}_{kind}" for m in METRICS for kind in ("heatmap", "by_cause")) + (
+    "latency_heatmap", "latency_vs_params", "latency_spectrum", "latency_timeline", "delivery_counts",
+    "txn_checks")  # every figure a sweep report may draw
+FIGURE_FILES = tuple(f"{stem}.{ext}" for stem in STEMS for ext in ("png", "svg"))
 
 
 class ReportError(Exception):
@@ -47,39 +66,168 @@ class ReportError(Exception):
 
 
 def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "local[1]",
-                 timeline_run: str | None = None) -> Path:
-    from analysis.sweep import spark_session
-
+                 timeline_run: str | None = None, spark: Any = None, focus: str | None = None,
+                 own_session: bool = False) -> Path:
+    """Write the report (module docstring); `spark`: a session to use, else one is started (with
+    `own_session`, by a command that ends after the report: its JVM may then leave a class archive
+    for the next report's, analysis/spark_classes.py `finish`); `focus`: overrides the sweep file's."""
+    if focus is not None and focus not in focus_mod.LABELS:
+        raise ReportError(f"--focus {focus}: not a focus (one of {', '.join(focus_mod.LABELS)})")
     if not (out_dir / sweep_dir.MANIFEST).is_file():
         raise ReportError(f"{out_dir} is not a sweep output directory (no {sweep_dir.MANIFEST})")
     try:
         manifest = sweep_dir.check_shape(out_dir, sweep_dir.read_manifest(out_dir))
     except sweep_dir.ForeignDirectory as exc:
         raise ReportError(str(exc)) from None
-    check_tables(out_dir, manifest["digest"])
+    schema, n_runs = check_tables(out_dir, manifest["digest"])
     folder = claim_report_dir(out_dir / "report", report_dir)
-    owned = OwnedDir(folder, REPORT_TOOL, names=["points.json", "index.html"] +
-                     [f"{stem}.{ext}" for stem in STEMS for ext in ("png", "svg")])
+    owned = OwnedDir(folder, REPORT_TOOL, names=["points.json", "index.html", *FIGURE_FILES])
     try:
-        spark = spark_session(master, None, app=f"rmqsim-report-{manifest['name']}")
-        if store.RUNS not in aggregate.open_views(spark, out_dir):
-            raise ReportError(f"{out_dir} has no completed runs yet")
-        data = _gather(spark, manifest, timeline_run)
-        images = _draw(data, owned)
-        owned.write_text("points.json", json.dumps(data["points_json"], indent=1, default=str))
-        page = owned.write_text("index.html", _html(manifest, data, images, out_dir, folder))
+        if spark is None:
+            from analysis.sweep import spark_session
+
+            # matplotlib's imports (over a second) run while the JVM starts, which is mostly waiting here
+            threading.Thread(target=_import_figures, name="rmqsim-import-figures", daemon=True).start()
+            spark = spark_session(master, None, app=f"rmqsim-report-{manifest['name']}", purpose="report",
+                                  keep_classes=own_session)
+        params = manifest["grid"] + manifest["zip"]
+        data = aggregate.load(spark, out_dir, params, schema, timeline_run or manifest["timeline_run"], n_runs)
+        if timeline_run is not None and data.timeline_run != timeline_run:
+            raise ReportError(f"--run {timeline_run}: no completed run with that id (ids look like p0000-s1)")
+        declared = focus or (manifest.get("report") or {}).get("focus")
+        how = f"chosen with --focus {focus}" if focus else ""
+        view = gather(data, declared, heatmap_axes(manifest["grid"], manifest["zip"]), how)
+        images = _draw(view, owned)
+        _remove_stale(owned)
+        owned.write_text("points.json", json.dumps(view["stats"], indent=1, default=str))
+        written = owned.write_text("index.html", page(manifest, view, images, out_dir, folder))
         owned.commit()
     except BaseException:
         owned.abandon()
         raise
-    return page
+    return written
 
 
-def check_tables(out_dir: Path, digest: str) -> None:
+def _import_figures() -> None:
+    try:
+        import analysis.figures  # noqa: F401
+    except Exception:  # noqa: BLE001 - the main thread's own import says what is wrong
+        pass
+
+
+def heatmap_axes(grid: list[str], zipped: list[str]) -> tuple[str, str] | None:
+    """The two parameters a heatmap spans: two grid parameters, or the grid's and the zip's
+    first (zip parameters move together: two of them would fill only a diagonal)."""
+    if len(grid) >= 2:
+        return grid[0], grid[1]
+    if grid and zipped:
+        return grid[0], zipped[0]
+    return None
+
+
+def gather(data: aggregate.SweepData, declared: str | None, axes: tuple[str, str] | None,
+           how: str = "") -> dict[str, Any]:
+    """Everything the page shows, from the runs (analysis/aggregate.py), focus first."""
+    stats = aggregate.point_stats(data)
+    focus = focus_mod.choose(data, stats, declared, how)
+    overall = {name: aggregate.pooled(data, data.ok, m) for name, m in METRICS.items()}
+    causes = {name: [c for c in m.causes if overall[name]["causes"][c] > 0] for name, m in METRICS.items()}
+    drawn = [n for n in [focus.name, *focus.varying] if n in METRICS and overall[n]["events"]]
+    marginal_of = [*drawn, *(["loss"] if focus.name == "latency" else [])]  # latency rides on any marginal
+    view = {"params": data.params, "stats": stats, "focus": focus, "overall": overall, "causes": causes,
+            "drawn": drawn, "axes": axes,
+            "marginals": {n: {p: aggregate.marginals(data, p, METRICS[n]) for p in data.params} for n in marginal_of},
+            "cells": None, "timeline": data.timeline, "run": data.timeline_run,
+            "totals": aggregate.totals(data), "counts": aggregate.delivery_counts(data),
+            "coverage": aggregate.coverage(data), "quiescence": aggregate.quiescence(data),
+            "failing": _with_cards(aggregate.failing_runs(data, MAX_FAILING_ROWS)),
+            "failed": aggregate.failed_runs(data), "txn": aggregate.txn_checks(data)}
+    if axes is not None and (focus.name == "latency" or focus.name in drawn):
+        view["cells"] = aggregate.cells(data, axes[0], axes[1], METRICS.get(focus.name))
+    return view
+
+
+def _with_cards(failing: dict[str, Any]) -> dict[str, Any]:
+    """Each failing run's repro card path, if its row lists one."""
+    for row in failing["rows"]:
+        card = f"{sweep_dir.REPRO}/{row['run_id']}.md"
+        listed = {f["path"] for f in row.pop("output_files", None) or []}
+        row["card"] = card if card in listed else None
+    return failing
+
+
+def _figures(view: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(page section, file stem, Figure) of every figure the page shows, focus first."""
+    from analysis import figures  # matplotlib: imported when there is something to draw
+
+    focus, params, axes = view["focus"], view["params"], view["axes"]
+    made: list[tuple[str, str, Any]] = []
+    for name in view["drawn"]:
+        section, metric = ("focus" if name == focus.name else name), METRICS[name]
+        if name == focus.name and view["cells"] is not None:
+            made.append((section, f"{name}_heatmap", figures.heatmap(
+                [{**c, "value": None if c["mean"] is None else 100 * c["mean"]} for c in view["cells"]], *axes,
+                metric.title, f"% of {metric.of}", _rate_cell, [p for p in params if p not in axes])))
+        cause_fig = figures.by_cause_vs_params(view["marginals"][name], metric, view["causes"][name]) if params \
+            else figures.by_cause(view["overall"][name], metric, view["causes"][name], view["overall"][name]["runs"])
+        made.append((section, f"{name}_by_cause", cause_fig))
+    latency = "focus" if focus.name == "latency" else "latency"
+    if focus.name == "latency" and view["cells"] is not None:
+        made.append((latency, "latency_heatmap", figures.heatmap(
+            [{**c, "value": c["latency_ms"].get("p99")} for c in view["cells"]], *axes, "Latency p99",
+            "p99 (ms)", lambda c: fmt.duration_ms(c["latency_ms"].get("p99")), [p for p in params if p not in axes])))
+    if focus.name == "latency" and params:
+        made.append((latency, "latency_vs_params", figures.latency_vs_params(view["marginals"]["loss"])))
+    labels = {s["point"]: s["point_key"] or f"point {s['point']}" for s in view["stats"]}
+    if any(s["latency_ms"].get("p50") is not None for s in view["stats"]):  # else nothing was consumed
+        made.append((latency, "latency_spectrum", figures.latency_spectrum(
+            {s["point"]: s["latency_ms"] for s in view["stats"]}, labels, aggregate.SPECTRUM)))
+    if view["timeline"] is not None and view["timeline"].get("tl_second"):
+        made.append((latency, "latency_timeline", figures.latency_timeline(view["timeline"], view["run"])))
+    if any(d != 1 and n for d, n in view["counts"]):  # only 1s: every message once, nothing to see
+        made.append(("deliveries", "delivery_counts", figures.delivery_histogram(view["counts"], DELIVERY_COUNT_CAP)))
+    if view["txn"] is not None:  # transactional producers: check-backs
+        made.append(("txn", "txn_checks", figures.txn_checks(view["txn"])))
+    return made
+
+
+def _rate_cell(cell: dict[str, Any]) -> str:
+    return f"{fmt.rate(cell['mean'])}\n[{fmt.rate(cell['lo'])}, {fmt.rate(cell['hi'])}]" if cell["mean"] is not None \
+        else "-"
+
+
+def _draw(view: dict[str, Any], owned: OwnedDir) -> list[tuple[str, str, str, str]]:
+    """Save each figure as PNG and SVG; returns (section, file stem, title, PNG base64) in page order."""
+    from analysis.figures import plt
+
+    out = []
+    for section, stem, fig in _figures(view):
+        title = "; ".join(ax.get_title().replace("\n", " — ") for ax in fig.axes if ax.get_title())
+        for ext in ("png", "svg"):
+            with owned.path(f"{stem}.{ext}") as tmp:
+                fig.savefig(tmp, format=ext, dpi=110)
+        plt.close(fig)
+        png = base64.b64encode((owned.directory / f"{stem}.png").read_bytes()).decode("ascii")
+        out.append((section, stem, title, png))
+    return out
+
+
+def _remove_stale(owned: OwnedDir) -> None:
+    """Figures an earlier report drew that this one does not (a metric now zero everywhere): removed
+    when the manifest proves them rmqsim's and unchanged, so the folder shows what the page does."""
+    for rel, entry in list(owned.files.items()):
+        if rel.endswith((".png", ".svg")) and rel not in owned.written and matches(owned.directory / rel, entry):
+            (owned.directory / rel).unlink()
+            del owned.files[rel]
+
+
+def check_tables(out_dir: Path, digest: str) -> tuple[Any, int]:
     """Every table file a regular file, readable, and the sweep's own (module docstring); else
     ReportError naming the files (Spark would hang or fail on them, or mix in what is not this
-    sweep's)."""
+    sweep's). Returns the `runs` files' Arrow schema (unified: a row of an older rmqsim may lack
+    a column) and how many there are."""
     unsafe, damaged, foreign, unlisted = [], [], [], []
+    schemas: list[Any] = []  # the distinct schemas of the runs files
     listed: dict[str, int] = {}
     unlisting: set[str] = set()  # ok runs of an older rmqsim, whose rows list no files
     entries: dict[str, list[Path]] = {}
@@ -100,7 +248,7 @@ def check_tables(out_dir: Path, digest: str) -> None:
                           "device, folder or symbolic link is never read; move them away")
     for path in entries[store.RUNS]:
         try:
-            row = sweep_dir.read_row(path, sweep_dir.ROW_COLUMNS)
+            row = sweep_dir.read_row(path, sweep_dir.ROW_COLUMNS, schemas)
         except UnsafeFile:
             row = None
         if row is None:
@@ -133,6 +281,13 @@ def check_tables(out_dir: Path, digest: str) -> None:
         raise ReportError(f"{len(unlisted)} file(s) in {out_dir} are listed by no completed run of this sweep "
                           f"({some(unlisted)}): left by an interrupted or failed run, or not rmqsim's; rerun the "
                           "sweep command, or move them away")
+    if not entries[store.RUNS]:
+        raise ReportError(f"{out_dir} has no completed runs yet")
+    try:
+        return pa.unify_schemas(schemas), len(entries[store.RUNS])
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise ReportError(f"the runs files in {out_dir / store.RUNS} disagree on a column's type ({exc}); "
+                          "rerun the sweep with --replace") from None
 
 
 def _readable_parquet(path: Path) -> bool:
@@ -142,198 +297,3 @@ def _readable_parquet(path: Path) -> bool:
     except Exception:  # noqa: BLE001 - pyarrow raises several types for damaged or foreign files
         return False
     return True
-
-
-def _gather(spark: Any, manifest: dict[str, Any], timeline_run: str | None) -> dict[str, Any]:
-    params = manifest["grid"] + manifest["zip"]
-    stats = aggregate.point_stats(spark, params)
-    pooled = aggregate.pooled_latency(spark)
-    run = timeline_run or manifest["timeline_run"]
-    tl = aggregate.timeline(spark, run)
-    if tl is None and timeline_run is not None:
-        raise ReportError(f"--run {timeline_run}: no completed run with that id (ids look like p0000-s1)")
-    if tl is None:  # the sweep's chosen run failed: take the first good one
-        ok = spark.sql("SELECT min(run_id) AS r FROM runs WHERE status = 'ok'").collect()[0]["r"]
-        run, tl = ok, aggregate.timeline(spark, ok) if ok else None
-    data = {
-        "params": params, "stats": stats, "pooled": pooled, "run": run, "timeline": tl,
-        "marginals": {p: aggregate.marginal_stats(spark, p, params) for p in params},
-        "heatmap": aggregate.grid_means(spark, params[0], params[1], "duplicate_rate") if len(params) >= 2 else None,
-        "counts": aggregate.delivery_counts(spark), "failed": aggregate.failed_runs(spark),
-        "failing": failing_runs(spark),
-        "totals": aggregate.totals(spark),
-        "txn": aggregate.txn_checks(spark, run),
-    }
-    data["points_json"] = [{**s, "latency_ms": pooled.get(s["point"], {})} for s in stats]
-    return data
-
-
-def failing_runs(spark: Any, limit: int = MAX_FAILING_ROWS) -> dict[str, Any]:
-    """The runs whose verdict is invalid or unknown, or that failed to run (run id order, at most
-    `limit`), each with what failed, its reproduction command and its repro card's path if its row
-    lists one; and how many there are in all."""
-    columns = set(spark.table("runs").columns)
-    have = [c for c in ("verdict", "verdict_failures", "error", "repro", "output_files") if c in columns]
-    where = "status <> 'ok'" + (" OR verdict IN ('invalid', 'unknown')" if "verdict" in columns else "")
-    total = spark.sql(f"SELECT count(*) AS n FROM runs WHERE {where}").collect()[0]["n"]
-    rows = spark.sql(f"SELECT run_id, status, {', '.join(have)} FROM runs WHERE {where} ORDER BY run_id "
-                     f"LIMIT {int(limit)}").collect()
-    out = []
-    for r in rows:
-        row = {c: None for c in ("verdict", "verdict_failures", "error", "repro")} | r.asDict()
-        card = f"{sweep_dir.REPRO}/{row['run_id']}.md"
-        listed = {f["path"] for f in row.pop("output_files", None) or []}
-        row["card"] = card if card in listed else None
-        out.append(row)
-    return {"total": total, "rows": out}
-
-
-def _labels(stats: list[dict[str, Any]]) -> dict[int, str]:
-    return {s["point"]: s["point_key"] or f"point {s['point']}" for s in stats}
-
-
-def _draw(data: dict[str, Any], owned: OwnedDir) -> list[tuple[str, str, str]]:
-    """Save each figure as PNG and SVG; returns (file stem, title, PNG base64) in page order."""
-    labels = _labels(data["stats"])
-    made = []
-    if data["params"]:
-        made.append(("duplicates_vs_params", figures.duplicates_vs_params(data["marginals"])))
-    if data["heatmap"]:
-        made.append(("duplicates_heatmap",
-                     figures.heatmap(data["heatmap"], data["params"][0], data["params"][1], "duplicate_rate")))
-    made.append(("latency_spectrum", figures.latency_spectrum(data["pooled"], labels, aggregate.SPECTRUM)))
-    if data["timeline"] is not None:
-        made.append(("latency_timeline", figures.latency_timeline(data["timeline"], data["run"])))
-    made.append(("loss_per_point", figures.loss_per_point(data["stats"], labels)))
-    made.append(("delivery_counts", figures.delivery_histogram(data["counts"], DELIVERY_COUNT_CAP)))
-    if data.get("txn") is not None:  # transactional producers: check-backs
-        made.append(("txn_checks", figures.txn_checks(data["txn"])))
-    out = []
-    for stem, fig in made:
-        title = "; ".join(ax.get_title() for ax in fig.axes if ax.get_title())
-        for ext in ("png", "svg"):
-            with owned.path(f"{stem}.{ext}") as tmp:
-                fig.savefig(tmp, format=ext, dpi=110)
-        figures.plt.close(fig)
-        png = base64.b64encode((owned.directory / f"{stem}.png").read_bytes()).decode("ascii")
-        out.append((stem, title, png))
-    return out
-
-
-def _fmt(value: Any) -> str:
-    """A table cell for people (analysis/fmt.py): 12,345 · 0.25 · n/a."""
-    if value is None:
-        return fmt.NA
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return fmt.number(value)
-    return html.escape(str(value))
-
-
-def _ci(stat: dict[str, Any], as_rate: bool = True) -> str:
-    """`1.2 % [0.8 %, 1.9 %]` for a rate; `0.5 [0.1, 1.3]` for a count per run; n/a if unmeasured."""
-    return fmt.interval(stat["mean"], stat["lo"], stat["hi"], fmt.rate if as_rate else fmt.number)
-
-
-def _verdicts(s: dict[str, Any]) -> str:
-    """`4 of 4 valid`, with invalid / unknown / failed counts when there are any."""
-    ok_runs = s["runs"] - s["failed"]
-    parts = [f"{s['passed']} of {ok_runs} valid"]
-    parts += [f"{s[k]} {k}" for k in ("invalid", "unknown") if s.get(k)]
-    parts += [f"{s['failed']} failed to run"] if s["failed"] else []
-    return ", ".join(parts)
-
-
-def _points_table(data: dict[str, Any]) -> str:
-    params = data["params"]
-    head = ["point", *params, "runs", "pass (guarantee verdicts)", "duplicate rate [95% score]",
-            "loss rate [95% Wilson]", "order violations / run", "transaction violations / run",
-            "p50", "p99", "p99.9"]
-    rows = []
-    for s in data["stats"]:
-        lat = data["pooled"].get(s["point"], {})
-        cells = [s["point"], *[s["params"][p] for p in params], s["runs"], _verdicts(s),
-                 _ci(s["duplicate_rate"]), _ci(s["loss_rate"]), _ci(s["order_violations"], as_rate=False),
-                 _ci(s["transaction_violations"], as_rate=False), fmt.duration_ms(lat.get("p50")),
-                 fmt.duration_ms(lat.get("p99")), fmt.duration_ms(lat.get("p99.9"))]
-        rows.append("<tr>" + "".join(f"<td>{c if isinstance(c, str) else _fmt(c)}</td>" for c in cells) + "</tr>")
-    return ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")
-
-
-def _failed_table(failed: list[dict[str, Any]]) -> str:
-    if not failed:
-        return "<p>No failed runs.</p>"
-    rows = "".join(f"<tr><td>{html.escape(f['run_id'])}</td><td><pre>{html.escape((f['error'] or '')[:600])}</pre></td>"
-                   f"<td><code>{html.escape(f['repro'] or '')}</code></td></tr>" for f in failed)
-    return f"<table><thead><tr><th>run</th><th>error</th><th>reproduce</th></tr></thead><tbody>{rows}</tbody></table>"
-
-
-STYLE = """body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
-h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:12px}
-td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f0f0f0}
-figure{margin:12px 0}img{max-width:100%;border:1px solid #eee}figcaption{font-size:12px;color:#555}
-code,pre{font-size:11px;white-space:pre-wrap;text-align:left}"""
-SCRIPT = """window.addEventListener('load',function(){var imgs=document.querySelectorAll('img.figure');
-var ok=0;imgs.forEach(function(i){if(i.complete&&i.naturalWidth>0)ok++;});
-document.body.setAttribute('data-figures-loaded',ok+'/'+imgs.length);});"""
-
-
-def _failing_table(failing: dict[str, Any], out_dir: Path, folder: Path) -> str:
-    """Each failing run with what failed, a link to its repro card (relative to the report, so the
-    pair of folders can move together) and its reproduction command."""
-    if not failing["rows"]:
-        return "<p>No failing runs: every run ran and was judged valid.</p>"
-    rows = []
-    for f in failing["rows"]:
-        what = f["verdict_failures"] if f["status"] == "ok" else (f["error"] or "").strip().splitlines()[:1]
-        what = what if isinstance(what, str) else (what[0] if what else "")
-        verdict = f["verdict"] if f["status"] == "ok" else (
-            "unknown: stopped at a bound" if (f["error"] or "").startswith("StoppedAtBound") else "failed to run")
-        card = "-"
-        if f["card"] and lstat_kind(out_dir / f["card"]) == "file":
-            href = quote(os.path.relpath((out_dir / f["card"]).resolve(), folder.resolve()))
-            card = f'<a class="repro-card" href="{html.escape(href)}">{html.escape(f["card"])}</a>'
-        rows.append(f'<tr id="failing-{html.escape(f["run_id"])}"><td>{html.escape(f["run_id"])}</td>'
-                    f"<td>{html.escape(verdict or '')}</td><td>{html.escape((what or '')[:400])}</td><td>{card}</td>"
-                    f"<td><code>{html.escape(f['repro'] or '')}</code></td></tr>")
-    more = failing["total"] - len(failing["rows"])
-    note = f"<p>… and {more:,} more (the first {len(failing['rows']):,} by run id are listed).</p>" if more > 0 else ""
-    return ("<table><thead><tr><th>run</th><th>verdict</th><th>what failed</th><th>repro card</th><th>reproduce</th>"
-            f"</tr></thead><tbody>{''.join(rows)}</tbody></table>{note}")
-
-
-def _html(manifest: dict[str, Any], data: dict[str, Any], images: list[tuple[str, str, str]], out_dir: Path,
-          folder: Path) -> str:
-    t = data["totals"]
-    figs = "".join(
-        f'<figure id="{stem}"><h2>{html.escape(title)}</h2><img class="figure" alt="{html.escape(title)}" '
-        f'src="data:image/png;base64,{png}"><figcaption>{stem}.png · {stem}.svg</figcaption></figure>'
-        for stem, title, png in images)
-    params = ", ".join(f"{html.escape(n)} = <code>{html.escape(k)}</code>" for n, k in manifest["params"].items())
-    heat_note = "" if data["heatmap"] else "<p>(No heatmap: the sweep varies fewer than two parameters.)</p>"
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>rmqsim sweep report: {html.escape(manifest['name'])}</title>
-<style>{STYLE}</style><script>{SCRIPT}</script></head>
-<body>
-<h1>rmqsim sweep report: {html.escape(manifest['name'])}</h1>
-<p>Sweep file <code>{html.escape(manifest['source'])}</code>, base <code>{html.escape(manifest['base'])}</code>,
-digest <code>{html.escape(manifest['digest'][:16])}</code>. Parameters: {params or '(none)'}.
-{fmt.count(t['runs'])} runs ({fmt.count(t['ok'])} ok), {len(manifest['points'])} points × {len(manifest['seeds'])} seeds;
-{fmt.count(t['sent_ok'])} messages acked, {fmt.count(t['lost'])} lost, {fmt.count(t['duplicates'])} duplicate deliveries;
-{fmt.duration_ms(t['sim_time_ms'] or 0)} simulated in {fmt.duration_ms((t['wall_s'] or 0) * 1000)} of run wall time.</p>
-<h2>Per point (all seeds pooled; latency from merged histograms, warm-up excluded)</h2>
-<p>Rates are events over acknowledged deliveries summed over the point's runs, with a 95 % score interval:
-Wilson for the loss rate (a proportion), the Poisson score interval for duplicate rates (a message may be
-delivered more than once); both stay at or above 0 and are defined when nothing happened. They assume
-independent messages; a fault's losses come in bursts, so read them with the number of runs. Counts per run
-(violations) have the Poisson score interval of their mean; n/a means not checked (no orderly group, no
-transactions), not 0. "pass" counts runs whose guarantee verdict (analysis/verdict.py) is valid.</p>
-{_points_table(data)}
-{heat_note}
-{figs}
-<h2>Failed runs</h2>
-{_failed_table(data['failed'])}
-<h2>Failing runs: verdict invalid or unknown, or failed to run</h2>
-{_failing_table(data['failing'], out_dir, folder)}
-</body></html>
-"""

@@ -2,7 +2,8 @@
 
     DIR/runs/<run_id>.parquet      one row per run: metrics, parameters, verdicts, or the error;
                                    flat columns: a summary sub-tree `latency_ms.p99` is the column
-                                   `latency_ms_p99` (`flatten_schema`, `flatten_row`)
+                                   `latency_ms_p99` (`flatten_schema`, `flatten_row`);
+                                   maps stay maps (`coverage`, `send_status`, ...)
     DIR/deliveries/<run_id>.parquet  (kept on request) one row per consumption
     DIR/latencies/<run_id>.parquet   (kept on request) one row per acked, consumed message
 
@@ -33,6 +34,7 @@ from analysis.run_rows import (
     LATENCY_KEYS,
     LOSS_CAUSES,
     ORDER_COLUMNS,
+    QUIESCENCE_KEYS,
     SEND_COUNTS,
     SEND_LATENCIES,
     SEND_SHARES,
@@ -53,6 +55,8 @@ TXN_STRUCT = pa.struct([(k, pa.int64()) for k in TXN_COUNTS] + [(k, pa.float64()
                        + [("committed_lost_causes", pa.map_(pa.string(), pa.int64())),
                           ("checks_second", pa.list_(pa.int64())), ("checks_count", pa.list_(pa.int64())),
                           ("checks_hist", pa.list_(pa.int64()))])
+_QUIESCENCE_TYPES = {"reached": pa.bool_(), "settle": pa.string(), "at_ms": pa.float64(), "window_ms": pa.float64()}
+QUIESCENCE_STRUCT = pa.struct([(k, _QUIESCENCE_TYPES[k]) for k in QUIESCENCE_KEYS])
 FAULT_WINDOW = pa.struct([("kind", pa.string()), ("target", pa.string()), ("start_ms", pa.float64()),
                           ("end_ms", pa.float64())])
 
@@ -123,6 +127,8 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields += [(name, pa.map_(pa.string(), pa.int64())) for name in SEND_TALLIES]
     fields += [("txn_violations", pa.int64()), ("txn", TXN_STRUCT)]
     fields += [("acked_deliveries", pa.int64()), ("warmup_ms", pa.float64())]
+    fields += [("coverage", pa.map_(pa.string(), pa.int64())), ("quiescence", QUIESCENCE_STRUCT),
+               ("quiescence_unsettled", pa.map_(pa.string(), pa.int64()))]
     return flatten_schema(pa.schema(fields))
 
 

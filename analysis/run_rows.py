@@ -19,7 +19,13 @@ analysis/results_store.py), the point's parameters as columns, verdicts, `acked_
 - the send side: `sends`, `send_retried`, `send_steered_away`, `oneway_unstored`, `pending_delay`,
   `send_latency_ms` and `send_latency_ms_in_faults` (structs like `latency_ms`),
   `send_share_by_broker` and `send_share_by_broker_in_faults` (maps broker → fraction),
-  `send_status` and `send_failures_by_reason` (maps to counts).
+  `send_status` and `send_failures_by_reason` (maps to counts);
+- `coverage` (map: rare-state point → times reached; sim/coverage.py) and the quiescence of the
+  run's end: `quiescence_reached` (null where not judged), `quiescence_settle` (fixed / auto),
+  `quiescence_at_ms`, `quiescence_window_ms` and `quiescence_unsettled` (map: what still moved →
+  count). A map, not a column per point: the points are the simulator's to add, and a map keeps
+  the table's schema one thing across simulator versions. Summaries without these keys (an
+  older rmqsim) give nulls.
 """
 
 from __future__ import annotations
@@ -53,6 +59,8 @@ CAUSES = ("producer_retry", "redelivery")
 TXN_COUNTS = ("transactions", "committed_visible", "rolled_back_hidden", "committed_lost", "rolled_back_visible",
               "pending", "discarded", "double_commits", "checks", "checks_per_s_max")
 TXN_FIGURES = ("checks_p50", "checks_max", "resolution_ms_p50", "resolution_ms_p99", "resolution_ms_max")
+# the `quiescence` summary key's scalars (sim/quiescence.py); `unsettled` is its own map column
+QUIESCENCE_KEYS = ("reached", "settle", "at_ms", "window_ms")
 RESERVED_COLUMNS = frozenset(
     ("run_id", "point", "point_key", "seed", "status", "error", "repro", "scenario", "scenario_sha256",
      "trace_sha256", "latency_ms", "duplicate_causes", "transaction_violations", "txn_violations", "txn",
@@ -63,7 +71,8 @@ RESERVED_COLUMNS = frozenset(
      "lost_by_cause") + SUMMARY_COUNTS + ORDER_COLUMNS + ("retries", "rebalances", "unowned_queue_s", "lag_max",
                                           "consume_latency_ms") + SEND_COLUMNS
     + ("acked_deliveries", "warmup_ms") + tuple(f"latency_ms_{k}" for k in LATENCY_KEYS)
-    + tuple(f"duplicate_causes_{c}" for c in CAUSES))
+    + tuple(f"duplicate_causes_{c}" for c in CAUSES) + ("coverage", "quiescence", "quiescence_unsettled")
+    + tuple(f"quiescence_{k}" for k in QUIESCENCE_KEYS))
 # faults whose effect lasts until a later `restart` of the same node
 UNTIL_RESTART = ("process_crash", "power_loss")
 INSTANT = ("restart", "heal")
@@ -145,7 +154,19 @@ def runs_row(summary: dict[str, Any], details: dict[str, Any], fault_records: li
     row["delivery_hist"] = list(details.get("delivery_counts", []))
     row.update(_timeline(samples["born_us"], samples["latency_us"]))
     row["fault_windows"] = fault_windows(fault_records, summary["sim_time_ms"])
+    row.update(end_state_columns(summary))
     return row
+
+
+def end_state_columns(summary: dict[str, Any]) -> dict[str, Any]:
+    """`coverage`, `quiescence` (its scalars) and `quiescence_unsettled`; null where the summary
+    lacks them (an older rmqsim)."""
+    coverage = summary.get("coverage")
+    q = summary.get("quiescence") or {}
+    unsettled = q.get("unsettled")
+    return {"coverage": None if coverage is None else {str(k): int(v) for k, v in coverage.items()},
+            "quiescence": {k: q.get(k) for k in QUIESCENCE_KEYS},
+            "quiescence_unsettled": None if unsettled is None else {str(k): int(v) for k, v in unsettled.items()}}
 
 
 def txn_columns(summary: dict[str, Any]) -> dict[str, Any]:

@@ -68,6 +68,7 @@ class SweepOutcome:
     mismatches: list[str] = field(default_factory=list)  # determinism check failures
     verified: list[str] = field(default_factory=list)
     compiled_runs: int = 0  # runs whose executor ran the compiled per-message modules (sim/compiled.py)
+    spark: Any = field(default=None, repr=False)  # the session the runs used (a report reuses it), if one started
 
 
 def manifest(sweep: Sweep) -> dict[str, Any]:
@@ -77,7 +78,8 @@ def manifest(sweep: Sweep) -> dict[str, Any]:
             "param_types": sweep.param_types, "grid": list(sweep.spec.grid), "zip": list(sweep.spec.zip),
             "points": [{"point": p.index, "point_key": p.key, "params": p.params} for p in sweep.points],
             "seeds": sweep.seeds, "keep": list(sweep.spec.keep),
-            "timeline_run": run_id(*sweep.timeline_run()), "runs": sweep.n_runs}
+            "timeline_run": run_id(*sweep.timeline_run()), "runs": sweep.n_runs,
+            "report": sweep.spec.report.model_dump()}
 
 
 def tasks(sweep: Sweep, out_dir: Path, digest: str | None = None) -> list[dict[str, Any]]:
@@ -115,7 +117,7 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, master: str | None = None,
     if not pending and not verify_determinism:
         outcome.wall_s = time.perf_counter() - started
         return outcome
-    spark = spark_session(master, parallelism, app=f"rmqsim-sweep-{sweep.name}")
+    spark = outcome.spark = spark_session(master, parallelism, app=f"rmqsim-sweep-{sweep.name}")
     if pending:
         try:
             results, outcome.spark_wall_s = _submit(spark, pending, log, outcome.total, outcome.skipped)
@@ -129,8 +131,19 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, master: str | None = None,
     return outcome
 
 
-def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
-    """A SparkSession for sweeps: given master, or spark-submit's, or local[*]/local[N]."""
+# A report's own session reads one row per run: no UI, the client JIT compiler (C1) and the serial
+# collector start the JVM and answer the first queries about twice as fast on two loaded cores.
+REPORT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def spark_session(master: str | None, parallelism: int | None, app: str, purpose: str = "sweep",
+                  keep_classes: bool = False) -> Any:
+    """A SparkSession for sweeps: given master, or spark-submit's, or local[*]/local[N]. With
+    `purpose="report"`, one for a report alone (REPORT_JAVA_OPTIONS, no web UI, Spark's classes
+    mapped from a class archive if there is one — analysis/spark_classes.py; `keep_classes`: make
+    one if not, the caller then ends the session with `spark_classes.finish` — and no Python
+    packages for executors: a report runs no Python on them). A session already running in this
+    process is reused (Spark allows one), whatever it was started for."""
     os.environ.setdefault("PYTHONHASHSEED", "0")  # local-mode Python workers inherit it
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -148,16 +161,27 @@ def spark_session(master: str | None, parallelism: int | None, app: str) -> Any:
     if parallelism and master is not None and not master.startswith("local"):
         builder = builder.config("spark.cores.max", str(parallelism))
     log4j = Path(__file__).with_name("spark-log4j2.properties")
+    java = f"-Dlog4j.configurationFile={log4j.as_uri()}"
+    if purpose == "report":
+        from pyspark import SparkContext
+
+        from analysis import spark_classes
+
+        builder = builder.config("spark.ui.enabled", "false")
+        fresh = SparkContext._gateway is None  # a JVM to start: else the running one's options stand
+        java = f"{java} {REPORT_JAVA_OPTIONS} {spark_classes.options(REPORT_JAVA_OPTIONS, keep_classes and fresh)}"
     builder = (builder.config("spark.executorEnv.PYTHONHASHSEED", "0")
                .config(f"spark.executorEnv.{compiled.DIR_ENV}", os.environ[compiled.DIR_ENV])
                .config(f"spark.executorEnv.{compiled.PURE_ENV}", os.environ.get(compiled.PURE_ENV, ""))
-               .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={log4j.as_uri()}")
+               .config("spark.driver.extraJavaOptions", java)
                .config("spark.python.worker.reuse", "true")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.task.maxFailures", str(sweep_dir.TASK_MAX_FAILURES))
                .config("spark.sql.session.timeZone", "UTC"))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if purpose == "report":
+        return spark
     packages = package_zip()
     sc = spark.sparkContext
     if getattr(sc, "_rmqsim_packages", None) != packages.name:  # a reused context has them already

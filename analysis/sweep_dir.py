@@ -90,6 +90,7 @@ def prepare(out_dir: Path, manifest: dict[str, Any], replace: bool = False) -> l
         problem = _foreign(out_dir, existing, manifest)
         if problem is None:
             check_folders(out_dir)
+            _update_report_section(out_dir, existing, manifest)
             return clean_leftovers(out_dir)
         if not replace:
             raise ForeignDirectory(f"{problem}; use another --out, remove it, or pass --replace")
@@ -103,6 +104,16 @@ def prepare(out_dir: Path, manifest: dict[str, Any], replace: bool = False) -> l
     except OSError as exc:
         raise write_error(out_dir / MANIFEST, exc) from None
     return []
+
+
+def _update_report_section(out_dir: Path, existing: dict[str, Any], manifest: dict[str, Any]) -> None:
+    """The sweep file's `report:` section changes no result (it is not in the digest), so a resumed
+    sweep takes the file's current one: the next report asks the question the file now names."""
+    if "report" in manifest and existing.get("report") != manifest["report"]:
+        try:
+            atomic_write_text(out_dir / MANIFEST, json.dumps({**existing, "report": manifest["report"]}, indent=1))
+        except OSError as exc:
+            raise write_error(out_dir / MANIFEST, exc) from None
 
 
 def read_manifest(out_dir: Path) -> dict[str, Any]:
@@ -252,15 +263,18 @@ def _own_table_file(path: Path, rel: str, table: str, listed: dict[str, int]) ->
     return schema.equals({"deliveries": DELIVERIES_SCHEMA, "latencies": LATENCIES_SCHEMA}[table])
 
 
-def read_row(path: Path, columns: list[str]) -> dict[str, Any] | None:
+def read_row(path: Path, columns: list[str], schemas: list[Any] | None = None) -> dict[str, Any] | None:
     """The one row of a `runs` file (those columns), or None if it is damaged, too large, not one
     row, or lacks a column; UnsafeFile if it is not a regular file (never opened then). A row
-    written before rows listed their files has `output_files` None (`legacy`)."""
+    written before rows listed their files has `output_files` None (`legacy`). With `schemas`,
+    the file's Arrow schema is added to it unless an equal one is there already."""
     with regular_file(path) as handle:
         if os.fstat(handle.fileno()).st_size > MAX_ROW_BYTES:
             return None
         try:
             parquet = pq.ParquetFile(handle)
+            if schemas is not None and not any(parquet.schema_arrow.equals(s) for s in schemas):
+                schemas.append(parquet.schema_arrow)
             present = [c for c in columns if c in parquet.schema_arrow.names]
             if any(c not in present for c in columns if c != "output_files"):
                 return None

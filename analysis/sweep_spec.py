@@ -15,6 +15,7 @@
     timeline: {point: 0, seed: 1}          # the run whose latency-over-time the report draws
     run_timeout_s: 3600                    # per-run wall-time bound (default 1 h): over it, a failed run
     run_max_events: 30000000               # per-run event bound (default as `rmqsim run`)
+    report: {focus: loss}                  # the question the report opens with (default: inferred)
 
 Points are numbered in expansion order (grid outermost first, then the zip rows); a run is
 (point, seed) and its id `p<point>-s<seed>`. The number of points and runs is computed from the
@@ -34,7 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal, TextIO
+from typing import Annotated, Any, Literal, TextIO, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
@@ -76,6 +77,17 @@ class Timeline(BaseModel):
     seed: Seed | None = None  # default: the first seed
 
 
+Focus = Literal["loss", "duplicates", "latency", "order", "transactions"]
+FOCI: tuple[str, ...] = get_args(Focus)
+
+
+class ReportSpec(BaseModel):
+    """What the sweep's report is for (analysis/report.py)."""
+    model_config = ConfigDict(extra="forbid")
+    # the metric the report opens with; without it the report infers it from what varies across runs
+    focus: Focus | None = None
+
+
 class SweepSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: Name
@@ -88,6 +100,7 @@ class SweepSpec(BaseModel):
     timeline: Timeline = Timeline()
     run_timeout_s: Float = Field(DEFAULT_MAX_WALL_S, gt=0, le=MAX_RUN_TIMEOUT_S)  # wall time; over it a run fails
     run_max_events: Int = Field(DEFAULT_MAX_EVENTS, gt=0, le=10**12)  # events; over it a run fails
+    report: ReportSpec = ReportSpec()
 
     def n_points(self) -> int:
         """Points, from the lists' lengths (grid sizes multiplied, times the zip rows)."""

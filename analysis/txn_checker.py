@@ -162,6 +162,17 @@ class TxnLedger:
     def _answered(self, r: tuple) -> None:
         self.answers[r[4]] += 1
 
+    def unresolved(self) -> int:
+        """Half messages stored and not yet resolved (no end applied, not discarded, not lost):
+        transactions the broker is still checking back (the quiescence check, sim/quiescence.py)."""
+        done = COMMIT_APPLIED | ROLLBACK_APPLIED | DISCARDED | HALF_LOST
+        total = 0
+        for state in self.state:
+            if len(state):
+                arr = np.frombuffer(state, np.uint16)
+                total += int(np.count_nonzero((arr & HALF_STORED != 0) & (arr & done == 0)))
+        return total
+
     # --- results ----------------------------------------------------------------------------
     def outcomes(self, ledger: Any, p: int, n: int) -> tuple[dict[str, np.ndarray], bool]:
         """(outcome masks over producer `p`'s first `n` messages, judged by consumption)."""

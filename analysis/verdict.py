@@ -4,7 +4,8 @@ Each consumer group has the delivery guarantee its configuration promises, deriv
 scenario (`guarantees_for`): *at-least-once* for a CLUSTERING group (every acknowledged message
 of its topic is consumed successfully, or is still in the retry path, or was moved to the DLQ
 after its retries) and per member for a BROADCASTING group; an orderly group also promises
-per-sharding-key order (checked only there: elsewhere `order_violations` is null). Duplicates
+per-sharding-key order (checked only there: elsewhere `order_violations` is null); where a
+transactional producer runs, its transactions are atomic (analysis/txn_checker.py). Duplicates
 are expected under at-least-once: they are counted and attributed, and fail a run only where a
 scenario's `expect:` section says so.
 
@@ -15,10 +16,25 @@ scenario's `expect:` section says so.
       duplicates: {max: 0}
       latency_ms.p99: {max: 50}
 
+and, under `guarantees:`, which guarantees are expected to `hold` (the default) or to `break`: a
+scenario that exists to show a loss says so, and its run is `valid` when the loss happens:
+
+    expect:
+      guarantees:
+        at_least_once: break          # every group; or by group: {billing: break, audit: hold}
+        per_key_order: hold           # orderly groups only
+        transactions: hold            # where a transactional producer runs
+
+A guarantee expected to break that holds fails the run ("expected at_least_once to break (…) but
+it held"); one whose result is unknown (null) stays unknown either way. The summary keeps each
+guarantee's own result (`guarantees`: `ok` is whether it held) and adds `guarantee_outcomes`:
+`{"at_least_once(billing)": {held, expected, as_expected}}`, with `transactions` beside the groups.
+
 The verdict is `unknown` when the run stopped at a bound (`stopped_by`: max_events, max_wall_s,
 max_rss_mb, or livelock; nothing can be judged, and what was not yet consumed is `unconsumed`,
-not lost: analysis/checks.py), else `invalid` if a guarantee or an expectation failed, else
-`unknown` if one could not be evaluated (its metric is null), else `valid`.
+not lost: analysis/checks.py), else `invalid` if a guarantee did not end as expected (broke
+where it should hold, or held where it should break) or a bound failed, else `unknown` if one
+could not be evaluated (its metric is null), else `valid`.
 """
 
 from __future__ import annotations
@@ -29,7 +45,14 @@ from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
 from analysis.order import CAUSES as ORDER_CAUSES
 
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
-AT_LEAST_ONCE, PER_KEY_ORDER = "at_least_once", "per_key_order"
+AT_LEAST_ONCE, PER_KEY_ORDER, TRANSACTIONS = "at_least_once", "per_key_order", "transactions"
+GUARANTEES: tuple[str, ...] = (AT_LEAST_ONCE, PER_KEY_ORDER, TRANSACTIONS)  # names `expect.guarantees` may use
+EXPECT_GUARANTEES = "guarantees"  # the `expect:` key that states outcomes; every other key is a metric
+HOLD, BREAK = "hold", "break"
+# what a break of each guarantee is, for the line of a break that did not happen
+BREAK_MEANS = {AT_LEAST_ONCE: "an acknowledged message never consumed",
+               PER_KEY_ORDER: "a message consumed before an earlier one of its sharding key",
+               TRANSACTIONS: "a committed message lost, or a rolled-back one visible"}
 LIVELOCK = "livelock"  # a `stopped_by` that is no bound of the user's (sim/watchdog.py)
 
 # metrics an `expect:` section may bound (summary key paths); later features add theirs here
@@ -133,20 +156,73 @@ def _txn_failures(summary: dict[str, Any]) -> list[str]:
             f"{txn['committed_lost_causes']}, rolled_back_visible {txn['rolled_back_visible']})"]
 
 
+def expected_outcome(stated: dict[str, Any], guarantee: str, group: str | None = None) -> str:
+    """`hold` or `break`: what `expect.guarantees` (`stated`) says of `guarantee` for `group`."""
+    outcome = stated.get(guarantee, HOLD)
+    return outcome.get(group, HOLD) if isinstance(outcome, dict) else outcome
+
+
+def _outcome(held: bool | None, expected: str) -> dict[str, Any]:
+    as_expected = None if held is None else held == (expected == HOLD)
+    return {"held": held, "expected": expected, "as_expected": as_expected}
+
+
+def _held_unexpectedly(name: str, guarantee: str) -> str:
+    return f"{name}: expected {guarantee} to break ({BREAK_MEANS[guarantee]}) but it held"
+
+
+def _judge_outcomes(guarantees: list[dict[str, Any]], stated: dict[str, Any]
+                    ) -> tuple[dict[str, Any], list[str], list[str]]:
+    """(`guarantee_outcomes`, failures, unknowns) of the groups' guarantees against what was
+    expected: a break fails the run only where a hold was expected, and a hold only where a break was."""
+    outcomes: dict[str, Any] = {}
+    failures, unknown = [], []
+    for g in guarantees:
+        name = f"{g['guarantee']}({g['group']})"
+        outcomes[name] = _outcome(g["ok"], expected_outcome(stated, g["guarantee"], g["group"]))
+        if g["ok"] is None:
+            unknown.append(f"{name}: {g['why']}")
+        elif not outcomes[name]["as_expected"]:
+            failures.append(f"{name}: {g['why']}" if g["ok"] is False else _held_unexpectedly(name, g["guarantee"]))
+    return outcomes, failures, unknown
+
+
+def _judge_transactions(summary: dict[str, Any], stated: dict[str, Any]
+                        ) -> tuple[dict[str, Any] | None, list[str], list[str]]:
+    """(outcome, failures, unknowns) of transactional atomicity; no outcome where no
+    transactional producer runs (`txn_violations` null) and none was expected."""
+    violations = summary.get("txn_violations")
+    if violations is None and TRANSACTIONS not in stated:
+        return None, [], []
+    held = None if violations is None else violations == 0
+    outcome = _outcome(held, expected_outcome(stated, TRANSACTIONS))
+    if held is None:
+        return outcome, [], [f"{TRANSACTIONS}: no transaction was checked in this run"]
+    if outcome["as_expected"]:
+        return outcome, [], []
+    return outcome, _txn_failures(summary) if not held else [_held_unexpectedly(TRANSACTIONS, TRANSACTIONS)], []
+
+
 def judge(summary: dict[str, Any], promises: list[dict[str, str]], expect: dict[str, Any],
           stopped_by: str | None = None) -> dict[str, Any]:
-    """The verdict block of a summary: `verdict`, `guarantees`, `expectations`, `failures`."""
+    """The verdict block of a summary: `verdict`, `guarantees`, `guarantee_outcomes`,
+    `expectations`, `failures`. `expect`: metric path → {"min", "max"}, and under
+    EXPECT_GUARANTEES guarantee → `hold` | `break` (or group → `hold` | `break`)."""
     if stopped_by is not None:
         why = "as a livelock" if stopped_by == LIVELOCK else f"at its {stopped_by} bound"
-        return {"verdict": UNKNOWN, "guarantees": [], "expectations": [],
+        return {"verdict": UNKNOWN, "guarantees": [], "guarantee_outcomes": {}, "expectations": [],
                 "failures": [f"run stopped {why}: nothing can be judged"]}
+    stated = expect.get(EXPECT_GUARANTEES, {})
     guarantees = [_judge_guarantee(summary, p) for p in promises]
-    expectations = [_judge_expectation(summary, path, spec) for path, spec in expect.items()]
-    checks = [(f"{g['guarantee']}({g['group']})", g) for g in guarantees] + \
-             [(f"expect {e['metric']}", e) for e in expectations]
-    failures = [f"{name}: {c['why']}" for name, c in checks if c["ok"] is False]
-    failures += _txn_failures(summary)
-    unknown = [f"{name}: {c['why']}" for name, c in checks if c["ok"] is None]
+    outcomes, failures, unknown = _judge_outcomes(guarantees, stated)
+    expectations = [_judge_expectation(summary, path, spec) for path, spec in expect.items()
+                    if path != EXPECT_GUARANTEES]
+    failures += [f"expect {e['metric']}: {e['why']}" for e in expectations if e["ok"] is False]
+    unknown += [f"expect {e['metric']}: {e['why']}" for e in expectations if e["ok"] is None]
+    txn, txn_failures, txn_unknown = _judge_transactions(summary, stated)
+    if txn is not None:
+        outcomes[TRANSACTIONS] = txn
+    failures, unknown = failures + txn_failures, unknown + txn_unknown
     verdict = INVALID if failures else UNKNOWN if unknown else VALID
-    return {"verdict": verdict, "guarantees": guarantees, "expectations": expectations,
-            "failures": failures + unknown}
+    return {"verdict": verdict, "guarantees": guarantees, "guarantee_outcomes": outcomes,
+            "expectations": expectations, "failures": failures + unknown}

@@ -4,4 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
 .venv/bin/ruff check .
-.venv/bin/python -m pytest -q "$@"
+# one pytest worker per core (pytest-xdist), each test file on one worker: module fixtures run once;
+# then the `serial` tests alone (a standalone Spark cluster whose start and stop are timed)
+.venv/bin/python -m pytest -q -n auto --dist loadfile -m "not serial" "$@"
+.venv/bin/python -m pytest -q -m serial "$@"

@@ -14,6 +14,7 @@ Modules
 - inputs.py   reading users' files: regular, bounded, UTF-8; YAML with depth/alias/tag limits
 - keypath.py  the key-path grammar and `--set KEY.PATH=VALUE` overrides
 - trace.py    typed record kinds, the streaming Tracer (chunks to the digest and observers), the digest
+- coverage.py rare-state "sometimes" points: their registry and the per-run counter (`env.coverage`)
 - compiled.py the per-message modules compiled with Cython, used only for their own sources
 - files.py    atomic file output (hidden temporary file, then rename); output directories checked
 - sources.py  the digest of the simulator's sources (`rmqsim --version`; each run's run_meta.json)

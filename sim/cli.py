@@ -30,79 +30,14 @@ EXIT_VALID, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
 EXIT_BY_VERDICT = {"valid": EXIT_VALID, "invalid": EXIT_INVALID, "unknown": EXIT_UNKNOWN}
 
 
-def _summary_table(summary: dict[str, Any]) -> str:
-    lat = summary["latency_ms"]
-    rows = [
-        ("sent attempts", summary["sent_attempts"]), ("sent_ok (SEND_OK)", summary["sent_ok"]),
-        ("sent, other status", summary["sent_not_ok"]), ("send failed", summary["send_failed"]),
-        ("stored", summary["stored"]), ("consumed (ok)", summary["consumed"]),
-        ("lost", summary["lost"]), ("pending retry (in %RETRY% / back-off)", summary["pending_retry"]),
-        ("in DLQ", summary["dlq"]), ("duplicates", summary["duplicates"]),
-        ("duplicated messages", summary["duplicated_messages"]),
-        ("  cause producer_retry", summary["duplicate_causes"]["producer_retry"]),
-        ("  cause redelivery", summary["duplicate_causes"]["redelivery"]),
-        *((f"  by cause {cause}", n) for cause, n in summary["duplicates_by_cause"].items()),
-        ("order violations", "n/a (no orderly group)" if summary["order_violations"] is None
-         else summary["order_violations"]),
-        *((f"  by cause {cause}", n) for cause, n in (summary.get("order_violations_by_cause") or {}).items()),
-        ("retries (failed listener calls)", summary["retries"]),
-        ("rebalances (rounds that moved queues)", summary["rebalances"]),
-        ("queue time unowned s", "n/a (broadcasting only)" if summary["unowned_queue_s"] is None
-         else summary["unowned_queue_s"]),
-        ("max consumer lag (messages)", summary["lag_max"]),
-        ("consume latency p99 ms (store → consume)", "-" if summary["consume_latency_ms"]["p99"] is None
-         else f"{summary['consume_latency_ms']['p99']:.3f}"),
-    ]
-    at = next(i for i, row in enumerate(rows) if row[0] == "lost") + 1  # its causes follow it (nonzero ones)
-    rows[at:at] = [(f"  cause {cause}", n) for cause, n in summary.get("lost_by_cause", {}).items() if n]
-    rows += [(f"latency {k} ms", "-" if v is None else f"{v:.3f}") for k, v in lat.items()]
-    rows += _send_rows(summary)
-    rows += _txn_rows(summary)
-    width = max(len(r[0]) for r in rows)
-    lines = [f"  {name:<{width}}  {value}" for name, value in rows]
-    for group, g in summary["groups"].items():
-        lines.append(f"  group {group}: lost={g['lost']} duplicates={g['duplicates']} "
-                     f"consumed={g['consumed_ok_distinct']} p99={g['latency_ms']['p99']} ms")
-    lines.append(f"verdict: {summary['verdict']}")
-    lines += [f"  {failure}" for failure in summary["failures"]]
-    return "\n".join(lines)
-
-
-def _txn_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The transaction section (analysis/txn_checker.py): visible iff committed, checks, resolution."""
-    txn = summary.get("txn")
-    if txn is None:
-        return [("transaction violations", "n/a (no transactional producer)")]
-
-    def tally(counts: dict[str, int]) -> str:
-        return ", ".join(f"{k} {v}" for k, v in counts.items() if v) or "-"
-
-    def num(value: Any) -> str:
-        return "-" if value is None else f"{value:g}"
-
-    per_second = txn["checks_per_second"]
-    storm = ", ".join(f"{s}s: {n}" for s, n in per_second[:8]) + (" ..." if len(per_second) > 8 else "")
-    return [
-        ("transaction violations", summary["txn_violations"]),
-        ("  transactions (half stored)", txn["transactions"]),
-        ("  committed, visible", txn["committed_visible"]),
-        ("  rolled back, hidden", txn["rolled_back_hidden"]),
-        ("  committed, lost", f"{txn['committed_lost']} ({tally(txn['committed_lost_causes'])})"),
-        ("  rolled back, visible", f"{txn['rolled_back_visible']} ({tally(txn['rolled_back_visible_causes'])})"),
-        ("  pending (still being checked)", txn["pending"]),
-        ("  discarded (transactionCheckMax)", txn["discarded"]),
-        ("  committed twice (txn_double_commit)", txn["double_commits"]),
-        ("  checks (p50 / max per message)", f"{txn['checks']} ({num(txn['checks_p50'])} / {num(txn['checks_max'])})"),
-        ("  check answers", tally(txn["check_answers"])),
-        ("  resolution ms p50 / p99 / max", f"{num(txn['resolution_ms_p50'])} / {num(txn['resolution_ms_p99'])} / "
-                                            f"{num(txn['resolution_ms_max'])}"),
-        ("  checks per second (max; by second)", f"{txn['checks_per_s_max']}; {storm or '-'}"),
-    ]
 def _warn(sc: Any, source: str) -> None:
-    from sim.scenario_warnings import scenario_warnings
+    """The lint findings (sim/scenario_lint.py): `warning: <file>: <key.path>: <message> [<id>]`,
+    then `  fix: <fix>`."""
+    from sim.scenario_lint import lint
 
-    for line in scenario_warnings(sc):
-        print(f"warning: {source}: {line}", file=sys.stderr)
+    for finding in lint(sc):
+        for line in finding.lines(source):
+            print(line, file=sys.stderr)
 
 
 def _utc_stamp() -> str:
@@ -128,34 +63,8 @@ def reproduce_line(scenario: str, seed: int, overrides: list[str]) -> str:
     return shlex.join(words)
 
 
-def _send_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The send side: outcomes that add up, latency, where the sends went."""
-    def tally(counts: dict[str, int]) -> str:
-        return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
-
-    def shares(by_broker: dict[str, float] | None) -> str:
-        return "n/a (no fault window)" if by_broker is None else \
-            ", ".join(f"{b} {100 * v:.1f} %" for b, v in by_broker.items()) or "-"
-
-    rows: list[tuple[str, Any]] = [
-        ("sends (= sent_ok + other status + failed)", summary["sends"]),
-        ("  by status", tally(summary["send_status"])),
-        ("  failed by reason", tally(summary["send_failures_by_reason"])),
-        ("  retried (> 1 attempt)", summary["send_retried"]),
-        ("  steered away from an unavailable broker", summary["send_steered_away"]),
-        ("  ONEWAY never stored", summary["oneway_unstored"]),
-        ("pending delay (still in SCHEDULE_TOPIC_XXXX)", summary["pending_delay"]),
-    ]
-    rows += [(f"send latency {k} ms", "-" if v is None else f"{v:.3f}") for k, v in summary["send_latency_ms"].items()]
-    in_faults = summary["send_latency_ms_in_faults"]
-    rows.append(("send latency p99 ms in faults", "n/a (no fault window)" if in_faults is None else
-                 "-" if in_faults["p99"] is None else f"{in_faults['p99']:.3f}"))
-    rows.append(("send share by broker", shares(summary["send_share_by_broker"])))
-    rows.append(("send share by broker in faults", shares(summary["send_share_by_broker_in_faults"])))
-    return rows
-
-
 def cmd_run(args: argparse.Namespace) -> int:
+    from analysis.summary_text import summary_text
     from sim import scenario as scenario_mod
     from sim.runner import run_scenario
 
@@ -177,7 +86,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   progress=progress if progress.enabled else None)
         finally:
             progress.close()
-        print(_summary_table(result.summary))
+        print(summary_text(result.summary))
         print(f"trace sha256: {result.summary['trace_sha256']}")
         output.write_text("scenario.resolved.json", json.dumps(sc.model_dump(mode="json"), indent=1))
         output.write_text("run_meta.json", json.dumps(result.meta, indent=1))
@@ -199,6 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from analysis.run_report import build_run_report
 
         print(f"report: {build_run_report(out)}")
+    _warn_unquiet(result.summary, sc, args.scenario)
     stopped_by = result.summary["stopped_by"]
     if stopped_by:
         bound = {"max_events": f"--max-events {args.max_events}", "max_wall_s": f"--max-wall-s {args.max_wall_s}",
@@ -208,6 +118,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  {result.summary['stopped_detail']}; {result.summary['unconsumed']} acknowledged message(s) not yet "
               "consumed (unconsumed, not lost)", file=sys.stderr)
     return EXIT_BY_VERDICT[result.summary["verdict"]]
+
+
+def _warn_unquiet(summary: dict[str, Any], sc: Any, source: str) -> None:
+    """A fixed `settle_ms` that ended while the cluster was still changing (sim/quiescence.py)."""
+    from sim.quiescence import warning_lines
+
+    q = summary.get("quiescence") or {}
+    if q.get("settle") == "fixed":
+        for i, line in enumerate(warning_lines(q, sc.settle_max_ms)):
+            print(f"warning: {source}: settle_ms: {line}" if i == 0 else line, file=sys.stderr)
 
 
 def _seed(text: str) -> int:
@@ -301,12 +221,27 @@ def cmd_sweep(args: argparse.Namespace) -> int:
           f"{len(outcome.failed)} failed; {outcome.compiled_runs} on compiled modules")
     for run_id in outcome.failed:
         print(f"  failed: {run_id} (error and reproduction command in {out}/runs/{run_id}.parquet)")
+    if args.report and _sweep_report(out, args, outcome.spark) != 0:
+        return 2
     if outcome.mismatches:
         print(f"determinism check FAILED for {', '.join(outcome.mismatches)}", file=sys.stderr)
         return 1
     if outcome.verified:
         print(f"determinism: {len(outcome.verified)} run(s) rerun in the driver, same digests")
     return 1 if outcome.failed else 0
+
+
+def _sweep_report(out: Path, args: argparse.Namespace, spark: Any) -> int:
+    """`sweep --report`: the report, in the sweep's own SparkSession (none started if no run ran)."""
+    from analysis.report import ReportError, build_report
+
+    try:
+        page = build_report(out, master=args.master or "local[1]", spark=spark)
+    except ReportError as exc:
+        print(f"rmqsim sweep --report: {exc}", file=sys.stderr)
+        return 2
+    print(f"report: {page}")
+    return 0
 
 
 def _is_run_dir(path: Path) -> bool:
@@ -333,13 +268,32 @@ def cmd_report(args: argparse.Namespace) -> int:
             return 2
         print(f"report: {out}")
         return 0
+    from analysis import spark_classes
+
     try:
         out = build_report(Path(args.dir), Path(args.out) if args.out else None, master=args.master,
-                           timeline_run=args.run)
+                           timeline_run=args.run, focus=args.focus, own_session=True)
     except ReportError as exc:
         print(f"rmqsim report: {exc}", file=sys.stderr)
+        code = 2
+    else:
+        print(f"report: {out}", flush=True)
+        code = 0
+    if spark_classes.pending():  # the first report on this machine: its JVM keeps Spark's classes for the next
+        print("keeping Spark's parsed classes for the next report's start-up (once) ...", file=sys.stderr)
+        spark_classes.finish()
+    return code
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from analysis.diff import DiffError, diff_text, read_side
+
+    try:
+        sides = [read_side(args.a), read_side(args.b)]
+    except DiffError as exc:
+        print(f"rmqsim diff: {exc}", file=sys.stderr)
         return 2
-    print(f"report: {out}")
+    print(diff_text(*sides))
     return 0
 
 
@@ -395,13 +349,25 @@ def parser() -> argparse.ArgumentParser:
                      help="if --out holds another sweep, or runs of another simulator version, delete it and start "
                           "afresh (only if every file in it is provably rmqsim's; otherwise refuse and name them)")
     swp.add_argument("--yes", action="store_true", help=f"run a sweep of more than {CONFIRM_RUNS:,} runs")
+    swp.add_argument("--report", action="store_true",
+                     help="then write OUT/report/index.html, as `rmqsim report OUT` does, in the sweep's SparkSession")
     swp.set_defaults(func=cmd_sweep)
     rep = sub.add_parser("report", help="figures and an HTML page from a sweep's results, or from one run's directory")
     rep.add_argument("dir", help="a sweep output directory, or a run directory written with --trace")
     rep.add_argument("--out", help="report directory (default DIR/report)")
     rep.add_argument("--master", default="local[1]", help="Spark master for the SQL (default local[1])")
     rep.add_argument("--run", help="run id for the latency-over-time figure (default: the sweep's timeline run)")
+    rep.add_argument("--focus", metavar="METRIC",
+                     help="the metric the report opens with: loss, duplicates, latency, order or transactions "
+                          "(default: the sweep file's `report: {focus: ...}`, else inferred from what varies)")
     rep.set_defaults(func=cmd_report)
+    dif = sub.add_parser("diff", help="the summary metrics that differ between two runs, with causes, and the "
+                                      "scenario keys that differ",
+                         epilog="a run is a run directory or a sweep point SWEEP_DIR:run_id (sweeps/quick:p0001-s2); "
+                                "exit 0, or 2 if an input is not a run")
+    dif.add_argument("a", help="run directory or SWEEP_DIR:run_id")
+    dif.add_argument("b", help="run directory or SWEEP_DIR:run_id")
+    dif.set_defaults(func=cmd_diff)
     from sim.explain_cli import add_parser as add_explain
 
     add_explain(sub)  # rmqsim explain (sim/explain_cli.py)

@@ -49,6 +49,7 @@ import cython
 import simpy
 from simpy.core import NORMAL, URGENT, EmptySchedule, Infinity
 
+from sim.coverage import new_counter
 from sim.event_queue import heappop, heappush
 
 US_PER_MS = 1_000
@@ -181,10 +182,11 @@ def _fire(env: simpy.Environment, entry: tuple) -> None:
 
 class SimEnv(simpy.Environment):
     """simpy.Environment with integer-µs time, owned heap entries (module docstring) and the
-    per-run services (rng, tracer, network)."""
+    per-run services (rng, tracer, network) and the run's coverage counter (sim/coverage.py)."""
 
     # the heap SimPy's __init__ sets and this class's own state as slots, not instance-dict entries
-    __slots__ = ("clock", "_queue", "_eid", "_active_proc", "rng", "tracer", "network", "_far", "_far_marker")
+    __slots__ = ("clock", "_queue", "_eid", "_active_proc", "rng", "tracer", "network", "_far", "_far_marker",
+                 "coverage")
 
     def __init__(self, rng: Any = None, tracer: Any = None) -> None:
         self.clock = Clock()
@@ -194,6 +196,7 @@ class SimEnv(simpy.Environment):
         self.network: Any = None
         self._far: list[tuple] = []  # staged far-future entries (a heap; module docstring)
         self._far_marker: Call | None = None
+        self.coverage: list[int] = new_counter()  # the run's rare-state counts (sim/coverage.py)
 
     @property
     def _now(self) -> int:

@@ -129,6 +129,7 @@ class FaultInjector:
         self.random_specs = random_specs
         self.duration_us = duration_us
         self.active = True
+        self.final_heal_changed = False  # set by heal_all
         self.log: list[tuple] = []  # the fault records it emitted (fault windows for reports)
         # beside each `log` entry, the fault it belongs to: its index in the scenario's `faults`, random
         # faults numbered after them in firing order; -1 for the end of the fault phase (summary `faults_applied`)
@@ -244,9 +245,21 @@ class FaultInjector:
             fields.update(node=target, factor=spec.factor)
         return FaultSpec(**fields)
 
+    def _anything_faulty(self) -> bool:
+        now = self.env.now
+        links = any(link.cut or link.extra or link.loss_probability for link in self.network.links.values())
+        nodes = any((not node.up and not node.stopped) or node.paused_until > now
+                    or (node.disk is not None and (node.disk.slow_factor != 1.0 or node.disk.stall_until_us > now))
+                    for node in self.nodes.values())
+        return links or nodes
+
     def heal_all(self) -> None:
-        """End of the fault phase: heal the network and disks, unpause, restart crashed nodes."""
+        """End of the fault phase: heal the network and disks, unpause, restart crashed nodes.
+        `final_heal_changed` says whether anything was still faulty then (a cut or impaired link,
+        a paused node, a slow or stalled disk, a node down): the quiescence check counts this
+        heal as a disturbance only then (sim/quiescence.py)."""
         self.active = False
+        self.final_heal_changed = self._anything_faulty()
         self.network.heal()
         self.network.reset_link_faults()
         for node in self.nodes.values():

@@ -4,6 +4,10 @@
 here under `"<Model>.<field>"`: meaning, unit, and the RocketMQ (Java) name where there is one
 (5.3.3), else the comment written beside the field in its class. A field with none of these is
 a test failure naming it (tests/test_reference.py), so a new field must say what it is.
+
+The unit a name carries (`_ms`, `_s`, `_min`, `_bytes`, `_mib`; `mills`/`millis` where the Java
+name has it) is what a number without a unit means there; every duration and size field also
+takes a unit string ('5s', '64KiB': sim/config.py), so the entries here need not repeat it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,11 @@ FIELD_DOCS: dict[str, str] = {
     "Scenario.name": "the run's name; output goes to runs/<name>/",
     "Scenario.seed": "default seed of the run (`--seed` overrides); 0 .. 2^63-1",
     "Scenario.duration_ms": "ms of traffic and faults (units: 500ms, 10s, 2min); then everything heals",
-    "Scenario.settle_ms": "ms after duration_ms with no faults, before the checks",
+    "Scenario.settle_ms": "ms after duration_ms with no faults, before the checks; `auto`: until the cluster "
+                          "is quiet for quiet_window_ms (sim/quiescence.py), at most max_settle_ms",
+    "Scenario.quiet_window_ms": "how long the cluster must be quiet (null: one consumer heartbeat + one "
+                                "rebalance + one offset persistence round, 60 s with the defaults)",
+    "Scenario.max_settle_ms": "the longest `settle_ms: auto` goes on; a run still not quiet then is `unknown`",
     "Scenario.warmup_ms": "ms; messages sent earlier are left out of latency statistics (OMB warmupDurationMinutes)",
     "Scenario.cluster": "name servers, broker groups and topics",
     "Scenario.network": "one-way latencies of the network",
@@ -63,7 +71,7 @@ FIELD_DOCS: dict[str, str] = {
     "ProducerSpec.topic": "topic it sends to",
     "ProducerSpec.rate_per_s": "messages per second, per instance",
     "ProducerSpec.arrival": "poisson (exponential gaps) or constant gaps",
-    "ProducerSpec.message_bytes": "body size in bytes (a distribution; plain numbers)",
+    "ProducerSpec.message_bytes": "body size in bytes (a distribution; sizes take units: 512, '4KiB', '1MB')",
     "ProducerSpec.tags": "tags, drawn uniformly per message (empty: none)",
     "ProducerSpec.keys": "distinct sharding keys, drawn uniformly (0: none; order is checked per key)",
     "ProducerSpec.send_mode": "SYNC (send) or ONEWAY (sendOneway)",

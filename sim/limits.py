@@ -63,6 +63,7 @@ FULL_CHECK_POINTS = 2_000  # up to this many points, every point's whole scenari
 
 # --- sane maxima: defaults of a scenario's `limits:` section (sim/scenario.py: Limits) -------
 DEFAULT_MAX_SIM_TIME_MS = 7 * DAY_MS  # duration_ms + settle_ms
+DEFAULT_MAX_SETTLE_MS = 600_000  # `max_settle_ms`: the longest `settle_ms: auto` goes on (sim/quiescence.py)
 DEFAULT_MAX_RATE_PER_S = 100_000.0  # per producer instance
 DEFAULT_MAX_INSTANCES = 1_000  # `count` of one producer or consumer entry
 DEFAULT_MAX_NODES = 2_000  # every node of the scenario

@@ -52,10 +52,12 @@ from models.producer.transaction_producer import TransactionMQProducer
 from models.producer.workload import Workload
 from sim import compiled, trace
 from sim import scenario as scenario_mod
+from sim.coverage import counts as coverage_counts
 from sim.env import SimEnv, ms
 from sim.faults import FaultInjector
 from sim.limits import DEFAULT_MAX_EVENTS
 from sim.network import Network
+from sim.quiescence import CHECK_EVERY_US, QuietWatch, window_ms
 from sim.rng import Rng
 from sim.scenario import Scenario, instance_names
 from sim.scenario_checks import broker_group_nodes
@@ -333,7 +335,8 @@ def _simulate(world: World, seed: int, watchdog: Watchdog, bounds: _Bounds, feed
     sc, env, tracer = world.scenario, world.env, world.env.tracer
     ledger, txn_ledger, writer = feeds
     wall_start = bounds.wall_start
-    end_us = ms(sc.duration_ms) + ms(sc.settle_ms)
+    end_us = ms(sc.duration_ms) + ms(sc.settle_max_ms)
+    watch = QuietWatch(world, ledger, ms(window_ms(sc)), "auto" if sc.settle_auto else "fixed", txn_ledger)
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run allocates millions of short-lived acyclic objects; GC passes only cost time
     try:
@@ -344,7 +347,7 @@ def _simulate(world: World, seed: int, watchdog: Watchdog, bounds: _Bounds, feed
         try:
             start(world)
             watchdog.watch(env, env.processed())
-            stopped_by = _run(env, end_us, wall_start, bounds.max_events, bounds.max_wall_s, report)
+            stopped_by = _run_and_settle(world, watch, end_us, bounds, report)
             watchdog.stop()
             stop = None if stopped_by is None else _slice_stop(stopped_by, bounds)
         except (RunInterrupted, MemoryError) as exc:
@@ -355,8 +358,9 @@ def _simulate(world: World, seed: int, watchdog: Watchdog, bounds: _Bounds, feed
             writer.close()
         sim_wall_s = time.perf_counter() - wall_start
         facts: dict[str, Any] | None = {} if details else None
+        quiet = watch.verdict(env.now, stopped=stop is not None)
         summary = summarize(world, seed, ledger, digest, tracer.count, env.now, stop.bound if stop else None, facts,
-                            txn_ledger, stop)
+                            txn_ledger, stop, quiet)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -407,6 +411,30 @@ def _stopped_in_setup(sc: Scenario, seed: int, stop: Stop, bounds: _Bounds, keep
                      env.tracer.records)
 
 
+def _run_and_settle(world: World, watch: QuietWatch, end_us: int, bounds: _Bounds,
+                    report: Callable[[], None] | None) -> str | None:
+    """Run to `end_us`; with `settle_ms: auto`, run to `duration_ms`, then on in steps of
+    `CHECK_EVERY_US` until the cluster is quiet (sim/quiescence.py) or `end_us` (duration +
+    max_settle_ms). Returns the bound that stopped the run, or None."""
+    env, sc = world.env, world.scenario
+    first = env.processed()
+
+    def run_to(target_us: int) -> str | None:
+        left = bounds.max_events - (env.processed() - first)
+        return _run(env, target_us, bounds.wall_start, max(left, 0), bounds.max_wall_s, report)
+
+    if not sc.settle_auto:
+        return run_to(end_us)
+    # the first check after the end of the fault phase has healed everything (FaultInjector.heal_all)
+    stopped_by = run_to(min(end_us, ms(sc.duration_ms) + CHECK_EVERY_US))
+    while stopped_by is None and env.now < end_us:
+        env.tracer.sync()  # the ledger up to now
+        if watch.quiet_now(env.now):
+            break
+        stopped_by = run_to(min(end_us, env.now + CHECK_EVERY_US))
+    return stopped_by
+
+
 def _run(env: SimEnv, end_us: int, wall_start: float, max_events: int | None, max_wall_s: float | None,
          report: Callable[[], None] | None = None) -> str | None:
     """Run to `end_us`, or to a bound; returns the bound that stopped the run, or None.
@@ -441,7 +469,8 @@ def _run(env: SimEnv, end_us: int, wall_start: float, max_events: int | None, ma
 
 def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int, now_us: int,
               stopped_by: str | None, details: dict[str, Any] | None = None,
-              txn_ledger: TxnLedger | None = None, stop: Stop | None = None) -> dict[str, Any]:
+              txn_ledger: TxnLedger | None = None, stop: Stop | None = None,
+              quiescence: dict[str, Any] | None = None) -> dict[str, Any]:
     sc = world.scenario
     metrics = judge_units(ledger, details, stopped=stopped_by is not None)  # = ledger.results, told of a stop
     metrics.update((txn_ledger or TxnLedger(world.producers)).results(ledger))  # txn, txn_violations
@@ -468,5 +497,23 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
     }
     promises = guarantees_for(consumer_groups(sc))
     expect = {path: bounds.model_dump(exclude_none=True) for path, bounds in sc.expect.items()}
+    summary["quiescence"] = quiescence or {"reached": None, "settle": "auto" if sc.settle_auto else "fixed",
+                                           "window_ms": window_ms(sc), "at_ms": None, "checked_at_ms": now_us // 1000,
+                                           "unsettled": {}}
+    summary["coverage"] = coverage_counts(world.env.coverage)  # every declared point, in order (sim/coverage.py)
     summary.update(judge(summary, promises, expect, stopped_by))
+    _judge_quiescence(summary, sc)
     return summary
+
+
+def _judge_quiescence(summary: dict[str, Any], sc: Scenario) -> None:
+    """`settle_ms: auto` that never got quiet: the counts are of a cluster still changing, so
+    the verdict is `unknown`, with what kept moving."""
+    q = summary["quiescence"]
+    if not sc.settle_auto or q["reached"] is not False:
+        return
+    moved = ", ".join(f"{kind} {n}" for kind, n in q["unsettled"].items())
+    summary["verdict"] = "unknown"
+    summary["failures"] = [*summary["failures"], f"quiescence: the cluster was not quiet for {q['window_ms'] / 1000:g} s "
+                           f"within max_settle_ms ({sc.max_settle_ms / 1000:g} s after duration_ms); still "
+                           f"moving in the last window: {moved}"]

@@ -24,9 +24,21 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetPydanticSchema,
+    RootModel,
+    ValidationError,
+    model_validator,
+    with_config,
+)
+from typing_extensions import TypedDict  # `extra_items` (PEP 728): typing has it from Python 3.15
 
 from models.admin import ActionSpec
 from models.broker.config import BrokerConfig, BrokerRole, MessageStoreConfig
@@ -34,7 +46,21 @@ from models.consumer.config import MessageModel, PushConsumerConfig
 from models.producer.config import ProducerConfig
 from models.producer.transaction_config import TransactionSpec
 from sim import keypath
-from sim.config import ConfigError, DurationMs, Float, Int, Name, NodeName, PositiveDurationMs, Tag, format_errors
+from sim.config import (
+    ConfigError,
+    DurationMs,
+    Float,
+    FloatS,
+    Int,
+    IntMiB,
+    Name,
+    NodeName,
+    PositiveDurationMs,
+    Tag,
+    format_errors,
+    parse_duration_ms,
+    sizes_in_dist,
+)
 from sim.disk import DiskConfig
 from sim.dist import MAX_ZIPF_SUPPORT, Constant, Dist, Lognormal, SizeDist
 from sim.faults import FaultSpec, RandomFaultSpec
@@ -45,6 +71,7 @@ from sim.limits import (
     DEFAULT_MAX_NODES,
     DEFAULT_MAX_RATE_PER_S,
     DEFAULT_MAX_ROUTE_ENTRIES,
+    DEFAULT_MAX_SETTLE_MS,
     DEFAULT_MAX_SIM_TIME_MS,
     DEFAULT_MAX_STEP_WALL_S,
     HARD_MAX_INSTANCES,
@@ -98,11 +125,11 @@ class Limits(BaseModel):
     max_nodes: Int = Field(DEFAULT_MAX_NODES, gt=0, le=HARD_MAX_NODES)  # every node of the scenario
     max_route_entries: Int = Field(DEFAULT_MAX_ROUTE_ENTRIES, gt=0, le=HARD_MAX_ROUTE_ENTRIES, description=(
         "most queues in all the topic routes set-up builds (sim/setup_size.py; ~0.4 KB each)"))
-    max_rss_mb: Int | None = Field(None, gt=0, le=HARD_MAX_RSS_MB, description=(
+    max_rss_mb: IntMiB | None = Field(None, gt=0, le=HARD_MAX_RSS_MB, description=(
         "most MB of the run's resident memory (null: half the machine's memory)"))
     max_events_per_instant: Int = Field(DEFAULT_MAX_EVENTS_PER_INSTANT, gt=0, description=(
         "most events at one simulated instant (more: a livelock)"))
-    max_step_wall_s: Float = Field(DEFAULT_MAX_STEP_WALL_S, gt=0, le=MAX_TIME_MS / 1000, description=(
+    max_step_wall_s: FloatS = Field(DEFAULT_MAX_STEP_WALL_S, gt=0, le=MAX_TIME_MS / 1000, description=(
         "most wall seconds of one event (longer: a livelock, a step that never yields)"))
 
 
@@ -189,8 +216,8 @@ class ProducerSpec(BaseModel):
     burst_size: Int = Field(10, gt=0, le=100_000)  # arrival bursts: messages per burst
     on_ms: Dist = Constant(value=5_000)  # arrival on_off: length of an on period
     off_ms: Dist = Constant(value=5_000)  # arrival on_off: length of an off period
-    message_bytes: SizeDist = Constant(value=1024)
-    key_bytes: SizeDist | None = None  # length of the KEYS property (None: no KEYS, or `k<i>` of a sharding key)
+    message_bytes: Annotated[SizeDist, BeforeValidator(sizes_in_dist)] = Constant(value=1024)
+    key_bytes: Annotated[SizeDist, BeforeValidator(sizes_in_dist)] | None = None  # length of the KEYS property (None: no KEYS, or `k<i>` of a sharding key)
     tags: list[Tag] = Field([], max_length=1_000)
     keys: Int = Field(0, ge=0, le=2**31 - 1)  # distinct sharding keys (orderly sends only)
     key_skew: Float = Field(0.0, ge=0, le=10)  # Zipf exponent of the sharding keys (0: uniform)
@@ -280,6 +307,49 @@ def _exact(value: Any) -> Any:
 
 
 Expectation = Annotated[ExpectBounds, BeforeValidator(_exact)]
+GuaranteeOutcome = Literal["hold", "break"]
+
+
+def _outcomes(value: Any) -> Any:
+    """`break`, or `{group: break, ...}`; checked here so that a wrong value is one problem,
+    not one for each form pydantic would try."""
+    stated = list(value.values()) if isinstance(value, dict) else [value]
+    bad = [v for v in stated if v not in ("hold", "break")]
+    if isinstance(value, dict) and not all(isinstance(k, str) for k in value):
+        raise ValueError("a consumer group's name is a string")
+    if not isinstance(value, str | dict) or bad:
+        got = f" (got {bad[0]!r})" if isinstance(value, dict) else ""  # else pydantic shows the input
+        raise ValueError(f"expected hold or break, or a mapping of consumer group to hold or break{got}")
+    return value
+
+
+class GuaranteeExpectations(RootModel[dict[str, Annotated[GuaranteeOutcome | dict[str, GuaranteeOutcome],
+                                                          BeforeValidator(_outcomes)]]]):
+    """`expect.guarantees`: guarantee → `hold` (the default) or `break`, for every consumer group
+    that has it, or group → `hold` | `break` (analysis/verdict.py). Which names and groups the
+    scenario has is checked with the other sections (sim/scenario_checks.py)."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+@with_config(ConfigDict(extra="allow"))  # the extra items are the metric bounds, typed by extra_items
+class ExpectSection(TypedDict, extra_items=Expectation):
+    """`expect:`: metric key path → bounds, and `guarantees` → which guarantees hold or break."""
+
+    guarantees: NotRequired[GuaranteeExpectations]
+
+
+# Validated as ExpectSection (the key decides the type), declared as the dict it mostly is, so
+# that error hints (sim/config.py walks declared types) offer `min`/`max` for a misspelt bound.
+Expect = Annotated[dict[str, Expectation], GetPydanticSchema(lambda _tp, handler: handler(ExpectSection))]
+
+
+def _settle(value: Any) -> Any:
+    """`settle_ms`: `auto`, or a duration (sim/config.py's units)."""
+    return value if value == "auto" else parse_duration_ms(value)
+
+
+SettleMs = Annotated[Literal["auto"] | Annotated[float, Field(ge=0, le=MAX_TIME_MS)], BeforeValidator(_settle)]
 
 
 class Scenario(BaseModel):
@@ -290,7 +360,11 @@ class Scenario(BaseModel):
     version: Literal["5.x", "4.x"] = "5.x"
     seed: Int = Field(1, ge=0, le=MAX_SEED)
     duration_ms: PositiveDurationMs = 60_000
-    settle_ms: DurationMs = 30_000
+    # after duration_ms (faults healed, producers stopped), before the checks: a time, or `auto`:
+    # go on until the cluster has been quiet for quiet_window_ms, at most max_settle_ms (sim/quiescence.py)
+    settle_ms: SettleMs = 30_000.0
+    quiet_window_ms: PositiveDurationMs | None = None  # null: one heartbeat + rebalance + offset persistence round
+    max_settle_ms: PositiveDurationMs = DEFAULT_MAX_SETTLE_MS
     # messages sent before this simulated time are left out of latency and throughput statistics
     # (OMB's warmupDurationMinutes); every correctness check (lost, duplicates, order) still covers
     # them. The default covers client start-up: the default clients start at 1 s, fetch routes and
@@ -303,9 +377,18 @@ class Scenario(BaseModel):
     faults: list[FaultSpec] = []
     random_faults: list[RandomFaultSpec] = []
     actions: list[ActionSpec] = []  # operator commands (models/admin.py), e.g. reset_offset
-    expect: dict[str, Expectation] = {}  # metric key path -> bounds (analysis/verdict.py)
+    expect: Expect = {}  # metric key path -> bounds; guarantees -> hold | break (analysis/verdict.py)
     limits: Limits = Limits()
     client_version: Literal["5.x", "4.x"] | None = None  # the clients' release (null: as `version`)
+
+    @property
+    def settle_auto(self) -> bool:
+        return self.settle_ms == "auto"
+
+    @property
+    def settle_max_ms(self) -> float:
+        """The longest the settle phase lasts: `settle_ms`, or `max_settle_ms` for `auto`."""
+        return self.max_settle_ms if self.settle_ms == "auto" else self.settle_ms
 
     @property
     def resolved_client_version(self) -> str:
@@ -373,8 +456,31 @@ def reference_tree() -> dict[str, Any]:
     return example.model_dump(mode="json", by_alias=True)
 
 
-def dump_defaults() -> str:
-    """Every field with its default and a trailing comment (sim/reference.py)."""
-    from sim.reference import dump_reference
+SEND_MODES_NOTE = """\
+  # send_mode, one of: SYNC (send: waits for the result; retries, on another broker), ASYNC (send
+  #   with a SendCallback; retry_times_when_send_async_failed), ONEWAY (sendOneway: no result, no
+  #   retry; never counted as lost), ORDERLY (SYNC through a MessageQueueSelector on the sharding
+  #   key's hash: needs keys > 0; pair it with a consumer's consume_mode: ORDERLY).
+  # Transactional (TransactionMQProducer.sendMessageInTransaction: SYNC, one message at a time,
+  #   visible iff its local transaction commits): an entry with a `transaction:` section. To add
+  #   one, remove the `# ` that starts each line below.
+"""
 
-    return dump_reference(reference_tree(), Scenario)
+
+def dump_defaults() -> str:
+    """Every field with its default and a trailing comment (sim/reference.py). Copied verbatim it
+    is a valid scenario of one SYNC producer and one consumer: the other send modes are listed in
+    comments below the producer, and the transactional producer of `reference_tree()` is shown
+    commented out (its name, group and `transaction:` section), so copying the defaults never
+    creates a transactional producer."""
+    from sim.reference import dump_reference, header
+
+    tree = reference_tree()
+    plain = [p for p in tree["producers"] if p["transaction"] is None]
+    alternatives = [{key: p[key] for key in ("name", "group", "transaction")}
+                    for p in tree["producers"] if p["transaction"] is not None]
+    lines = dump_reference({**tree, "producers": plain}, Scenario).splitlines(keepends=True)
+    entry = dump_reference({"producers": alternatives}, Scenario).removeprefix(header()).splitlines(keepends=True)
+    commented = [f"  # {line[2:]}" for line in entry[1:]]  # without the `producers:` line
+    at = next(i for i, line in enumerate(lines) if line.startswith("consumers:"))
+    return "".join(lines[:at] + [SEND_MODES_NOTE] + commented + lines[at:])

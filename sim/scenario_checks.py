@@ -156,13 +156,16 @@ def _check_expect(data: dict, ctx: Context) -> list[str]:
     """Every `expect:` key must be a metric the summary has (analysis/verdict.py). A key is
     shown as written only when it is a short metric-like path; otherwise quoted and cut (a
     10,000-character key is not echoed whole). A key that is not a string is pydantic's to report."""
-    from analysis.verdict import EXPECTABLE_BROKER_METRICS, EXPECTABLE_METRICS
+    from analysis.verdict import EXPECT_GUARANTEES, EXPECTABLE_BROKER_METRICS, EXPECTABLE_METRICS
 
     expect = data.get("expect")
     problems = []
     brokers = _broker_names(ctx)
     for key in expect if isinstance(expect, dict) else ():
         if not isinstance(key, str):
+            continue
+        if key == EXPECT_GUARANTEES:  # not a metric: which guarantees should hold or break
+            problems += _check_expected_guarantees(expect[key], data, ctx)
             continue
         where = f"expect.{key}" if len(key) <= SHOWN_KEY_CHARS and _METRIC_PATH.fullmatch(key) else \
             render_path(("expect", key))
@@ -172,12 +175,65 @@ def _check_expect(data: dict, ctx: Context) -> list[str]:
                 problems.append(f"{where}: {short(broker)} is not a broker here (brokers: {listing(brokers)})")
             continue
         if key not in EXPECTABLE_METRICS:
-            hint = difflib.get_close_matches(key, EXPECTABLE_METRICS, n=1, cutoff=0.6) \
+            hint = difflib.get_close_matches(key, (*EXPECTABLE_METRICS, EXPECT_GUARANTEES), n=1, cutoff=0.6) \
                 if len(key) <= SHOWN_KEY_CHARS else []
             problems.append(f"{where}: not a metric an expectation can bound" +
                             (f" (did you mean {hint[0]!r}?)" if hint else
                              f" (metrics: {', '.join(EXPECTABLE_METRICS)})"))
     return problems
+
+
+def _check_expected_guarantees(section: Any, data: dict, ctx: Context) -> list[str]:
+    """`expect.guarantees` names guarantees the scenario has (analysis/verdict.py): at_least_once
+    needs a consumer group, per_key_order an ORDERLY one, transactions a transactional producer;
+    a group key must be a group with that guarantee. The values are pydantic's to check."""
+    from analysis.verdict import AT_LEAST_ONCE, EXPECT_GUARANTEES, GUARANTEES, PER_KEY_ORDER, TRANSACTIONS
+
+    known = _guarantee_holders(data, ctx)
+    if not isinstance(section, dict) or known is None:  # not a mapping, or an invalid entry: pydantic's
+        return []
+    groups, orderly, transactional = known
+    holders = {AT_LEAST_ONCE: groups, PER_KEY_ORDER: orderly}
+    missing = {AT_LEAST_ONCE: "no consumer group here", PER_KEY_ORDER: "no consumer group here consumes ORDERLY",
+               TRANSACTIONS: "no producer here is transactional (producers[].transaction)"}
+    problems = []
+    for name, stated in section.items():
+        where = render_path(("expect", EXPECT_GUARANTEES, name))
+        if not isinstance(name, str):  # pydantic's to report
+            continue
+        if name not in GUARANTEES:
+            hint = difflib.get_close_matches(str(name), GUARANTEES, n=1, cutoff=0.6)
+            problems.append(f"{where}: not a guarantee" + (f" (did you mean {hint[0]!r}?)" if hint else
+                                                            f" (guarantees: {', '.join(GUARANTEES)})"))
+        elif not (transactional if name == TRANSACTIONS else holders[name]):
+            problems.append(f"{where}: {missing[name]}, so nothing promises {name}")
+        elif isinstance(stated, dict) and name == TRANSACTIONS:
+            problems.append(f"{where}: transactions are judged over the whole run, not by group: give hold or break")
+        elif isinstance(stated, dict):
+            problems += [f"{render_path(('expect', EXPECT_GUARANTEES, name, group))}: {short(group)} is not a "
+                         f"consumer group with {name} here (groups: {listing(holders[name])})"
+                         for group in stated if isinstance(group, str) and group not in holders[name]]
+    return problems
+
+
+def _guarantee_holders(data: dict, ctx: Context) -> tuple[list[str], list[str], bool] | None:
+    """(consumer groups, the ORDERLY ones, whether a producer is transactional); None when an
+    entry is invalid (pydantic reports it, and the sets are uncertain)."""
+    consumers, producers = (ctx.read.entries(ctx.root, data, section) for section in ("consumers", "producers"))
+    if INVALID in (consumers, producers):
+        return None
+    groups: dict[str, bool] = {}
+    model = ctx.model("consumers")
+    for entry in consumers:
+        group, mode = ctx.read.get(model, entry, "group"), ctx.read.get(model, entry, "consume_mode")
+        if INVALID in (group, mode):
+            return None
+        groups[group] = groups.get(group, False) or mode == "ORDERLY"
+    model = ctx.model("producers")
+    transaction = [ctx.read.get(model, entry, "transaction") for entry in producers]
+    if INVALID in transaction:
+        return None
+    return list(groups), [g for g, orderly in groups.items() if orderly], any(t is not None for t in transaction)
 
 
 SLAVE = "SLAVE"
@@ -487,10 +543,11 @@ def _check_links(data: dict, ctx: Context) -> list[str]:
 
 def _check_limits(data: dict, ctx: Context, limits: Any) -> list[str]:
     problems = []
-    duration, settle = (ctx.read.get(ctx.root, data, n) for n in ("duration_ms", "settle_ms"))
+    duration, settle, most = (ctx.read.get(ctx.root, data, n) for n in ("duration_ms", "settle_ms", "max_settle_ms"))
+    settle = most if settle == "auto" else settle  # `auto` settles for at most max_settle_ms
     if INVALID not in (duration, settle) and duration + settle > limits.max_sim_time_ms:
         problems.append(_over_limit("duration_ms", duration + settle, "max_sim_time_ms", limits.max_sim_time_ms,
-                                    "ms of simulated time (duration_ms + settle_ms)"))
+                                    "ms of simulated time (duration_ms + settle_ms, or max_settle_ms for auto)"))
     for i, entry in _client_entries(data, ctx, "producers"):
         rate = ctx.read.get(ctx.model("producers"), entry, "rate_per_s")
         if rate is not INVALID and rate > limits.max_rate_per_s:

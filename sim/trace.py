@@ -94,6 +94,7 @@ class Tracer:
         self.observers: list[ChunkObserver] = []
         self.detail = False  # emit the detail kinds (set before the models are built; module docstring)
         self._main: list[tuple] = []  # with `detail`: records of the digest awaiting a whole chunk
+        self._streaming = False  # set by `sync`: every flush hands all records to the observers at once
         self._sha = hashlib.sha256()
         self._digest: str | None = None
 
@@ -111,7 +112,7 @@ class Tracer:
         hand those records to the observers, and drop them (or keep them). Digest chunk
         boundaries are exact whatever the caller's flush timing, so a stored trace rechunked by
         `digest()` gives the same digest."""
-        if self.detail:
+        if self.detail or self._streaming:
             return self._flush_detail(final)
         chunk = self.chunk
         n = len(chunk)
@@ -148,6 +149,15 @@ class Tracer:
                 observe(batch)
             if self.keep:
                 self.records += batch
+
+    def sync(self) -> None:
+        """Hand every record emitted so far to the observers now (the quiescence checks of a
+        settling run read the ledger up to the present: sim/quiescence.py). From then on the
+        tracer flushes as a detail run does: the observers see each record at once, the digest
+        still hashes whole chunks of `DIGEST_CHUNK`, so the digest does not depend on when or
+        whether `sync` was called."""
+        self._streaming = True
+        self._flush_detail(False)
 
     def close(self) -> str:
         """Flush the last (partial) chunk; returns the run digest (of everything emitted so far:

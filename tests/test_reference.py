@@ -18,7 +18,13 @@ def test_reference_yaml_matches_defaults() -> None:
 
 def test_reference_yaml_is_itself_a_valid_scenario() -> None:
     loaded = scenario.load(ROOT / "scenarios" / "reference.yaml")
-    assert loaded.model_dump(mode="json") == scenario.reference_tree()
+    assert loaded.model_dump(mode="json") == _defaults_tree()
+
+
+def _defaults_tree() -> dict:
+    """reference_tree() without its transactional producer (`rmqsim defaults` comments it out)."""
+    tree = scenario.reference_tree()
+    return {**tree, "producers": [p for p in tree["producers"] if p["transaction"] is None]}
 
 
 def test_every_bundled_scenario_validates() -> None:
@@ -42,13 +48,35 @@ def test_defaults_comment_every_field_and_parse_back_to_the_tree() -> None:
     import yaml
 
     text = scenario.dump_defaults()
-    assert yaml.safe_load(text) == scenario.reference_tree()
+    assert yaml.safe_load(text) == _defaults_tree()
     body = [line for line in text.splitlines() if not line.startswith("#")]
     assert body and all("  # " in line for line in body), [line for line in body if "  # " not in line][:3]
     for kind in ("process_crash", "power_loss", "restart", "partition", "heal", "link_latency", "packet_loss",
                  "disk_slow", "fsync_stall", "pause"):
         assert f"#   {kind}" in text, kind
     assert "c-1, c-2, c-3" in text and "random_faults:" in text and "expect:" in text
+
+
+def test_defaults_copied_verbatim_make_no_transactional_producer(tmp_path) -> None:
+    """`rmqsim defaults` lists every send mode; copied into a scenario file it loads, with one
+    plain SYNC producer; the transactional producer is there only commented out, and removing
+    the `# ` of its lines gives a valid transactional producer."""
+    text = scenario.dump_defaults()
+    for mode in ("SYNC", "ASYNC", "ONEWAY", "ORDERLY", "Transactional"):
+        assert f" {mode} (" in text, mode
+    path = tmp_path / "copied.yaml"
+    path.write_text(text)
+    loaded = scenario.load(path)
+    assert [(p.name, p.send_mode, p.transaction) for p in loaded.producers] == [("producer", "SYNC", None)]
+    assert len(loaded.consumers) == 1 and loaded.faults == [] and loaded.random_faults == []
+    assert loaded.actions == [] and loaded.expect == {}
+    lines = text.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith("  # - name: txn-producer"))
+    end = next(i for i, line in enumerate(lines) if line.startswith("consumers:"))
+    lines[start:end] = [line.replace("  # ", "  ", 1) for line in lines[start:end]]
+    path.write_text("".join(lines))
+    producers = scenario.load(path).producers
+    assert [(p.name, p.transaction is not None) for p in producers] == [("producer", False), ("txn-producer", True)]
 
 
 def test_a_field_without_description_is_named(monkeypatch) -> None:

@@ -87,7 +87,8 @@ def test_distributions_take_duration_units() -> None:
      "consumers[0].consume_time_ms: unknown unit 'kb' in '2 kb' (use one of us, ms, s, min, h, d)"),
     ({"network": {"latency_ms": {"dist": "exponential", "mean": "3 sec"}}},
      "network.latency_ms.mean: unknown unit 'sec'"),
-    ({"producers": [{"message_bytes": "1ms"}]}, "producers[0].message_bytes: a size in bytes is a plain number"),
+    ({"producers": [{"message_bytes": "1ms"}]},
+     "producers[0].message_bytes: 'ms' is a unit of duration, but this setting is a size in bytes"),
 ])
 def test_a_wrong_unit_is_one_clear_error(data: dict, problem: str) -> None:
     with pytest.raises(ConfigError) as err:
@@ -200,7 +201,9 @@ def test_version_prints_the_simulator_digest(tmp_path: Path) -> None:
 
 
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "sim.cli", "run", BASELINE, *SHORT, "--out", "o"],
+    # a fixed 2 s settle ends unquiet (a warning on stderr); `auto` settles, so stderr stays empty
+    proc = subprocess.Popen([sys.executable, "-m", "sim.cli", "run", BASELINE, *SHORT, "--set", "settle_ms=auto",
+                             "--out", "o"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(tmp_path),
                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     proc.stdout.close()  # `| head` that has read enough

@@ -3,9 +3,11 @@
 A run is `valid`, `invalid` or `unknown` (Jepsen's vocabulary): loss of an acknowledged message
 is always invalid; duplicates are counted and attributed, and fail a run only where a scenario's
 `expect:` says so; order is judged only for groups that consume orderly (null elsewhere); a
-message still in the retry path or in the DLQ when the run ends is not lost. `rmqsim run` exits
-0 valid, 1 invalid, 2 bad input, 3 unknown. The CLI is run as a subprocess (exit codes, output);
-the rest in-process, on short runs.
+message still in the retry path or in the DLQ when the run ends is not lost. `expect.guarantees`
+may say a guarantee is to break: the run is then valid when it breaks and invalid when it holds,
+and the summary keeps the guarantee's own result. `rmqsim run` exits 0 valid, 1 invalid, 2 bad
+input, 3 unknown. The CLI is run as a subprocess (exit codes, output); the rest in-process, on
+short runs.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import sim
 from analysis.checks import latency_samples
 from analysis.verdict import EXPECTABLE_METRICS, judge
 from sim import scenario
+from sim.config import ConfigError
 from sim.trace import field_index
 from tests.conftest import ROOT, short_baseline
 
@@ -44,9 +47,10 @@ def summary_of(out: Path) -> dict:
 # --- rmqsim run exit codes ----------------------------------------------------------------------
 
 def test_lost_messages_exit_1_invalid(tmp_path) -> None:
-    """power_loss_async_flush (as bundled: its consumers need the whole settle period to drain
-    the backlog, so a shortened run would also count unconsumed messages as lost)."""
-    done = rmqsim("run", "scenarios/power_loss_async_flush.yaml", out=tmp_path)
+    """power_loss_async_flush without its `expect:` (which says at-least-once is to break), as
+    bundled otherwise: its consumers need the whole settle period to drain the backlog, so a
+    shortened run would also count unconsumed messages as lost."""
+    done = rmqsim("run", "scenarios/power_loss_async_flush.yaml", "--set", "expect={}", out=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     s = summary_of(tmp_path)
     assert s["verdict"] == "invalid" and s["lost"] > 0 and s["stopped_by"] is None
@@ -63,10 +67,12 @@ def test_only_duplicates_exit_0_and_are_shown(tmp_path) -> None:
     assert s["verdict"] == "valid" and s["failures"] == [] and s["lost"] == 0
     assert s["duplicates"] > 0 and s["duplicate_causes"]["redelivery"] == s["duplicates"]
     lines = done.stdout.splitlines()
-    shown = {line.split()[0]: line.split()[-1] for line in lines if line.startswith("  duplicates ")}
-    assert shown == {"duplicates": str(s["duplicates"])}
-    assert any(line.split()[-1] == str(s["duplicates"]) and "cause redelivery" in line for line in lines)
-    assert f"group billing: lost=0 duplicates={s['duplicates']}" in done.stdout
+    (shown,) = [line for line in lines if line.startswith("  duplicate deliveries ")]
+    assert shown.split()[2].rstrip(",:") == f"{s['duplicates']:,}"
+    for cause, n in s["duplicates_by_cause"].items():  # the ten mechanisms, nonzero ones only
+        assert (cause in shown) == (n > 0)
+    assert "redelivery" not in done.stdout  # the two-way split stays in summary.json
+    assert "  lost                   0 acknowledged messages" in lines
     assert "verdict: valid" in lines
 
 
@@ -101,6 +107,36 @@ def test_expect_on_an_unknown_metric_is_bad_input_with_the_key_path(tmp_path) ->
     problems = [line.strip().removeprefix(f"{path}: ") for line in done.stderr.splitlines()[1:]]
     assert [p.split(":")[0] for p in problems] == ["expect.dupes", "expect.p99"]
     assert "(did you mean 'duplicates'?)" in problems[0] and "latency_ms.p99" in problems[1]
+
+
+def test_expected_break_exits_0_and_the_summary_keeps_the_guarantee_result(tmp_path) -> None:
+    """power_loss_async_flush as bundled: its `expect:` says at-least-once breaks (ASYNC_FLUSH
+    acknowledges before the fsync), and it does: valid, exit 0, the loss still reported."""
+    done = rmqsim("run", "scenarios/power_loss_async_flush.yaml", out=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    s = summary_of(tmp_path)
+    assert s["verdict"] == "valid" and s["failures"] == [] and s["lost"] > 0
+    assert s["guarantees"] == [{"group": "billing", "guarantee": "at_least_once", "ok": False,
+                                "why": f"{s['lost']} acknowledged message(s) never consumed"}]
+    assert s["guarantee_outcomes"] == {"at_least_once(billing)": {"held": False, "expected": "break",
+                                                                  "as_expected": True}}
+    assert "verdict: valid" in done.stdout.splitlines()
+
+
+def test_expected_break_that_holds_exits_1_and_says_so(tmp_path) -> None:
+    """The baseline loses nothing; stating that at-least-once breaks (by `--set`, key by key)
+    makes it invalid, with the reason."""
+    done = rmqsim("run", "scenarios/baseline.yaml", *SHORT, "--set", "expect.guarantees.at_least_once=break",
+                  out=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    s = summary_of(tmp_path)
+    failure = ("at_least_once(billing): expected at_least_once to break (an acknowledged message never "
+               "consumed) but it held")
+    assert s["verdict"] == "invalid" and s["lost"] == 0 and s["failures"] == [failure]
+    assert s["guarantees"][0]["ok"] is True  # the guarantee's own result
+    assert s["guarantee_outcomes"]["at_least_once(billing)"] == {"held": True, "expected": "break",
+                                                                 "as_expected": False}
+    assert failure in done.stdout
 
 
 def test_bounded_run_exits_3_unknown(tmp_path) -> None:
@@ -197,8 +233,111 @@ def test_judge_rules() -> None:
     assert [e["ok"] for e in out["expectations"]] == [True]  # bounds are inclusive
     assert judge(summary, promises[:1], {})["verdict"] == "valid"  # duplicates alone: valid
     stopped = judge(summary, promises, {"lost": {"min": 0, "max": 0}}, stopped_by="max_events")
-    assert stopped == {"verdict": "unknown", "guarantees": [], "expectations": [],
+    assert stopped == {"verdict": "unknown", "guarantees": [], "guarantee_outcomes": {}, "expectations": [],
                        "failures": ["run stopped at its max_events bound: nothing can be judged"]}
+
+
+# --- expected outcomes of guarantees (expect.guarantees) ----------------------------------------
+
+BROKE = {"lost": 2, "order_violations": 3, "txn_violations": None,
+         "groups": {"g": {"lost": 2, "order_violations": 3}}}
+HELD = {"lost": 0, "order_violations": 0, "txn_violations": None,
+        "groups": {"g": {"lost": 0, "order_violations": 0}}}
+NOT_CHECKED = {"lost": 0, "order_violations": None, "txn_violations": None,
+               "groups": {"g": {"lost": 0, "order_violations": None}}}
+ORDERLY_G = [{"group": "g", "guarantee": "at_least_once"}, {"group": "g", "guarantee": "per_key_order"}]
+
+
+@pytest.mark.parametrize("summary, stated, verdict, failures", [
+    (BROKE, {"at_least_once": "break", "per_key_order": "break"}, "valid", []),
+    (BROKE, {"at_least_once": {"g": "break"}, "per_key_order": "break"}, "valid", []),  # by group
+    (BROKE, {"at_least_once": "break"}, "invalid", ["per_key_order(g): 3 order violation(s)"]),  # hold: the default
+    (HELD, {"per_key_order": "break"}, "invalid",
+     ["per_key_order(g): expected per_key_order to break (a message consumed before an earlier one of its "
+      "sharding key) but it held"]),
+    (HELD, {"at_least_once": "hold"}, "valid", []),
+    (NOT_CHECKED, {"per_key_order": "break"}, "unknown", ["per_key_order(g): order not checked"]),  # null stays null
+])
+def test_expected_outcomes_decide_the_verdict(summary: dict, stated: dict, verdict: str, failures: list) -> None:
+    out = judge(summary, ORDERLY_G, {"guarantees": stated})
+    assert (out["verdict"], out["failures"]) == (verdict, failures)
+    assert out["expectations"] == []  # `guarantees` is no metric
+    assert [g["ok"] for g in out["guarantees"]] == [summary["lost"] == 0,  # each guarantee's own result
+                                                    None if summary["order_violations"] is None
+                                                    else summary["order_violations"] == 0]
+    for name, outcome in out["guarantee_outcomes"].items():
+        guarantee = name.split("(")[0]
+        stated_here = stated.get(guarantee, "hold")
+        expected = stated_here.get("g", "hold") if isinstance(stated_here, dict) else stated_here
+        held = outcome["held"]
+        assert outcome == {"held": held, "expected": expected,
+                           "as_expected": None if held is None else held == (expected == "hold")}
+
+
+@pytest.mark.parametrize("violations, stated, verdict, failures", [
+    (4, "break", "valid", []),
+    (0, "break", "invalid", ["transactions: expected transactions to break (a committed message lost, or a "
+                             "rolled-back one visible) but it held"]),
+    (4, "hold", "invalid", ["transactional atomicity: 4 violation(s) (committed_lost 4 {}, rolled_back_visible 0)"]),
+    (None, "break", "unknown", ["transactions: no transaction was checked in this run"]),
+])
+def test_expected_outcome_of_transactions(violations: int | None, stated: str, verdict: str,
+                                          failures: list[str]) -> None:
+    summary = {**HELD, "txn_violations": violations,
+               "txn": {"committed_lost": violations, "committed_lost_causes": {}, "rolled_back_visible": 0}}
+    out = judge(summary, ORDERLY_G[:1], {"guarantees": {"transactions": stated}})
+    assert (out["verdict"], out["failures"]) == (verdict, failures)
+    held = None if violations is None else violations == 0
+    assert out["guarantee_outcomes"]["transactions"] == {
+        "held": held, "expected": stated, "as_expected": None if held is None else held == (stated == "hold")}
+
+
+def test_no_transactions_no_transaction_outcome() -> None:
+    out = judge(HELD, ORDERLY_G, {})
+    assert out["verdict"] == "valid" and set(out["guarantee_outcomes"]) == {"at_least_once(g)", "per_key_order(g)"}
+    assert all(o == {"held": True, "expected": "hold", "as_expected": True} for o in out["guarantee_outcomes"].values())
+
+
+def baseline_with(expect: dict, **changes) -> dict:
+    data = yaml.safe_load((ROOT / "scenarios" / "baseline.yaml").read_text())
+    return {**data, **changes, "expect": expect}
+
+
+@pytest.mark.parametrize("expect, problems", [
+    ({"guarantees": {"per_key_order": "break"}},
+     ["expect.guarantees.per_key_order: no consumer group here consumes ORDERLY, so nothing promises per_key_order"]),
+    ({"guarantees": {"transactions": "break"}},
+     ["expect.guarantees.transactions: no producer here is transactional (producers[].transaction), so nothing "
+      "promises transactions"]),
+    ({"guarantees": {"at_least_one": "break"}},
+     ["expect.guarantees.at_least_one: not a guarantee (did you mean 'at_least_once'?)"]),
+    ({"guarantees": {"at_least_once": {"billing": "break", "audit": "hold"}}},
+     ["expect.guarantees.at_least_once.audit: 'audit' is not a consumer group with at_least_once here "
+      "(groups: billing)"]),
+    ({"guarantees": {"at_least_once": "broken"}},
+     ["expect.guarantees.at_least_once: expected hold or break, or a mapping of consumer group to hold or break "
+      "(got 'broken')"]),
+    ({"guarantees": {"at_least_once": {"billing": "brk"}}},
+     ["expect.guarantees.at_least_once: expected hold or break, or a mapping of consumer group to hold or break "
+      "(got 'brk')"]),
+    ({"guarantee": {"at_least_once": "break"}, "lost": {"maxx": 0}},
+     ["expect.guarantee.at_least_once: unknown key (known keys: max, min)",
+      "expect.lost.maxx: unknown key (did you mean 'max'?)",
+      "expect.guarantee: not a metric an expectation can bound (did you mean 'guarantees'?)"]),
+])
+def test_expected_guarantees_are_checked_against_the_scenario(expect: dict, problems: list[str]) -> None:
+    """A guarantee the scenario does not have, a group without it, or a value other than hold or
+    break is bad input, named by its key path (all at once, with the other problems)."""
+    with pytest.raises(ConfigError) as err:
+        scenario.from_data(baseline_with(expect), "x.yaml")
+    assert err.value.problems == problems
+
+
+def test_expected_guarantees_validate_where_the_scenario_has_them() -> None:
+    data = baseline_with({"guarantees": {"at_least_once": {"billing": "break"}, "per_key_order": "hold"}})
+    data["consumers"][0]["consume_mode"] = "ORDERLY"
+    sc = scenario.from_data(data, "x.yaml")
+    assert sc.expect["guarantees"].model_dump() == {"at_least_once": {"billing": "break"}, "per_key_order": "hold"}
 
 
 # --- pending_retry and dlq: not lost -----------------------------------------------------------

@@ -119,6 +119,7 @@ from models.protocol import (
 )
 from models.protocol import SLAVE_NOT_AVAILABLE as CODE_SLAVE_NOT_AVAILABLE
 from models.records import BROKER_REGISTERED, BROKER_SEND_REJECTED, BROKER_STORED
+from sim.coverage import COV_DLQ_BY_RETRY_SEND, COV_DLQ_BY_SEND_BACK, COV_SERVER_SIDE_RESET_TAKEN
 from sim.disk import Disk, DiskConfig
 from sim.dist import Constant
 from sim.env import Clock, ms
@@ -136,7 +137,7 @@ STORE_CODES = {PUT_OK: SUCCESS, "FLUSH_DISK_TIMEOUT": CODE_FLUSH_DISK_TIMEOUT,
 class Broker:
     # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
     __slots__ = ("_chunk", "_compose", "broker_id", "broker_name", "cfg", "clock", "commit_log", "commit_service",
-                 "consumers", "flush_service", "group_commit", "ha", "ha_client", "hold", "locks",
+                 "consumers", "cov", "flush_service", "group_commit", "ha", "ha_client", "hold", "locks",
                  "long_polling_enable", "max_message_size_bytes", "name", "namesrvs", "node", "offsets",
                  "producers", "reput", "reset_offset", "role", "schedule", "send_executor", "short_polling_us",
                  "slave", "slave_processors", "store", "store_cfg", "topics", "transaction", "version", "waits")
@@ -154,6 +155,7 @@ class Broker:
         node = Node(env, name, zone)
         self.node: Node = node
         self.clock: Clock = env.clock
+        self.cov: list[int] = env.coverage  # rare-state counts (sim/coverage.py)
         node.startup_us = ms(broker_cfg.startup_ms)
         node.disk = Disk(env, disk_cfg, env.rng.stream(f"{name}.disk"))
         node.on_power_loss(lambda: node.disk.files.power_loss(env._now))
@@ -335,6 +337,7 @@ class Broker:
         max_times = (msg.props or {}).get("MAX_RECONSUME_TIMES", RETRY_MAX_TIMES)
         if msg.reconsume_times <= max_times:
             return msg, req
+        self.cov[COV_DLQ_BY_RETRY_SEND] += 1
         topic = dlq_topic(msg.topic[len(RETRY_GROUP_TOPIC_PREFIX):])
         self.topics.setdefault(topic, DLQ_NUMS_PER_GROUP)
         props = {k: v for k, v in (msg.props or {}).items() if k != PROPERTY_DELAY_TIME_LEVEL}
@@ -440,6 +443,7 @@ class Broker:
         if self.offsets.reset:
             reset = self.offsets.take_reset(group, topic, queue_id)
             if reset >= 0:  # 5.x server-side reset: OFFSET_RESET → PULL_OFFSET_MOVED
+                self.cov[COV_SERVER_SIDE_RESET_TAKEN] += 1
                 max_offset = self.store.max_offset(topic, queue_id)
                 return self.node.reply(src, req_id, new_pull_response((PULL_OFFSET_MOVED, reset, 0, max_offset, (),
                                                                        MASTER_ID)))
@@ -552,6 +556,7 @@ class Broker:
         reconsume = stored.reconsume_times
         props = {PROPERTY_RETRY_TOPIC: req.origin_topic, PROPERTY_ORIGIN_MESSAGE_ID: req.msg_id}
         if reconsume >= max_times or req.delay_level < 0:
+            self.cov[COV_DLQ_BY_SEND_BACK] += 1
             topic = dlq_topic(req.group)
             self.topics.setdefault(topic, DLQ_NUMS_PER_GROUP)
         else:

@@ -36,6 +36,7 @@ from models.broker.config import OS_PAGE_SIZE_BYTES, MessageStoreConfig
 from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, MappedFileQueue, pack_record
 from models.message import PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC, java_string_hash
 from models.records import COMMIT_LOG_DESTROYED, COMMIT_LOG_FLUSHED, COMMIT_LOG_TRUNCATED, OFFSET_REUSED
+from sim.coverage import COV_CRASH_WRITE_BUFFER_LOST, COV_POWER_LOSS_UNFLUSHED_TAIL, COV_QUEUE_OFFSET_REUSED
 from sim.env import Clock
 
 BLANK_MIN_BYTES = 8  # CommitLog END_FILE_MIN_BLANK_LENGTH
@@ -53,7 +54,7 @@ def queue_key(topic_index: int, queue_id: int) -> int:
 
 class CommitLog:
     # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
-    __slots__ = ("_current", "_tags_index", "cfg", "clock", "committed_position", "file_size", "files",
+    __slots__ = ("_current", "_tags_index", "cfg", "clock", "committed_position", "cov", "file_size", "files",
                  "flushed_position", "group_commit", "master", "node", "on_flushed", "on_readable", "pool",
                  "put_hook", "queue_offsets", "replica_has", "replicas", "reused_below", "slow_append", "tags",
                  "tags_codes", "topic_index", "topics", "wrote_position")
@@ -61,6 +62,7 @@ class CommitLog:
     def __init__(self, node: Any, cfg: MessageStoreConfig, pool: bool = False, master: bool = True) -> None:
         self.node = node
         self.clock: Clock = node.env.clock
+        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/coverage.py)
         self.cfg = cfg
         self.file_size = cfg.mapped_file_size_commit_log_bytes
         self.files = MappedFileQueue(self.file_size)
@@ -147,6 +149,7 @@ class CommitLog:
         below = self.reused_below.get(key)
         if below is not None:
             if queue_offset < below:
+                self.cov[COV_QUEUE_OFFSET_REUSED] += 1
                 self.node.trace(OFFSET_REUSED, msg_id, topic, queue_id, queue_offset)
             if queue_offset + 1 >= below:
                 del self.reused_below[key]
@@ -253,10 +256,14 @@ class CommitLog:
         """Process crash with the transient store pool: what was not committed into the file
         never reached the page cache (a power loss truncates further: `lose_page_cache`)."""
         if self.node.host_up:
+            if self.wrote_position > self.committed_position:
+                self.cov[COV_CRASH_WRITE_BUFFER_LOST] += 1
             self._truncate(self.committed_position, PROCESS_CRASH)
 
     def lose_page_cache(self) -> None:
         """Power loss: keep whole records below the last fsync."""
+        if self.wrote_position > self.flushed_position:
+            self.cov[COV_POWER_LOSS_UNFLUSHED_TAIL] += 1
         self._truncate(self.flushed_position, POWER_LOSS)
         if self.group_commit is not None:
             self.group_commit.requests.clear()

@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sim.config import Int, NonNegativeIntMs, PositiveIntMs
+from sim.config import Int, IntBytes, IntMs, NonNegativeIntMs, PositiveIntMs
 from sim.dist import Constant, Dist
 from sim.limits import MAX_TIME_MS
 
@@ -67,14 +67,14 @@ class MessageStoreConfig(BaseModel):
     flush_commit_log_least_pages: Int = Field(4, ge=0, le=INTEGER_MAX_VALUE)  # flushCommitLogLeastPages
     flush_commit_log_thorough_interval_ms: PositiveIntMs = 10_000  # flushCommitLogThoroughInterval
     sync_flush_timeout_ms: PositiveIntMs = 5_000  # syncFlushTimeout
-    mapped_file_size_commit_log_bytes: Int = Field(1 << 30, ge=1 << 16, le=INTEGER_MAX_VALUE)  # mappedFileSizeCommitLog
-    max_message_size_bytes: Int = Field(4 * 1024 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # maxMessageSize
+    mapped_file_size_commit_log_bytes: IntBytes = Field(1 << 30, ge=1 << 16, le=INTEGER_MAX_VALUE)  # mappedFileSizeCommitLog
+    max_message_size_bytes: IntBytes = Field(4 * 1024 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # maxMessageSize
     max_transfer_count_on_message_in_memory: Int = Field(32, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferCountOnMessageInMemory
-    max_transfer_bytes_on_message_in_memory: Int = Field(262_144, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferBytesOnMessageInMemory
+    max_transfer_bytes_on_message_in_memory: IntBytes = Field(262_144, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferBytesOnMessageInMemory
     max_transfer_count_on_message_in_disk: Int = Field(8, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferCountOnMessageInDisk
-    max_transfer_bytes_on_message_in_disk: Int = Field(65_536, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferBytesOnMessageInDisk
+    max_transfer_bytes_on_message_in_disk: IntBytes = Field(65_536, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferBytesOnMessageInDisk
     access_message_in_memory_max_ratio: Int = Field(40, ge=0, le=100)  # accessMessageInMemoryMaxRatio
-    physical_memory_bytes: Int = Field(16 * 1024**3, gt=0, le=1 << 50)  # host RAM (UtilAll.TOTAL_PHYSICAL_MEMORY_SIZE)
+    physical_memory_bytes: IntBytes = Field(16 * 1024**3, gt=0, le=1 << 50)  # host RAM (UtilAll.TOTAL_PHYSICAL_MEMORY_SIZE)
     broker_role: BrokerRole = BrokerRole.ASYNC_MASTER  # brokerRole
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"  # messageDelayLevel
     flush_delay_offset_interval_ms: PositiveIntMs = 10_000  # flushDelayOffsetInterval
@@ -90,15 +90,15 @@ class MessageStoreConfig(BaseModel):
     slave_timeout_ms: PositiveIntMs = 3_000  # slaveTimeout (SYNC_MASTER wait → FLUSH_SLAVE_TIMEOUT)
     ha_send_heartbeat_interval_ms: PositiveIntMs = 5_000  # haSendHeartbeatInterval
     ha_housekeeping_interval_ms: PositiveIntMs = 20_000  # haHousekeepingInterval
-    ha_transfer_batch_size_bytes: Int = Field(32 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # haTransferBatchSize
-    ha_max_gap_not_in_sync_bytes: Int = Field(256 * 1024 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # haMaxGapNotInSync (4.x haSlaveFallbehindMax)
+    ha_transfer_batch_size_bytes: IntBytes = Field(32 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # haTransferBatchSize
+    ha_max_gap_not_in_sync_bytes: IntBytes = Field(256 * 1024 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # haMaxGapNotInSync (4.x haSlaveFallbehindMax)
     # 5.x SYNC_MASTER: acknowledgements a send waits for, the master's own included (≤ 1: no
     # wait). minInSyncReplicas / enableAutoInSyncReplicas act only in the controller and
     # slave-acting-master modes, which are out of scope (models/broker/ha_service.py)
     in_sync_replicas: Int = Field(1, ge=1, le=64)  # inSyncReplicas
     offset_check_in_slave: bool = False  # offsetCheckInSlave
     os_page_cache_busy_time_out_mills: PositiveIntMs = 1_000  # osPageCacheBusyTimeOutMills
-    max_filter_message_size_bytes: Int = Field(MAX_SCAN_BYTES, gt=0, le=INTEGER_MAX_VALUE)  # maxFilterMessageSize
+    max_filter_message_size_bytes: IntBytes = Field(MAX_SCAN_BYTES, gt=0, le=INTEGER_MAX_VALUE)  # maxFilterMessageSize
 
     @field_validator("message_delay_level")
     @classmethod
@@ -129,7 +129,7 @@ class BrokerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    register_name_server_period_ms: Int = Field(30_000, ge=10_000, le=60_000)  # registerNameServerPeriod
+    register_name_server_period_ms: IntMs = Field(30_000, ge=10_000, le=60_000)  # registerNameServerPeriod
     flush_consumer_offset_interval_ms: PositiveIntMs = 5_000  # flushConsumerOffsetInterval
     long_polling_enable: bool = True  # longPollingEnable
     short_polling_time_mills: PositiveIntMs = 1_000  # shortPollingTimeMills
@@ -151,5 +151,5 @@ class BrokerConfig(BaseModel):
     transaction_timeout_ms: NonNegativeIntMs = 6_000  # transactionTimeOut
     transaction_check_max: Int = Field(15, ge=0, le=INTEGER_MAX_VALUE)  # transactionCheckMax
     transaction_check_interval_ms: PositiveIntMs = 30_000  # transactionCheckInterval (60000 up to 5.1.0)
-    transaction_op_msg_max_size_bytes: Int = Field(4_096, gt=0, le=INTEGER_MAX_VALUE)  # transactionOpMsgMaxSize
+    transaction_op_msg_max_size_bytes: IntBytes = Field(4_096, gt=0, le=INTEGER_MAX_VALUE)  # transactionOpMsgMaxSize
     transaction_op_batch_interval_ms: PositiveIntMs = 3_000  # transactionOpBatchInterval

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from models.broker.config import Version
+from sim.coverage import COV_CONFIG_FILE_LOADED_FROM_BAK
 
 ENTRY_JSON_BYTES = 48  # approximate JSON size of one table entry
 
@@ -30,6 +31,7 @@ ENTRY_JSON_BYTES = 48  # approximate JSON size of one table entry
 class ConfigFile:
     def __init__(self, node: Any, path: str, version: str) -> None:
         self.node = node
+        self.cov = node.env.coverage  # rare-state counts (sim/coverage.py)
         self.path = path
         self.bak = path + ".bak"
         self.rename_style = version == Version.V4
@@ -58,5 +60,6 @@ class ConfigFile:
             return dict(content), "file"
         content = files.read(self.bak)
         if content is not None:
+            self.cov[COV_CONFIG_FILE_LOADED_FROM_BAK] += 1
             return dict(content), "bak"
         return {}, "none"

@@ -36,6 +36,7 @@ from models.broker.config import REPUT_INTERVAL_US, FlushDiskType
 from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, unpack_record
 from models.message import PROPERTY_DELAY_TIME_LEVEL, SCHEDULE_TOPIC
 from models.records import CONSUME_QUEUE_DISPATCHED
+from sim.coverage import COV_CONSUME_QUEUE_DIRTY_UNITS_DROPPED, COV_RECOVERY_TRUNCATES_INVALID_TAIL
 from sim.env import Clock
 
 CQ_UNIT = struct.Struct("<qiq")  # ConsumeQueue.CQ_STORE_UNIT_SIZE = 20
@@ -68,14 +69,17 @@ class ConsumeQueue:
         """(physical offset, size, tags code) of queue offset `offset`."""
         return CQ_UNIT.unpack_from(self.units, (offset - self.min_offset) * CQ_UNIT_BYTES)
 
-    def truncate_dirty(self, phys_end: int) -> None:
-        """Drop units that reference CommitLog data at or beyond `phys_end` (truncateDirtyLogicFiles)."""
+    def truncate_dirty(self, phys_end: int) -> int:
+        """Drop units that reference CommitLog data at or beyond `phys_end` (truncateDirtyLogicFiles);
+        returns how many were dropped."""
         self.hint_phys, self.hint_file, self.hint_index = -1, None, -1
         keep = self.max_offset - self.min_offset
         while keep and CQ_UNIT.unpack_from(self.units, (keep - 1) * CQ_UNIT_BYTES)[0] >= phys_end:
             keep -= 1
         del self.units[keep * CQ_UNIT_BYTES:]
+        dropped = self.max_offset - self.min_offset - keep
         self.max_offset = self.min_offset + keep
+        return dropped
 
     def last_end(self) -> int:
         """End of the CommitLog record the last unit references (-1 if empty)."""
@@ -87,13 +91,14 @@ class ConsumeQueue:
 
 class ReputMessageService:
     # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
-    __slots__ = ("_cursor", "_dispatch_bound", "clock", "delivery_us", "detail", "grid_origin_us", "listeners", "log",
+    __slots__ = ("_cursor", "_dispatch_bound", "clock", "cov", "delivery_us", "detail", "grid_origin_us", "listeners", "log",
                  "node", "pending", "queues", "replica", "reput_from", "schedule_listener", "stop_at", "sync_flush")
 
     def __init__(self, node: Any, log: CommitLog, flush_type: FlushDiskType, confirm_flushed: bool = True) -> None:
         self.node = node
         self.clock: Clock = node.env.clock
         self.log: CommitLog = log
+        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/coverage.py)
         self._dispatch_bound = self.dispatch  # bound once: `self.dispatch` makes a new bound-method object each time
         self.sync_flush = flush_type is FlushDiskType.SYNC_FLUSH and confirm_flushed
         self.stop_at = -1  # diverged HA slave: nothing at or past this position is dispatched
@@ -220,11 +225,13 @@ class ReputMessageService:
         self.grid_origin_us = self.node.env._now
         self._cursor = (None, 0)
         if self.stop_at >= 0:  # recovery truncates a diverged slave's log at its first invalid record
+            self.cov[COV_RECOVERY_TRUNCATES_INVALID_TAIL] += 1
             self.log.truncate_invalid(self.stop_at)
             self.stop_at = -1
         end = self.log.wrote_position
         for cq in self.queues.values():
-            cq.truncate_dirty(end)
+            if cq.truncate_dirty(end):
+                self.cov[COV_CONSUME_QUEUE_DIRTY_UNITS_DROPPED] += 1
         self.reput_from = max((cq.last_end() for cq in self.queues.values()), default=0)
         self.reput_from = max(self.reput_from, 0)
         self.dispatch(limit=end)  # recovery dispatches every valid record, flushed or not

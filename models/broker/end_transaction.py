@@ -52,6 +52,7 @@ from models.protocol import (
     SendResponse,
 )
 from models.records import TXN_ENDED
+from sim.coverage import COV_TXN_CHECK_ANSWERED_UNKNOW, COV_TXN_END_REFUSED
 from sim.env import ms
 
 ACTIONS = {TRANSACTION_COMMIT_TYPE: "COMMIT", TRANSACTION_ROLLBACK_TYPE: "ROLLBACK"}
@@ -64,6 +65,7 @@ class BrokerTransaction:
         """`batched_ops`: 5.x (op batching, and the check round's 1 s sleep); False: 4.x."""
         self.broker = broker
         self.node = broker.node
+        self.cov = broker.node.env.coverage  # rare-state counts (sim/coverage.py)
         self.cfg = broker.cfg
         self.timeout_us = ms(self.cfg.transaction_timeout_ms)
         self.bridge = TransactionalMessageBridge(broker)
@@ -88,8 +90,10 @@ class BrokerTransaction:
     # --- EndTransactionProcessor --------------------------------------------------------------
     def on_end_transaction(self, src: str, req_id: int, req: EndTransaction) -> None:
         action = ACTIONS.get(req.commit_or_rollback)
-        if action is None:
-            return  # UNKNOW: "pending status", nothing happens
+        if action is None:  # UNKNOW: "pending status", nothing happens
+            if req.from_transaction_check:
+                self.cov[COV_TXN_CHECK_ANSWERED_UNKNOW] += 1
+            return
         half = self.bridge.look_message_by_offset(req.commit_log_offset)
         code = self._verify(req, half)
         if code == SUCCESS:
@@ -97,6 +101,8 @@ class BrokerTransaction:
                 self._send_final_message(half)
             self.bridge.resolved(half.msg_id)
             self.ops.delete_prepare_message(half.queue_id, half.queue_offset)
+        else:
+            self.cov[COV_TXN_END_REFUSED] += 1
         self.node.trace(TXN_ENDED, req.msg_id, action, req.from_transaction_check, code)
 
     def _verify(self, req: EndTransaction, half: MessageExt | None) -> int:

@@ -31,6 +31,7 @@ from typing import Any
 from models.broker.config import FAST_FAILURE_INITIAL_DELAY_US, FAST_FAILURE_PERIOD_US, BrokerConfig, MessageStoreConfig
 from models.protocol import SYSTEM_BUSY, SendMessage, SendResponse
 from models.records import BROKER_BUSY
+from sim.coverage import COV_BROKER_BUSY_REJECTED
 from sim.env import ms
 
 REJECT_REQUEST = "REJECTREQUEST"
@@ -77,6 +78,7 @@ class SendMessageExecutor:
         return since >= 0 and self.node.env._now - since > self.busy_timeout_us
 
     def _busy(self, src: str, req_id: int, req: SendMessage, reason: str) -> None:
+        self.node.env.coverage[COV_BROKER_BUSY_REJECTED] += 1
         msg = req.msgs[0] if hasattr(req, "msgs") else req.msg  # a batch: its first message
         self.node.trace(BROKER_BUSY, msg.msg_id, reason)
         self.node.reply(src, req_id, SendResponse(SYSTEM_BUSY))

@@ -27,6 +27,7 @@ from typing import Any
 
 from models.broker.commit_log import FLUSH_DISK_TIMEOUT, PUT_OK, CommitLog
 from models.broker.config import GROUP_COMMIT_WAIT_US
+from sim.coverage import COV_FLUSH_DISK_TIMEOUT
 from sim.env import ms
 
 
@@ -131,6 +132,7 @@ class GroupCommitService:
     def __init__(self, log: CommitLog) -> None:
         self.log = log
         self.node = log.node
+        self.cov = log.node.env.coverage  # rare-state counts (sim/coverage.py)
         self.requests: list[list] = []  # [next_offset, deadline_us, callback, done]
         self.in_flight: list[list] = []  # requests covered by the fsync under way
         self.flushing = False
@@ -204,6 +206,7 @@ class GroupCommitService:
         pending = [r for r in self.requests + self.in_flight if not r[3]]
         for request in pending:
             if request[1] <= now:
+                self.cov[COV_FLUSH_DISK_TIMEOUT] += 1
                 request[3] = True
                 request[2](FLUSH_DISK_TIMEOUT)
         upcoming = [r[1] for r in pending if not r[3]]

@@ -41,6 +41,7 @@ from models.protocol import (
     HaTransfer,
 )
 from models.records import BROKER_OFFSET_SYNCED, HA_APPENDED, HA_DISCONNECTED, HA_DIVERGED, SLAVE_SYNCED
+from sim.coverage import COV_HA_SLAVE_DIVERGED
 from sim.env import ms
 
 CONNECT_TIMEOUT_US = 5_000_000  # RemotingHelper.connect(addr): 5000 ms
@@ -136,6 +137,7 @@ class HAClient:
         if not frame.records:
             return
         if frame.torn_bytes and self.reput.stop_at < 0:
+            self.node.env.coverage[COV_HA_SLAVE_DIVERGED] += 1
             self.reput.stop_at = frame.offset
             self.node.trace(HA_DIVERGED, frame.offset, frame.torn_bytes)
         log.append_replica(list(frame.records))

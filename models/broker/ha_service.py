@@ -45,6 +45,12 @@ from models.broker.commit_log import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAI
 from models.broker.config import HA_WRITE_POLL_US, MessageStoreConfig, Version
 from models.protocol import SUCCESS, CodeResponse, HaClose, HaConnect, HaReport, HaTransfer
 from models.records import HA_CONNECTED, HA_DISCONNECTED
+from sim.coverage import (
+    COV_FLUSH_SLAVE_TIMEOUT,
+    COV_HA_SLAVE_CATCHING_UP,
+    COV_SLAVE_NOT_AVAILABLE,
+    COV_SYNC_MASTER_WAITS_FOR_SLAVE,
+)
 from sim.env import ms
 
 
@@ -67,6 +73,7 @@ class HAConnection:
 class HAService:
     def __init__(self, node: Any, log: CommitLog, cfg: MessageStoreConfig, version: str) -> None:
         self.node = node
+        self.cov = node.env.coverage  # rare-state counts (sim/coverage.py)
         self.log = log
         self.cfg = cfg
         self.v4 = version == Version.V4
@@ -116,6 +123,8 @@ class HAService:
         conn.last_read_us = self.node.env._now
         if conn.request_offset < 0:
             conn.request_offset = report.offset
+            if report.offset < self.log.readable_position():
+                self.cov[COV_HA_SLAVE_CATCHING_UP] += 1
             self.node.trace(HA_CONNECTED, src, report.offset)
             self._write(conn)  # the WriteSocketService starts with the first report
         conn.ack_offset = report.offset
@@ -181,6 +190,7 @@ class HAService:
         """CommitLog.handleHA / submitReplicaRequest for a SYNC_MASTER send that waits."""
         if self.v4:
             if not self.slave_ok(next_offset):
+                self.cov[COV_SLAVE_NOT_AVAILABLE] += 1
                 callback(SLAVE_NOT_AVAILABLE)
                 return
             need = 0
@@ -196,6 +206,7 @@ class GroupTransferService:
     def __init__(self, ha: HAService) -> None:
         self.ha = ha
         self.node = ha.node
+        self.cov = ha.cov
         self.requests: list[list] = []  # [next_offset, deadline_us, need_acks (0: 4.x rule), callback]
         self.watcher_armed = False
         self.node.on_crash(self._reset)
@@ -210,6 +221,7 @@ class GroupTransferService:
         if self._done(request):
             callback(PUT_OK)
             return
+        self.cov[COV_SYNC_MASTER_WAITS_FOR_SLAVE] += 1
         self.requests.append(request)
         if not self.watcher_armed:
             self.watcher_armed = True
@@ -237,6 +249,7 @@ class GroupTransferService:
         keep = []
         for request in self.requests:
             if request[1] <= now:
+                self.cov[COV_FLUSH_SLAVE_TIMEOUT] += 1
                 request[3](FLUSH_SLAVE_TIMEOUT)
             else:
                 keep.append(request)

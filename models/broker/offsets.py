@@ -39,6 +39,7 @@ from models.records import (
     CONSUMER_OFFSETS_LOADED,
     CONSUMER_OFFSETS_PERSISTED,
 )
+from sim.coverage import COV_BROKER_OFFSET_ROLLED_BACK, COV_OFFSET_ANSWER_BEHIND_REPLICA
 from sim.env import ms
 
 CONSUMER_OFFSET_FILE = "config/consumerOffset.json"
@@ -47,6 +48,7 @@ CONSUMER_OFFSET_FILE = "config/consumerOffset.json"
 class ConsumerOffsetManager:
     def __init__(self, node: Any, cfg: BrokerConfig, version: str = "5.x", slave: bool = False) -> None:
         self.node = node
+        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/coverage.py)
         self.cfg = cfg
         self.table: dict[tuple[str, str, int], int] = {}
         self.reset: dict[tuple[str, str, int], int] = {}  # resetOffsetTable (heap)
@@ -82,6 +84,7 @@ class ConsumerOffsetManager:
         for (group, topic, queue_id), offset in self.before_crash.items():
             loaded = table.get((group, topic, queue_id), -1)
             if loaded < offset:
+                self.cov[COV_BROKER_OFFSET_ROLLED_BACK] += 1
                 self.node.trace(BROKER_OFFSET_ROLLED_BACK, group, topic, queue_id, offset, loaded)
         self.before_crash = {}
 
@@ -110,6 +113,7 @@ class ConsumerOffsetManager:
         """Record an offset answer below what another replica of the group holds (ground truth)."""
         ahead = max((peer.held(key) for peer in self.peers), default=-1)
         if ahead > max(answered, 0):
+            self.cov[COV_OFFSET_ANSWER_BEHIND_REPLICA] += 1
             group, topic, queue_id = key
             self.node.trace(BROKER_OFFSET_BEHIND_REPLICA, group, topic, broker_name, queue_id, client, answered, ahead)
 

@@ -36,6 +36,7 @@ from models.protocol import (
     new_pull_response,
 )
 from models.records import BROKER_BUSY
+from sim.coverage import COV_SLAVE_PULL_REJECTED
 
 
 class SlaveProcessors:
@@ -61,6 +62,7 @@ class SlaveProcessors:
     def on_pull(self, src: str, req_id: int, req: PullMessage) -> None:
         broker = self.broker
         if self.v5 and not self.slave_read_enable:
+            self.node.env.coverage[COV_SLAVE_PULL_REJECTED] += 1
             self.node.reply(src, req_id, new_pull_response((SYSTEM_BUSY, req.queue_offset, 0, 0, (), MASTER_ID)))
             return
         if self.v5 and req.commit_offset >= 0:

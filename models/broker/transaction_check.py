@@ -82,6 +82,7 @@ from models.message import (
 )
 from models.protocol import CheckTransactionState
 from models.records import TXN_CHECKED, TXN_DISCARDED
+from sim.coverage import COV_TXN_CHECK_MAX_REACHED, COV_TXN_CHECK_NO_PRODUCER
 from sim.env import ms
 
 MAX_PROCESS_TIME_LIMIT_US = 60_000_000  # TransactionalMessageServiceImpl.MAX_PROCESS_TIME_LIMIT
@@ -100,6 +101,7 @@ class TransactionalMessageCheckService:
         self.broker = broker
         self.sleep_while_no_op_us = SLEEP_WHILE_NO_OP_US if v5 else 0  # 4.9.8 pulls again at once
         self.node = broker.node
+        self.cov = broker.node.env.coverage  # rare-state counts (sim/coverage.py)
         self.bridge = bridge
         self.cfg = cfg
         self.interval_us = ms(cfg.transaction_check_interval_ms)
@@ -227,6 +229,7 @@ class TransactionalMessageCheckService:
             props[PROPERTY_TRANSACTION_CHECK_TIMES] = 1
             return False
         if times >= self.check_max:
+            self.cov[COV_TXN_CHECK_MAX_REACHED] += 1
             return True
         props[PROPERTY_TRANSACTION_CHECK_TIMES] = times + 1
         return False
@@ -257,6 +260,8 @@ class TransactionalMessageCheckService:
         if channel is not None:
             self.node.send(channel, CheckTransactionState(group, queue_offset, phys, half.msg_id,
                                                           self.broker.broker_name))
+        else:  # only logged: the check count went up anyway
+            self.cov[COV_TXN_CHECK_NO_PRODUCER] += 1
 
     def available_channel(self, group: str) -> str | None:
         """ProducerManager.getAvailableChannel: round robin over the group's channels (a channel

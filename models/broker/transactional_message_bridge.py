@@ -39,6 +39,7 @@ from models.message import (
     record_bytes,
 )
 from models.records import TXN_HALF_LOST
+from sim.coverage import COV_TXN_HALF_LOST_POWER_LOSS
 
 CID_RMQ_SYS_TRANS = "CID_RMQ_SYS_TRANS"  # TransactionalMessageUtil.buildConsumerGroup()
 REMOVE_TAG = "d"  # TransactionalMessageUtil.REMOVE_TAG
@@ -107,6 +108,7 @@ class TransactionalMessageBridge:
         end = self.store.commit_log.wrote_position  # after the CommitLog's own power-loss hook
         lost = [msg_id for msg_id, phys in self.unresolved.items() if phys >= end]
         for msg_id in lost:
+            self.node.env.coverage[COV_TXN_HALF_LOST_POWER_LOSS] += 1
             del self.unresolved[msg_id]
             self.node.trace(TXN_HALF_LOST, msg_id)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from models.broker.transactional_message_bridge import OFFSET_SEPARATOR, TransactionalMessageBridge
+from sim.coverage import COV_TXN_OP_BATCH_LOST_IN_CRASH
 from sim.env import ms
 
 OP_CONTEXT_CAPACITY = 20_000  # MessageQueueOpContext's LinkedBlockingQueue(20000)
@@ -52,6 +53,8 @@ class TransactionalOpBatchService:
             node.on_start(self._start)
 
     def _lose_heap(self) -> None:
+        if any(ctx.entries for ctx in self.delete_context.values()):  # buffered op records die with the heap
+            self.node.env.coverage[COV_TXN_OP_BATCH_LOST_IN_CRASH] += 1
         self.delete_context.clear()
         self._timer = None
 

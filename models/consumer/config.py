@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sim.config import DurationMs, Int, NodeName, NonNegativeIntMs, PositiveIntMs
+from sim.config import DurationMs, Int, IntMiB, IntMin, IntMs, NodeName, NonNegativeIntMs, PositiveIntMs
 from sim.limits import MAX_TIME_MS
 
 PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US = 50_000  # DefaultMQPushConsumerImpl
@@ -101,15 +101,15 @@ class PushConsumerConfig(BaseModel):
     consume_thread_max: Int = Field(20, gt=0, le=1000)  # consumeThreadMin / consumeThreadMax
     consume_concurrently_max_span: Int = Field(2_000, gt=0, le=65_535)  # consumeConcurrentlyMaxSpan
     pull_threshold_for_queue: Int = Field(1_000, gt=0, le=65_535)  # pullThresholdForQueue
-    pull_threshold_size_for_queue_mib: Int = Field(100, gt=0, le=1024)  # pullThresholdSizeForQueue (MiB)
+    pull_threshold_size_for_queue_mib: IntMiB = Field(100, gt=0, le=1024)  # pullThresholdSizeForQueue (MiB)
     pull_batch_size: Int = Field(32, gt=0, le=1024)  # pullBatchSize
-    pull_interval_ms: Int = Field(0, ge=0, le=65_535)  # pullInterval
+    pull_interval_ms: IntMs = Field(0, ge=0, le=65_535)  # pullInterval
     max_reconsume_times: Int = Field(-1, ge=-1, le=10_000)  # maxReconsumeTimes (-1 → 16; orderly: Integer.MAX_VALUE, never)
     persist_consumer_offset_interval_ms: PositiveIntMs = 5_000  # persistConsumerOffsetInterval
     await_termination_millis_when_shutdown: NonNegativeIntMs = 0  # awaitTerminationMillisWhenShutdown
     suspend_current_queue_time_millis: NonNegativeIntMs = 1_000  # suspendCurrentQueueTimeMillis (orderly; used clamped to [10, 30000])
     consume_message_batch_max_size: Int = Field(1, gt=0, le=1024)  # consumeMessageBatchMaxSize (orderly; the concurrent model takes 1)
-    consume_timeout_min: Int = Field(15, gt=0, le=MAX_TIME_MS // 60_000)  # consumeTimeout (minutes)
+    consume_timeout_min: IntMin = Field(15, gt=0, le=MAX_TIME_MS // 60_000)  # consumeTimeout (minutes)
     pull_time_delay_mills_when_exception: NonNegativeIntMs = 1_000  # pullTimeDelayMillsWhenException
     heartbeat_broker_interval_ms: PositiveIntMs = 30_000  # heartbeatBrokerInterval
     poll_name_server_interval_ms: PositiveIntMs = 30_000  # pollNameServerInterval

@@ -47,6 +47,7 @@ from models.consumer.config import (
 from models.consumer.consume_pool import ConsumePool
 from models.consumer.send_back import SendBack
 from models.records import CONSUMER_CONSUMED
+from sim.coverage import COV_ORDERLY_CONSUME_NEEDS_LOCK, COV_ORDERLY_QUEUE_SUSPENDED
 from sim.env import ms
 
 ORDERLY_OUTER_RELOCK_DELAY_US = 100_000  # ConsumeRequest.run: tryLockLaterAndReconsume(..., 100) when not locked
@@ -57,6 +58,7 @@ class ConsumeOrderlyService(ConsumePool):
         self.consumer = consumer
         self.node = consumer.node
         self.env = self.node.env
+        self.cov = self.env.coverage  # rare-state counts (sim/coverage.py)
         self.group = consumer.group
         cfg = consumer.cfg
         self.threads = cfg.consume_thread_max
@@ -110,6 +112,7 @@ class ConsumeOrderlyService(ConsumePool):
             self._release()
             return
         if not self.consumer.broadcasting and (not pq.locked or pq.is_lock_expired(self.env._now)):
+            self.cov[COV_ORDERLY_CONSUME_NEEDS_LOCK] += 1
             self._try_lock_later(pq, mq, ORDERLY_OUTER_RELOCK_DELAY_US)
             self._release()
             return
@@ -121,6 +124,7 @@ class ConsumeOrderlyService(ConsumePool):
         if pq.dropped:
             return self._release()
         if not self.consumer.broadcasting and (not pq.locked or pq.is_lock_expired(now)):
+            self.cov[COV_ORDERLY_CONSUME_NEEDS_LOCK] += 1
             self._try_lock_later(pq, mq, ORDERLY_RELOCK_DELAY_US)
             return self._release()
         if now - begin_us > MAX_TIME_CONSUME_CONTINUOUSLY_US:
@@ -195,6 +199,7 @@ class ConsumeOrderlyService(ConsumePool):
             if begin_us is not None:
                 self._loop(pq, mq, begin_us)
             return
+        self.cov[COV_ORDERLY_QUEUE_SUSPENDED] += 1
         pq.make_to_consume_again(batch)  # the whole batch, as Java does
         if begin_us is not None:
             self.submit_later(pq, mq, self.suspend_us)

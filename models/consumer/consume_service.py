@@ -33,13 +33,14 @@ from models.consumer.process_queue import ProcessQueue
 from models.consumer.send_back import SendBack
 from models.message import MessageExt
 from models.records import CONSUMER_CONSUMED, CONSUMER_EXPIRED_CLEANED
+from sim.coverage import COV_CONSUME_FAILURE_SENT_BACK, COV_SEND_BACK_FAILED_LOCAL_RETRY
 from sim.env import Clock
 from sim.trace import DIGEST_CHUNK
 
 
 class ConsumeService(ConsumePool):
     # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
-    __slots__ = ("_chunk", "_cut", "_done_bound", "_time_block", "_times", "clock", "consume_time",
+    __slots__ = ("_chunk", "_cut", "_done_bound", "_time_block", "_times", "clock", "consume_time", "cov",
                  "consume_timeout_us", "consumer", "env", "failure_probability", "group", "max_reconsume_times",
                  "name", "node", "offsets", "send_back", "stream", "threads")
 
@@ -53,6 +54,7 @@ class ConsumeService(ConsumePool):
         self.name = self.node.name
         self.env = self.node.env
         self.clock: Clock = self.env.clock
+        self.cov: list[int] = self.env.coverage  # rare-state counts (sim/coverage.py)
         self._chunk = self.node._chunk
         # bound once: reading a method off `self` makes a new bound-method object each time
         self._done_bound = self._done
@@ -124,6 +126,7 @@ class ConsumeService(ConsumePool):
             if ok or self.consumer.broadcasting:
                 self._commit_offset(pq, mq, queue_offset)
             else:
+                self.cov[COV_CONSUME_FAILURE_SENT_BACK] += 1
                 self._send_back(pq, mq, msg)
         if self.queue and self.busy < self.threads:
             self._next()
@@ -169,6 +172,7 @@ class ConsumeService(ConsumePool):
         if ok:
             self._commit(pq, mq, msg)
         else:
+            self.cov[COV_SEND_BACK_FAILED_LOCAL_RETRY] += 1
             self._local_retry(pq, mq, msg)
 
     def _local_retry(self, pq: Any, mq: Any, msg: MessageExt) -> None:

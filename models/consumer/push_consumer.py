@@ -57,6 +57,7 @@ from models.protocol import (
     new_pull_message,
 )
 from models.records import CONSUMER_OFFSET_MOVED, CONSUMER_PULL_FAILED, CONSUMER_QUEUE_DROPPED, CONSUMER_SHUTDOWN
+from sim.coverage import COV_OFFSET_ILLEGAL_CORRECTED, COV_PULL_FLOW_CONTROLLED, COV_PULL_FROM_SLAVE
 from sim.env import Clock, ms
 from sim.node import CONNECT_FAILED, Node
 
@@ -66,7 +67,7 @@ MIB = 1024 * 1024
 class PushConsumer:
     # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
     __slots__ = ("_flow_limits", "_on_pull_bound", "_pull_batch_size", "_pull_interval_us", "_routes_pending",
-                 "_slave_reads", "broadcasting", "cfg", "client", "client_id", "clock", "consume",
+                 "_slave_reads", "broadcasting", "cfg", "client", "client_id", "clock", "consume", "cov",
                  "consume_timestamp_us", "group", "node", "offset_store", "process_queues", "pull_api",
                  "rebalancer", "subscribe_info", "subscriptions", "tag_codes", "v4")
 
@@ -83,6 +84,7 @@ class PushConsumer:
         node = Node(env, name, zone)
         self.node: Node = node
         self.clock: Clock = env.clock
+        self.cov: list[int] = env.coverage  # rare-state counts (sim/coverage.py)
         # bound once: reading a method off `self` makes a new bound-method object each time
         self._on_pull_bound = self._on_pull
         self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one
@@ -229,6 +231,7 @@ class PushConsumer:
         pq.last_pull_us = self.clock.now_us
         cached = pq.msgs
         if len(cached) > 1 and self._flow_controlled(pq):
+            self.cov[COV_PULL_FLOW_CONTROLLED] += 1
             return self.pull_later(mq, pq, PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US)
         # once: a NamedTuple field read costs ~200 instructions (3.11); as a tuple, unpacked in C
         topic, broker_name, queue_id = cython.cast(tuple, mq) if cython.compiled else mq
@@ -242,6 +245,7 @@ class PushConsumer:
                 return self._pull_failed(mq, pq, "no_broker_address")
             addr, slave = target
             if slave:
+                self.cov[COV_PULL_FROM_SLAVE] += 1
                 commit = -1  # PullSysFlag.clearCommitOffsetFlag
         request = new_pull_message((self.group, topic, queue_id, pq.next_offset, self._pull_batch_size,
                                     commit if commit > 0 else -1, BROKER_SUSPEND_MAX_TIME_US,
@@ -284,6 +288,7 @@ class PushConsumer:
             pq.next_offset = next_begin_offset
             self.correct_tags_offset(mq, pq)
         elif code == PULL_OFFSET_MOVED:
+            self.cov[COV_OFFSET_ILLEGAL_CORRECTED] += 1
             return self._offset_illegal(mq, pq, next_begin_offset)
         else:
             return self._pull_failed(mq, pq, f"code_{code}")

@@ -29,6 +29,7 @@ from models.consumer.config import (
 from models.message import MessageQueue
 from models.protocol import SUCCESS, LockBatchMQ, UnlockBatchMQ
 from models.records import CONSUMER_LOCK_LOST
+from sim.coverage import COV_ORDERLY_LOCK_LOST
 
 
 class QueueLocks:
@@ -103,6 +104,7 @@ class QueueLocks:
             if mq in granted:
                 self._mark_locked(pq)
             elif pq.locked:
+                self.node.env.coverage[COV_ORDERLY_LOCK_LOST] += 1
                 pq.locked = False
                 self.node.trace(CONSUMER_LOCK_LOST, self.group, mq.topic, mq.broker_name, mq.queue_id)
 

@@ -42,6 +42,7 @@ from models.protocol import (
     SearchOffset,
 )
 from models.records import CONSUMER_QUEUE_STARTED, CONSUMER_REBALANCED
+from sim.coverage import COV_REBALANCE_DROPPED_QUEUE_IN_FLIGHT
 from sim.env import ms
 
 
@@ -49,6 +50,7 @@ class Rebalancer:
     def __init__(self, consumer: Any, strategy: Any) -> None:
         self.consumer = consumer
         self.node = consumer.node
+        self.cov = consumer.node.env.coverage  # rare-state counts (sim/coverage.py)
         self.strategy = strategy
         self.stream = self.node.env.rng.stream(f"{self.node.name}.rebalance")
         self.last_round_us = -REBALANCE_MIN_INTERVAL_US
@@ -119,6 +121,8 @@ class Rebalancer:
             if mq.topic != topic:
                 continue
             if mq not in wanted or now - pq.last_pull_us > PULL_MAX_IDLE_TIME_US:
+                if pq.msgs:  # pulled, not yet consumed: the next owner pulls them again
+                    self.cov[COV_REBALANCE_DROPPED_QUEUE_IN_FLIGHT] += 1
                 if consumer.drop_queue(mq, pq, "rebalance" if mq not in wanted else "pull_expired"):
                     removed += 1
         for mq in wanted:

@@ -40,6 +40,7 @@ from models.message import (
 )
 from models.protocol import SUCCESS, ConsumerSendMsgBack, SendMessage
 from models.records import CONSUMER_RESENT_AS_NORMAL, CONSUMER_SENT_BACK
+from sim.coverage import COV_SEND_BACK_RESENT_BY_INNER_PRODUCER
 from sim.node import CONNECT_FAILED
 
 PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"  # MessageConst
@@ -54,6 +55,7 @@ class SendBack:
     def __init__(self, consumer: Any, max_reconsume_times: int) -> None:
         self.consumer = consumer
         self.node = consumer.node
+        self.cov = consumer.node.env.coverage  # rare-state counts (sim/coverage.py)
         self.group = consumer.group
         self.max_reconsume_times = max_reconsume_times
         self.retry_topic = retry_topic(consumer.group)
@@ -64,6 +66,7 @@ class SendBack:
         """sendMessageBack(msg, delayLevel, brokerName): `done(True)` once a copy is stored."""
         addr = self.consumer.client.find_broker_address_in_publish(mq.broker_name)  # the master
         if addr is None:
+            self.cov[COV_SEND_BACK_RESENT_BY_INNER_PRODUCER] += 1
             self.send_as_normal(msg, done)
             return
         origin = msg.topic if msg.props is None else msg.user_topic
@@ -77,6 +80,7 @@ class SendBack:
         if ok:
             done(True)
         else:
+            self.cov[COV_SEND_BACK_RESENT_BY_INNER_PRODUCER] += 1
             self.send_as_normal(msg, done)
 
     # --- sendMessageBackAsNormalMessage through the inner producer ------------------------------

@@ -46,6 +46,7 @@ from models.producer.config import (
 )
 from models.producer.semaphore import Semaphore
 from models.protocol import SEND_STATUS_BY_CODE, SendBatchMessage, new_send_message
+from sim.coverage import COV_ASYNC_BACKPRESSURE_REJECTED, COV_SEND_RETRIED_OTHER_BROKER
 from sim.node import CONNECT_FAILED
 
 
@@ -70,6 +71,7 @@ class AsyncSender:
     def __init__(self, producer: Any) -> None:
         self.p = p = producer
         self.node = node = producer.node
+        self.cov = node.env.coverage  # rare-state counts (sim/coverage.py)
         cfg = producer.cfg
         self.v5 = producer.v5
         self.backpressure = cfg.enable_backpressure_for_async_mode and producer.v5
@@ -103,12 +105,14 @@ class AsyncSender:
     def _num_acquired(self, s: AsyncSend, granted: bool) -> None:
         s.num_acquired = granted
         if not granted:
+            self.cov[COV_ASYNC_BACKPRESSURE_REJECTED] += 1
             return self._fail(s, "backpressure_num", "")
         return self._acquire(s, self.sem_size, self._msg_len(s), self._size_acquired)
 
     def _size_acquired(self, s: AsyncSend, granted: bool) -> None:
         s.size_acquired = granted
         if not granted:
+            self.cov[COV_ASYNC_BACKPRESSURE_REJECTED] += 1
             return self._fail(s, "backpressure_size", "")
         return self._run(s)
 
@@ -204,6 +208,8 @@ class AsyncSender:
             else:
                 mq = p.fault.select_one_message_queue(s.info, broker, now // 1000)
             retry_broker = mq.broker_name
+            if retry_broker != broker:
+                self.cov[COV_SEND_RETRIED_OTHER_BROKER] += 1
         addr = p.client.publish_addr.get(retry_broker)
         if addr is None or remaining_us < 0:  # invokeAsync fails before sending (no address; 4.x no time)
             s.attempts += 1

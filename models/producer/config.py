@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sim.config import Int, PositiveIntMs
+from sim.config import Int, IntBytes, IntMs, PositiveIntMs
 from sim.limits import MAX_TIME_MS
 
 INTEGER_MAX_VALUE = 2**31 - 1
@@ -25,19 +25,19 @@ class ProducerConfig(BaseModel):
     retry_times_when_send_failed: Int = Field(2, ge=0, le=MAX_RETRY_TIMES)  # retryTimesWhenSendFailed (SYNC)
     retry_times_when_send_async_failed: Int = Field(2, ge=0, le=MAX_RETRY_TIMES)  # retryTimesWhenSendAsyncFailed
     retry_another_broker_when_not_store_ok: bool = False  # retryAnotherBrokerWhenNotStoreOK
-    send_msg_max_timeout_per_request_ms: Int = Field(-1, ge=-1, le=MAX_TIME_MS)  # sendMsgMaxTimeoutPerRequest (5.3.3; -1 off)
+    send_msg_max_timeout_per_request_ms: IntMs = Field(-1, ge=-1, le=MAX_TIME_MS)  # sendMsgMaxTimeoutPerRequest (5.3.3; -1 off)
     send_latency_fault_enable: bool = False  # sendLatencyFaultEnable
     start_detector_enable: bool = False  # startDetectorEnable (5.1.4+)
     detect_timeout_ms: PositiveIntMs = 200  # detectTimeout (5.1.4+)
     detect_interval_ms: PositiveIntMs = 2_000  # detectInterval (5.1.4+)
     enable_backpressure_for_async_mode: bool = False  # enableBackpressureForAsyncMode (5.x)
     back_pressure_for_async_send_num: Int = Field(10_000, gt=0, le=INTEGER_MAX_VALUE)  # backPressureForAsyncSendNum
-    back_pressure_for_async_send_size_bytes: Int = Field(100 * MIB, gt=0, le=INTEGER_MAX_VALUE)  # backPressureForAsyncSendSize
+    back_pressure_for_async_send_size_bytes: IntBytes = Field(100 * MIB, gt=0, le=INTEGER_MAX_VALUE)  # backPressureForAsyncSendSize
     client_async_semaphore_value: Int = Field(65_535, gt=0, le=INTEGER_MAX_VALUE)  # NettyClientConfig.clientAsyncSemaphoreValue
     poll_name_server_interval_ms: PositiveIntMs = 30_000  # ClientConfig.pollNameServerInterval
     heartbeat_broker_interval_ms: PositiveIntMs = 30_000  # ClientConfig.heartbeatBrokerInterval
     mq_client_api_timeout_ms: PositiveIntMs = 3_000  # ClientConfig.mqClientApiTimeout
-    max_message_size_bytes: Int = Field(4 * MIB, gt=0, le=INTEGER_MAX_VALUE)  # maxMessageSize
+    max_message_size_bytes: IntBytes = Field(4 * MIB, gt=0, le=INTEGER_MAX_VALUE)  # maxMessageSize
 
 
 # constants of the Java code (not tunables)

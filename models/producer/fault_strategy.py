@@ -45,6 +45,13 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from models.message import MessageQueue
+from sim.coverage import (
+    COV_DETECTOR_RESTORED_BROKER,
+    COV_FAULT_BROKER_ISOLATED,
+    COV_PICK_ONE_AT_LEAST_CHOSEN,
+    COV_REACHABLE_PASS_CHOSEN,
+    new_counter,
+)
 
 V4 = "4.x"  # rocketmq-all-4.9.8
 V5 = "5.x"  # rocketmq-all-5.3.3
@@ -375,8 +382,10 @@ class LatencyFaultToleranceImpl:
     def __init__(self, client_version: str = V5, *, which_item_worst: int | None = None,
                  rng: RandomSource | None = None, shuffle_rng: RandomSource | None = None,
                  detect_timeout_ms: int = DETECT_TIMEOUT_MS, detect_interval_ms: int = DETECT_INTERVAL_MS,
-                 start_detector_enable: bool = False) -> None:
+                 start_detector_enable: bool = False, coverage: list[int] | None = None) -> None:
         self.client_version = _check_version(client_version)
+        # the run's rare-state counts (sim/coverage.py; a standalone strategy counts into its own)
+        self.cov = coverage if coverage is not None else new_counter()
         self.fault_item_table: dict[str, FaultItem] = {}  # ConcurrentHashMap; here insertion order
         self.which_item_worst_index = ThreadLocalIndex(client_version, which_item_worst, rng)
         self._shuffle_ints = _int_source(rng if shuffle_rng is None else shuffle_rng)
@@ -479,6 +488,7 @@ class LatencyFaultToleranceImpl:
         """The second half: a successful probe makes the item reachable (never the reverse). Applies to
         the item object, as Java does: an item removed meanwhile is not brought back."""
         if service_ok and not item.reachable_flag:
+            self.cov[COV_DETECTOR_RESTORED_BROKER] += 1
             item.reachable_flag = True
 
     def _require_v5(self, what: str) -> None:
@@ -503,8 +513,11 @@ class MQFaultStrategy:
     def __init__(self, client_version: str = V5, send_latency_fault_enable: bool = False, *,
                  start_detector_enable: bool = False, detect_timeout_ms: int = DETECT_TIMEOUT_MS,
                  detect_interval_ms: int = DETECT_INTERVAL_MS, which_item_worst: int | None = None,
-                 rng: RandomSource | None = None, shuffle_rng: RandomSource | None = None) -> None:
+                 rng: RandomSource | None = None, shuffle_rng: RandomSource | None = None,
+                 coverage: list[int] | None = None) -> None:
         self.client_version = _check_version(client_version)
+        # the run's rare-state counts (sim/coverage.py; a standalone strategy counts into its own)
+        self.cov = coverage if coverage is not None else new_counter()
         if start_detector_enable and client_version == V4:
             raise ValueError("start_detector_enable is a 5.x option (4.9.8 has no detector)")
         self.send_latency_fault_enable = send_latency_fault_enable  # sendLatencyFaultEnable
@@ -514,7 +527,7 @@ class MQFaultStrategy:
         self.latency_fault_tolerance = LatencyFaultToleranceImpl(
             client_version, which_item_worst=which_item_worst, rng=rng, shuffle_rng=shuffle_rng,
             detect_timeout_ms=detect_timeout_ms, detect_interval_ms=detect_interval_ms,
-            start_detector_enable=start_detector_enable)
+            start_detector_enable=start_detector_enable, coverage=self.cov)
 
     # 5.x ClientConfig options, kept on the LatencyFaultToleranceImpl as in Java
     @property
@@ -560,6 +573,8 @@ class MQFaultStrategy:
         if self.send_latency_fault_enable:
             latency_ms = self.isolation_latency_ms if isolation else current_latency_ms
             duration = self.compute_not_available_duration(latency_ms)
+            if duration > 0:  # the broker is held unavailable for a while
+                self.cov[COV_FAULT_BROKER_ISOLATED] += 1
             self.latency_fault_tolerance.update_fault_item(broker_name, current_latency_ms, duration, now_ms, reachable)
 
     def is_available(self, broker_name: str, now_ms: int) -> bool:
@@ -613,6 +628,7 @@ class MQFaultStrategy:
                 pass
             else:
                 queue_id = java_rem(tpi.send_which_queue_index.increment_and_get(), write_queue_nums)
+                self.cov[COV_PICK_ONE_AT_LEAST_CHOSEN] += 1
                 return MessageQueue(mq.topic, not_best_broker, queue_id)
         elif not_best_broker is not None:
             lft.remove(not_best_broker)
@@ -637,6 +653,7 @@ class MQFaultStrategy:
                 return mq
             mq = tpi.select_one_message_queue_filtered(lambda q: lft.is_reachable(q.broker_name), broker_filter)
             if mq is not None:
+                self.cov[COV_REACHABLE_PASS_CHOSEN] += 1
                 return mq
             return tpi.select_one_message_queue()
         mq = tpi.select_one_message_queue_filtered(broker_filter)

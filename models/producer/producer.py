@@ -79,6 +79,7 @@ from models.protocol import (
     new_send_message,
 )
 from models.records import PRODUCER_ATTEMPT_FAILED, PRODUCER_ROUTE_UPDATED, PRODUCER_SEND_FAILED, PRODUCER_SENT
+from sim.coverage import COV_SEND_BUDGET_EXHAUSTED, COV_SEND_RETRIED_OTHER_BROKER
 from sim.env import Clock, ms
 from sim.node import CONNECT_FAILED, Node
 from sim.trace import DIGEST_CHUNK
@@ -94,7 +95,7 @@ class Producer:
     earlier non-OK result `(status, queue)`."""
 
     # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
-    __slots__ = ("_chunk", "_on_response_bound", "_waiting_route", "cfg", "client", "client_version", "clock",
+    __slots__ = ("_chunk", "_on_response_bound", "_waiting_route", "cfg", "client", "client_version", "clock", "cov",
                  "detail", "fault", "fault_on", "group", "max_message_size_bytes", "max_per_request_us", "name", "node",
                  "oneway", "publish", "remoting_reachable", "retry_codes", "selector", "send", "stream",
                  "timeout_us", "times_total", "topics", "v5")
@@ -105,6 +106,7 @@ class Producer:
         node = Node(env, name, zone)
         self.node: Node = node
         self.clock: Clock = env.clock
+        self.cov: list[int] = env.coverage  # rare-state counts (sim/coverage.py)
         self.name = name
         self._chunk = node._chunk
         self.detail = env.tracer.detail  # trace each failed attempt (sim/trace.py detail kinds)
@@ -124,7 +126,8 @@ class Producer:
         self.fault = MQFaultStrategy(client_version, cfg.send_latency_fault_enable,
                                      start_detector_enable=cfg.start_detector_enable and self.v5,
                                      detect_timeout_ms=cfg.detect_timeout_ms,
-                                     detect_interval_ms=cfg.detect_interval_ms, rng=self.stream)
+                                     detect_interval_ms=cfg.detect_interval_ms, rng=self.stream,
+                                     coverage=env.coverage)
         # reachable flag of a RemotingException (5.x): false only while the detector runs
         self.remoting_reachable = not (self.v5 and cfg.start_detector_enable)
         self.retry_codes = RETRY_RESPONSE_CODES_BY_VERSION[client_version]
@@ -228,6 +231,7 @@ class Producer:
             mq = self.fault.select_one_message_queue(info, prev.broker_name, now // 1000)
         cost = now - msg.born_us
         if cost >= self.timeout_us:  # no budget left: callTimeout, no further attempt (see below)
+            self.cov[COV_SEND_BUDGET_EXHAUSTED] += 1
             return self._finish(msg, prev, times, last, steered, "call_timeout")
         remaining = self.timeout_us - cost
         if self.max_per_request_us >= 0 and times + 1 < self.times_total and remaining > self.max_per_request_us:
@@ -235,6 +239,8 @@ class Producer:
         times += 1
         # unpacked in C when compiled (see Broker.process_send)
         _topic, broker_name, queue_id = cython.cast(tuple, mq) if cython.compiled else mq
+        if prev is not None and broker_name != prev.broker_name:  # a retry, on another broker
+            self.cov[COV_SEND_RETRIED_OTHER_BROKER] += 1
         addr = self.client.publish_addr.get(broker_name)
         if addr is None:  # MQClientException: the broker group has no master address
             if self.fault_on:  # 4.x: isolation; 5.x: no isolation, reachable

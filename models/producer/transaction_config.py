@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sim.config import DurationMs, Float, Int
+from sim.config import DurationMs, Float, Int, IntS
 from sim.dist import Constant, Dist
 
 INTEGER_MAX_VALUE = 2**31 - 1
@@ -34,7 +34,7 @@ class TransactionSpec(BaseModel):
     check_time_ms: Dist = Constant(value=0)  # checkLocalTransaction's duration (on the check thread)
     log_lost_on_crash: bool = False  # the log is each instance's memory: a crash loses it, other instances never see it
     unknown_transaction_answer: LocalTransactionState = "UNKNOW"  # the answer for a transaction the log does not know
-    check_immunity_time_s: Int | None = Field(None, ge=0, le=INTEGER_MAX_VALUE)  # CHECK_IMMUNITY_TIME_IN_SECONDS property
+    check_immunity_time_s: IntS | None = Field(None, ge=0, le=INTEGER_MAX_VALUE)  # CHECK_IMMUNITY_TIME_IN_SECONDS property
     shutdown_ms: DurationMs | None = None  # the application shuts the producer down for good (producer.shutdown())
     # TransactionMQProducer
     check_thread_pool_min_size: Int = Field(1, ge=1, le=1)  # checkThreadPoolMinSize (one check thread: modelled)

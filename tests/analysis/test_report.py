@@ -1,5 +1,6 @@
-"""The report: Spark SQL aggregates are right (pooled histograms, CIs), and the HTML page renders
-in headless Chromium with every figure (scripts/setup.sh --test installs Chromium)."""
+"""The report on a real sweep: the aggregates read through Spark are right (pooled histograms, CIs),
+and the HTML page renders in headless Chromium with every figure, the focus first (scripts/setup.sh
+--test installs Chromium)."""
 
 from __future__ import annotations
 
@@ -31,11 +32,11 @@ seeds: 2
 keep: [latencies]
 timeline: {{point: 3, seed: 2}}
 """
-TITLES = ("Duplicate-delivery rate vs rate", "Duplicate-delivery rate vs threads",
-          "Duplicate-delivery rate heatmap: rate × threads",
+TITLES = ("Duplicate-delivery rate: rate × threads", "Duplicate-delivery rate by cause vs rate",
+          "Duplicate-delivery rate by cause vs threads",
           "Latency percentile spectrum per point (pooled histograms)",
-          "Latency over simulated time, run p0003-s2 (faults shaded)",
-          "Message loss per point", "Histogram of delivery counts per message")
+          "Latency over simulated time, run p0003-s2 (faults shaded)", "Histogram of delivery counts per message")
+STEMS = ("duplicates_heatmap", "duplicates_by_cause", "latency_spectrum", "latency_timeline", "delivery_counts")
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +54,20 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def spark(swept: Path):
-    from analysis import aggregate
     from analysis.sweep import spark_session
 
-    session = spark_session("local[2]", None, app="report-test")
-    aggregate.open_views(session, swept)
-    return session
+    return spark_session("local[2]", None, app="report-test")
+
+
+@pytest.fixture(scope="module")
+def data(swept: Path, spark):
+    """The sweep as the report reads it (analysis/aggregate.py: through Spark)."""
+    from analysis import aggregate
+    from analysis.report import check_tables
+    from analysis.sweep_dir import read_manifest
+
+    schema, n_runs = check_tables(swept, read_manifest(swept)["digest"])
+    return aggregate.load(spark, swept, ["rate", "threads"], schema, "p0003-s2", n_runs)
 
 
 def _chromium() -> str:
@@ -68,12 +77,20 @@ def _chromium() -> str:
     pytest.fail("headless Chromium is not installed: run `bash scripts/setup.sh --test` (apt package chromium)")
 
 
-def test_pooled_percentiles_merge_histograms_not_average(swept: Path, spark) -> None:
+@pytest.mark.parametrize("inline", [True, False])
+def test_pooled_percentiles_merge_histograms_not_average(swept: Path, spark, data, inline: bool,
+                                                         monkeypatch) -> None:
     """Per point, the pooled p50/p99 equal the exact percentiles of all the point's samples
-    (within the histogram's bucket error), which averaging per-run percentiles would not give."""
+    (within the histogram's bucket error), which averaging per-run percentiles would not give;
+    whether the histograms come with the rows (a small sweep) or are merged by Spark (a large one)."""
     from analysis import aggregate
+    from analysis.report import check_tables
 
-    pooled = aggregate.pooled_latency(spark)
+    if not inline:
+        monkeypatch.setattr(aggregate, "INLINE_HISTOGRAM_RUNS", 0)
+        schema, n_runs = check_tables(swept, data.runs["sweep_digest"].iloc[0])
+        data = aggregate.load(spark, swept, ["rate", "threads"], schema, None, n_runs)
+    pooled = {s["point"]: s["latency_ms"] for s in aggregate.point_stats(data)}
     lat = ds.dataset(swept / "latencies", format="parquet").to_table().to_pylist()
     for point in range(4):
         values = sorted(r["latency_ms"] for r in lat if r["point"] == point and r["sent_ms"] >= 5_000)  # warm-up
@@ -82,35 +99,37 @@ def test_pooled_percentiles_merge_histograms_not_average(swept: Path, spark) -> 
             assert pooled[point][name] == pytest.approx(exact, rel=0.006, abs=0.002), (point, name)
 
 
-def test_point_stats_pool_rates_with_score_intervals(swept: Path, spark) -> None:
+def test_point_stats_pool_rates_with_score_intervals(swept: Path, data) -> None:
     """Rates are pooled over the point's runs (events / acked deliveries) with a score interval
     that contains the rate and never goes below 0 — even at 0 events (loss here)."""
     from analysis import aggregate
     from analysis.stats import poisson_score, wilson
 
     runs = ds.dataset(swept / "runs", format="parquet").to_table().to_pylist()
-    stats = aggregate.point_stats(spark, ["rate", "threads"])
+    stats = aggregate.point_stats(data)
     assert [s["point"] for s in stats] == [0, 1, 2, 3]
     for s in stats:
         mine = [r for r in runs if r["point"] == s["point"]]
         dups, exposure = sum(r["duplicates"] for r in mine), sum(r["acked_deliveries"] for r in mine)
-        d = s["duplicate_rate"]
-        assert d["n"] == 2 and d["mean"] == pytest.approx(dups / exposure)
+        d = s["duplicates"]
+        assert d["runs"] == 2 and d["mean"] == pytest.approx(dups / exposure)
         assert (d["lo"], d["hi"]) == pytest.approx(poisson_score(dups, exposure))
-        loss = s["loss_rate"]
+        assert sum(d["causes"].values()) == dups  # the ten mechanisms add up
+        loss = s["loss"]
         assert loss["mean"] == 0 and loss["lo"] == 0 and (loss["lo"], loss["hi"]) == wilson(0, exposure)
         assert 0 < loss["hi"] < 4 / exposure  # "none lost in n" still has an upper bound, about 3.8/n
-        for name in aggregate.POOLED_RATES:
+        for name in ("loss", "duplicates"):
             assert 0 <= s[name]["lo"] <= s[name]["mean"] <= s[name]["hi"], name
-        assert s["transaction_violations"]["mean"] is None  # no transactional producers: n/a
+        assert s["transactions"]["mean"] is None  # no transactional producers: n/a
+    assert aggregate.METRICS["loss"].events == "lost"
 
 
-def test_point_stats_count_the_valid_runs(swept: Path, spark) -> None:
+def test_point_stats_count_the_valid_runs(swept: Path, data) -> None:
     from analysis import aggregate
 
     runs = ds.dataset(swept / "runs", format="parquet").to_table().to_pylist()
     assert {r["verdict"] for r in runs} == {"valid"}  # a consumer crash: duplicates only, at-least-once holds
-    for s in aggregate.point_stats(spark, ["rate", "threads"]):
+    for s in aggregate.point_stats(data):
         assert s["passed"] == sum(1 for r in runs if r["point"] == s["point"] and r["verdict"] == "valid") == 2
 
 
@@ -125,8 +144,7 @@ def test_report_renders_in_headless_chromium(swept: Path, spark, tmp_path: Path)
     from analysis.report import build_report
 
     page = build_report(swept, tmp_path / "report", master="local[2]")
-    for stem in ("duplicates_vs_params", "duplicates_heatmap", "latency_spectrum", "latency_timeline",
-                 "loss_per_point", "delivery_counts"):
+    for stem in STEMS:
         assert (tmp_path / "report" / f"{stem}.png").stat().st_size > 5_000
         assert (tmp_path / "report" / f"{stem}.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
     browser = _chromium()
@@ -134,7 +152,9 @@ def test_report_renders_in_headless_chromium(swept: Path, spark, tmp_path: Path)
     env = {**os.environ, "HOME": str(tmp_path)}  # Chromium's profile goes here, not in $HOME
     dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
                          timeout=120, env=env).stdout
-    assert 'data-figures-loaded="6/6"' in dom, "every embedded figure decoded with a non-zero size"
+    assert 'data-figures-loaded="5/5"' in dom, "every embedded figure decoded with a non-zero size"
+    assert re.findall(r'<figure id="([^"]+)"', dom) == list(STEMS)  # the focus (duplicates, inferred) first
+    assert "Zero in every run: loss." in dom and "loss_by_cause" not in dom
     for title in TITLES:
         assert title in dom, title
     assert "pooled over threads × seeds (4 runs per value)" in dom  # a marginal says what it pools

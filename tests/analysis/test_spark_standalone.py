@@ -36,6 +36,8 @@ from tests.analysis.test_sweep import (
 )
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.serial  # alone, after the parallel part (scripts/test.sh): its daemons' timing
+
 SCRIPT = "scripts/spark_standalone.sh"  # as the README runs it, from the checkout
 SCRIPT_TIMEOUT_S = 150  # the script's own bound on start-up is 90 s per daemon
 SWEEP_TIMEOUT_S = 180

@@ -23,6 +23,7 @@ from models.records import (
     TXN_HALF_LOST,
     TXN_LOCAL_DONE,
 )
+from sim.coverage import new_counter
 from sim.scenario import from_data
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,7 +98,7 @@ class _Node:
     """Just enough of sim.node.Node for the op batch service: a clock and timers."""
 
     def __init__(self):
-        self.env = type("E", (), {"_now": 0})()
+        self.env = type("E", (), {"_now": 0, "coverage": new_counter()})()
         self.pending, self.crash_hooks, self.start_hooks = [], [], []
 
     def timer(self, delay, fn):
