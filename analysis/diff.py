@@ -27,7 +27,7 @@ from typing import Any
 
 from analysis import fmt, sweep_dir
 from analysis import results_store as store
-from sim.files import UnsafeFile, lstat_kind, read_bounded, regular_file
+from sim.files import UnsafeFile, lstat_kind, read_json, regular_file
 
 MAX_JSON_BYTES = 64 << 20
 RUN_ID_RE = re.compile(r"p[0-9]{4,}-s[0-9]+")
@@ -95,12 +95,7 @@ def read_side(text: str) -> Side:
 
 
 def _json(path: Path) -> Any:
-    try:
-        return json.loads(read_bounded(path, MAX_JSON_BYTES))
-    except (UnsafeFile, OSError) as exc:
-        raise DiffError(f"cannot read {path}: {exc}") from None
-    except ValueError:
-        raise DiffError(f"{path} is damaged (not the JSON rmqsim writes)") from None
+    return read_json(path, MAX_JSON_BYTES, DiffError, "is damaged (not the JSON rmqsim writes)")
 
 
 def _run_dir(text: str, path: Path) -> Side:

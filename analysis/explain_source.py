@@ -17,13 +17,12 @@ whose digest is not the summary's.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.files import UnsafeFile, lstat_kind, read_bounded
+from sim.files import lstat_kind, read_json
 from sim.trace import DIGEST_CHUNK, digest
 
 MAX_JSON_BYTES = 64 << 20
@@ -74,12 +73,7 @@ def read_run(directory: str | Path) -> RunFiles:
 
 
 def _json(path: Path) -> Any:
-    try:
-        return json.loads(read_bounded(path, MAX_JSON_BYTES))
-    except (UnsafeFile, OSError) as exc:
-        raise ExplainError(f"cannot read {path}: {exc}") from None
-    except ValueError:
-        raise ExplainError(f"{path} is not JSON") from None
+    return read_json(path, MAX_JSON_BYTES, ExplainError, "is not JSON")
 
 
 def stream(run: RunFiles, observers: list[Observer]) -> str:

@@ -74,15 +74,23 @@ def by_cause_vs_params(marginals: dict[str, list[dict[str, Any]]], metric: Metri
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
         _total_with_interval(ax, xs, rows, numeric)
         ax.set_ylim(bottom=0)
-        ax.set_xticks(xs, labels)
-        ax.set_xlabel(name)
-        ax.set_ylabel(f"% of {metric.of}")
-        ax.set_title(f"{metric.title} by cause vs {name}\n{pooled_note(rows)}", fontsize=10)
-        ax.legend(fontsize=8)
-        if not numeric:
-            ax.set_xlim(-0.6, len(xs) - 0.4)
+        _label_axes(ax, xs, labels, name, numeric, f"% of {metric.of}",
+                    f"{metric.title} by cause vs {name}\n{pooled_note(rows)}")
     fig.tight_layout()
     return fig
+
+
+def _label_axes(ax: Any, xs: list[float], labels: list[str], name: str, numeric: bool, ylabel: str,
+                title: str) -> None:
+    """One panel against a swept parameter: ticks, labels, title, legend; a categorical
+    parameter's panel keeps half a slot of margin at either end."""
+    ax.set_xticks(xs, labels)
+    ax.set_xlabel(name)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    if not numeric:
+        ax.set_xlim(-0.6, len(xs) - 0.4)
 
 
 def _total_with_interval(ax: Any, xs: list[float], rows: list[dict[str, Any]], numeric: bool) -> None:
@@ -172,13 +180,8 @@ def latency_vs_params(marginals: dict[str, list[dict[str, Any]]]) -> Figure:
             ax.plot(xs, [y if y is not None else float("nan") for y in ys], "o-" if numeric else "o",
                     color=color, label=q)
         ax.set_yscale("log")
-        ax.set_xticks(xs, labels)
-        ax.set_xlabel(name)
-        ax.set_ylabel("send → first consume latency (ms)")
-        ax.set_title(f"Latency percentiles vs {name}\n{pooled_note(rows)}", fontsize=10)
-        ax.legend(fontsize=8)
-        if not numeric:
-            ax.set_xlim(-0.6, len(xs) - 0.4)
+        _label_axes(ax, xs, labels, name, numeric, "send → first consume latency (ms)",
+                    f"Latency percentiles vs {name}\n{pooled_note(rows)}")
     fig.tight_layout()
     return fig
 

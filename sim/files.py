@@ -205,6 +205,17 @@ def read_at_most(fd: int, limit: int) -> bytes | None:
     return None if size > limit else b"".join(chunks)
 
 
+def read_json(path: Path, limit: int, error: type[Exception], damaged: str) -> Any:
+    """A JSON file rmqsim wrote (bounded as `read_bounded`); a file that cannot be read raises
+    `error("cannot read <path>: <why>")`, one that is not JSON `error("<path> <damaged>")`."""
+    try:
+        return json.loads(read_bounded(path, limit))
+    except (UnsafeFile, OSError) as exc:
+        raise error(f"cannot read {path}: {exc}") from None
+    except ValueError:
+        raise error(f"{path} {damaged}") from None
+
+
 def read_bounded(path: Path, limit: int) -> bytes:
     """The content of a regular file of at most `limit` bytes; UnsafeFile otherwise (never reads more)."""
     fd = open_regular(path)
