@@ -1,5 +1,5 @@
 """Downstream of the simulator: checkers over records (checks.py); sweeps and reports later."""
 
-from sim import compiled as _compiled
+from sim.kernel import compiled as _compiled
 
-_compiled.install()  # this package's per-message modules may be compiled (sim/compiled.py)
+_compiled.install()  # this package's per-message modules may be compiled (sim/kernel/compiled.py)

@@ -344,7 +344,7 @@ def delivery_counts(data: SweepData) -> list[tuple[int, int]]:
 
 
 def coverage(data: SweepData) -> dict[str, Any] | None:
-    """Per rare-state point (sim/coverage.py): runs reaching it and times reached in all; the
+    """Per rare-state point (sim/kernel/coverage.py): runs reaching it and times reached in all; the
     runs that recorded coverage; None if no run did (results of an older rmqsim)."""
     maps = [m for m in data.column("coverage").tolist() if isinstance(m, dict) or isinstance(m, list)]
     if not maps:

@@ -24,7 +24,7 @@ import numpy as np
 
 from analysis.time_column import TimeColumn
 from models.records import CONSUMER_QUEUE_DROPPED, CONSUMER_QUEUE_STARTED, CONSUMER_REBALANCED, CONSUMER_SHUTDOWN
-from sim.trace import NODE_CRASHED
+from sim.kernel.trace import NODE_CRASHED
 
 LAG_POINTS = 600  # at most this many points in a unit's lag series
 SEC_US = 1_000_000

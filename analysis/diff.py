@@ -27,7 +27,7 @@ from typing import Any
 
 from analysis import fmt, sweep_dir
 from analysis import results_store as store
-from sim.files import UnsafeFile, lstat_kind, read_json, regular_file
+from sim.kernel.files import UnsafeFile, lstat_kind, read_json, regular_file
 
 MAX_JSON_BYTES = 64 << 20
 RUN_ID_RE = re.compile(r"p[0-9]{4,}-s[0-9]+")
@@ -160,7 +160,7 @@ def _map(value: Any) -> Any:
 def _rebuilt_scenario(manifest: dict[str, Any], row: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """The point's resolved scenario: the sweep's base file with the row's `--set` items."""
     from sim import scenario as scenario_mod
-    from sim.config import ConfigError
+    from sim.kernel.config import ConfigError
 
     try:
         words = shlex.split(row.get("repro") or "")

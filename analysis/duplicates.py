@@ -54,7 +54,7 @@ from models.records import (
     CONSUMER_QUEUE_STARTED,
     CONSUMER_SHUTDOWN,
 )
-from sim.trace import NODE_CRASHED
+from sim.kernel.trace import NODE_CRASHED
 
 CAUSES = ("producer_retry", "rebalance", "consumer_crash", "consumer_shutdown", "broker_offset_rollback",
           "offset_reset", "failover", "send_back", "txn_double_commit", "other")

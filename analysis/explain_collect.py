@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import deque
 
 import models.records as rec
-from sim import trace
+from sim.kernel import trace
 
 RING = 16
 RARE = frozenset((

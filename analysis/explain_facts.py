@@ -20,7 +20,7 @@ from typing import Any
 
 import models.records as rec
 from analysis.ledger import display_key
-from sim import trace
+from sim.kernel import trace
 
 INTERNAL_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS", "TRANS_CHECK_MAX_TIME_TOPIC")
 _STAGE = {rec.BROKER_OFFSET_COMMITTED: "commit", rec.BROKER_OFFSET_FILE_WRITTEN: "file",

@@ -31,7 +31,7 @@ import models.records as rec
 from analysis.consumer_metrics import LAG_POINTS, SEC_US
 from analysis.explain_reasons import Verdict, duplicate_verdict, lost_verdict, violation_verdict
 from analysis.explain_source import ExplainError
-from sim import trace
+from sim.kernel import trace
 
 PRE_FAULT_S = 5
 NO_FAULT = "no fault"

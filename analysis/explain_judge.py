@@ -20,7 +20,7 @@ from analysis.ledger import SEQ_BITS, SEQ_MASK, Ledger, ProducerInfo
 from analysis.message_causes import MessageCauses
 from analysis.txn_checker import TxnLedger
 from models.records import COMMIT_LOG_DESTROYED
-from sim.env import ms
+from sim.kernel.env import ms
 
 
 @dataclass

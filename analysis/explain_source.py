@@ -1,7 +1,7 @@
 """Where `rmqsim explain` gets a run's records: its Parquet trace, or a replay of the run.
 
 A run directory holds `summary.json`, `scenario.resolved.json` and `run_meta.json`, and with
-`--trace` the records in `trace/` (detail kinds included, sim/trace.py). Without a trace the run
+`--trace` the records in `trace/` (detail kinds included, sim/kernel/trace.py). Without a trace the run
 is replayed: rmqsim is deterministic, so the resolved scenario and the seed give the same records
 again, detail kinds emitted this time (`run_scenario(..., detail=True)`). Either way the records
 stream, chunk by chunk, into the caller's observers (the checkers' ledgers and a collector that
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.files import lstat_kind, read_json
-from sim.trace import DIGEST_CHUNK, digest
+from sim.kernel.files import lstat_kind, read_json
+from sim.kernel.trace import DIGEST_CHUNK, digest
 
 MAX_JSON_BYTES = 64 << 20
 Observer = Callable[[list[tuple]], None]
@@ -50,7 +50,7 @@ class RunFiles:
 
 def read_run(directory: str | Path) -> RunFiles:
     """A finished run's files (module docstring); ExplainError if `directory` is not one."""
-    from sim.config import ConfigError
+    from sim.kernel.config import ConfigError
     from sim.scenario import from_data
 
     path = Path(directory)
@@ -109,8 +109,8 @@ def _chunked(records: Iterable[tuple], observers: list[Observer]) -> Iterator[tu
 
 
 def _replay(run: RunFiles, observers: list[Observer]) -> str:
+    from sim.kernel.sources import simulator_sha256
     from sim.runner import run_scenario
-    from sim.sources import simulator_sha256
 
     recorded = run.meta.get("simulator_sha256")
     if recorded is not None and recorded != simulator_sha256():

@@ -1,7 +1,7 @@
 """The summary's `faults_applied`: every fault a run injected, with its actual start and end.
 
 A scripted fault starts at `at_ms` plus its jitter draw; a random fault when its up phase ran out
-(sim/faults.py). Each entry names the fault by `index`: its position in the resolved scenario's
+(sim/kernel/faults.py). Each entry names the fault by `index`: its position in the resolved scenario's
 `faults`, random faults numbered after the scripted ones in firing order (`rmqsim explain
 --fault K` takes that index). `end_ms` is when its effect ended, from the injector's own records:
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.trace import FAULT_HEALED, FAULT_INJECTED
+from sim.kernel.trace import FAULT_HEALED, FAULT_INJECTED
 
 UNTIL_RESTART = ("process_crash", "power_loss")
 UNTIL_HEAL = ("partition", "link_latency", "packet_loss")

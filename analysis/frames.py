@@ -1,6 +1,6 @@
 """One record kind as a pandas DataFrame with typed columns (notebooks: `RunResult.frame(kind)`).
 
-Columns: `t_us`, `node`, then the kind's fields as declared (sim/trace.py, models/records.py),
+Columns: `t_us`, `node`, then the kind's fields as declared (sim/kernel/trace.py, models/records.py),
 with the Parquet trace's types (int64, string, double, boolean; nullable), read either from the
 records kept in memory (`keep_records=True`) or from a Parquet trace (`trace_dir=`). Given the
 producers' names, a kind with a `msg_id` column gets the message's display key `msg_key`
@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analysis.trace_store import kind_path, kind_schema
-from sim.trace import KINDS
+from sim.kernel.trace import KINDS
 
 
 class FrameError(Exception):

@@ -57,7 +57,7 @@ from models.records import (
     PRODUCER_SEND_FAILED,
     PRODUCER_SENT,
 )
-from sim.trace import NODE_CRASHED
+from sim.kernel.trace import NODE_CRASHED
 
 SEQ_BITS = 32  # message ids: producer index << 32 | seq (models/message.py)
 SEQ_MASK = (1 << SEQ_BITS) - 1
@@ -164,7 +164,7 @@ def _column(records: Any, c: int) -> list:
 
 @cython.locals(records=tuple, c=cython.Py_ssize_t, i=cython.Py_ssize_t, n=cython.Py_ssize_t, out=cython.longlong[:])
 def _int_column(records: Any, c: int, dtype: type) -> np.ndarray:
-    """Field `c` of each record as a NumPy array of `dtype`. Compiled (sim/compiled.py), an int64
+    """Field `c` of each record as a NumPy array of `dtype`. Compiled (sim/kernel/compiled.py), an int64
     or bool column is filled in a C loop (about a sixth of np.fromiter's cost over an
     itemgetter); a value that is not an integer of that range (bool included) goes to
     np.fromiter, which converts or refuses it as it always does."""

@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from models.records import BROKER_LOCK_GRANTED
-from sim.trace import NODE_CRASHED
+from sim.kernel.trace import NODE_CRASHED
 
 CAUSES = ("send_side", "retry_path", "broker_lost_locks", "lock_expired", "other")
 SEQ_BITS = 32  # message id = producer index << 32 | sequence number (models/message.py)

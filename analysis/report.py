@@ -16,7 +16,7 @@ JIT compiler, interpreted expressions and a class archive (analysis/spark_classe
 and answer sooner than the defaults for one row per run; matplotlib is imported meanwhile.
 The page embeds the PNGs as data URIs, so it can be mailed or archived as one file. Also written:
 `points.json` (the per-point table). Every file is written under a temporary name and renamed,
-the HTML page last, and recorded in the report folder's manifest (sim/files.py `OwnedDir`): a
+the HTML page last, and recorded in the report folder's manifest (sim/kernel/files.py `OwnedDir`): a
 file there that rmqsim did not write is never overwritten; a figure an earlier report drew and
 this one does not is removed if the manifest proves it rmqsim's and unchanged; and a report that
 fails half-way removes what it wrote.
@@ -50,8 +50,8 @@ from analysis import results_store as store
 from analysis.aggregate import METRICS
 from analysis.checks import DELIVERY_COUNT_CAP
 from analysis.report_html import SCRIPT, STYLE, page
-from sim.files import REPORT_TOOL, OwnedDir, UnsafeFile, lstat_kind, matches, regular_file, some
-from sim.files import report_dir as claim_report_dir
+from sim.kernel.files import REPORT_TOOL, OwnedDir, UnsafeFile, lstat_kind, matches, regular_file, some
+from sim.kernel.files import report_dir as claim_report_dir
 
 __all__ = ["SCRIPT", "STYLE", "ReportError", "build_report", "check_tables"]
 MAX_FAILING_ROWS = 500  # failing runs listed on the page (the count says how many in all)

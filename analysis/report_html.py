@@ -14,7 +14,7 @@ from urllib.parse import quote
 from analysis import fmt
 from analysis import focus as focus_mod
 from analysis.aggregate import METRICS
-from sim.files import lstat_kind
+from sim.kernel.files import lstat_kind
 
 STYLE = """body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:12px}
@@ -176,7 +176,7 @@ def _quiescence(q: dict[str, Any]) -> str:
 
 
 def _coverage(cov: dict[str, Any] | None) -> str:
-    """Runs reaching each rare-state point (sim/coverage.py), and the points no run reached."""
+    """Runs reaching each rare-state point (sim/kernel/coverage.py), and the points no run reached."""
     if cov is None:
         return "<p>Not recorded by these runs (an older rmqsim).</p>"
     described = _coverage_descriptions()
@@ -199,7 +199,7 @@ def _coverage(cov: dict[str, Any] | None) -> str:
 def _coverage_descriptions() -> dict[str, str]:
     """Point name → the branch it marks, in the registry's order (empty if there is none)."""
     try:
-        from sim.coverage import POINTS
+        from sim.kernel.coverage import POINTS
     except ImportError:
         return {}
     return {p.name: getattr(p, "branch", "") for p in POINTS}

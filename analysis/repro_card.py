@@ -90,7 +90,7 @@ def replay_command(command: str, summary: dict[str, Any] | None) -> str:
     out = command if " --trace " in f"{command} " else f"{command} --trace"
     bound = (summary or {}).get("max_events")
     if bound is None and (summary or {}).get("stopped_by") == "max_events":
-        detail = str(summary.get("stopped_detail") or "")  # sim/runner.py, sim/watchdog.py word it so
+        detail = str(summary.get("stopped_detail") or "")  # sim/runner.py, sim/kernel/watchdog.py word it so
         found = re.search(r"max_events \(([0-9,]+)\)", detail) or re.search(r"([0-9][0-9,]*) events processed", detail)
         bound = int(found.group(1).replace(",", "")) if found else None
     if summary and summary.get("stopped_by") == "max_events" and bound:
@@ -252,8 +252,8 @@ def sweep_card(out_dir: Path, task: dict[str, Any], row: dict[str, Any], summary
     run stopped at a bound or failed to run), written atomically; returns it to be listed in the
     row's `output_files` (none for a valid run, whose leftover card of an earlier attempt is removed)."""
     from analysis.sweep_dir import CARD_HEADING, REPRO
-    from sim.files import atomic_path
-    from sim.sources import simulator_sha256
+    from sim.kernel.files import atomic_path
+    from sim.kernel.sources import simulator_sha256
 
     final = Path(out_dir) / REPRO / f"{task['run_id']}.md"
     if not needs_card(summary, row.get("status", "ok")):

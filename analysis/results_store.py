@@ -8,7 +8,7 @@
     DIR/latencies/<run_id>.parquet   (kept on request) one row per acked, consumed message
 
 Each file is written to a hidden temporary name in its folder and renamed into place
-(sim/files.py), so a reader (Spark ignores names starting with '.' or '_') never sees half a file. The run's
+(sim/kernel/files.py), so a reader (Spark ignores names starting with '.' or '_') never sees half a file. The run's
 per-message tables are renamed before its `runs` row, and the row lists them (`output_files`:
 path, size in bytes and SHA-256 of each): a run is complete exactly when its `runs` file exists
 with status "ok" and every file it lists is there with its size (a truncated `deliveries` file
@@ -44,7 +44,7 @@ from analysis.run_rows import (
     TXN_FIGURES,
 )
 from analysis.sweep_dir import TABLES
-from sim.files import atomic_path, file_digest
+from sim.kernel.files import atomic_path, file_digest
 
 RUNS, DELIVERIES, LATENCIES = TABLES
 EXTRA_COLUMNS = frozenset({"sweep_digest", "output_files"})  # runs-table columns beyond run_rows.RESERVED_COLUMNS

@@ -48,9 +48,9 @@ from models.records import (
     TXN_ENDED,
     TXN_LOCAL_DONE,
 )
-from sim.files import UnsafeFile, lstat_kind, read_bounded, read_manifest, regular_file
-from sim.limits import MAX_TIME_MS
-from sim.trace import FAULT_HEALED, FAULT_INJECTED
+from sim.kernel.files import UnsafeFile, lstat_kind, read_bounded, read_manifest, regular_file
+from sim.kernel.limits import MAX_TIME_MS
+from sim.kernel.trace import FAULT_HEALED, FAULT_INJECTED
 
 MAX_JSON_BYTES = 64 << 20  # summary.json, scenario.resolved.json (a few KiB to a few MiB)
 RUN_TOOL = "rmqsim run"  # sim/run_store.py TOOL (analysis does not import the CLI's store)

@@ -7,7 +7,7 @@ verdict, a summary table formatted for people, each figure under its title with 
 caption, and for each figure the run could not draw the reason (a metric this run did not
 record is said to be "not recorded in this run", never drawn empty). Files are written under
 temporary names and renamed, the page last, and recorded in the report folder's own manifest
-(sim/files.py `OwnedDir`): a file there that rmqsim did not write is never overwritten (the
+(sim/kernel/files.py `OwnedDir`): a file there that rmqsim did not write is never overwritten (the
 report refuses and names it), and a report that fails half-way (a full disk) removes what it
 wrote. The run's files are read only as analysis/run_data.py allows.
 """
@@ -26,8 +26,8 @@ from analysis.figures import plt
 from analysis.report import SCRIPT, STYLE
 from analysis.repro_card import CARD
 from analysis.run_data import RunData, RunDataError, load_run
-from sim.files import REPORT_TOOL, OwnedDir, lstat_kind
-from sim.files import report_dir as claim_report_dir
+from sim.kernel.files import REPORT_TOOL, OwnedDir, lstat_kind
+from sim.kernel.files import report_dir as claim_report_dir
 
 __all__ = ["FIGURES", "RunDataError", "build_run_report"]
 FIGURES = run_figures.FIGURES + timeline_figures.FIGURES + txn_figures.FIGURES  # (stem, title, function, why not drawn)

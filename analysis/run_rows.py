@@ -20,7 +20,7 @@ analysis/results_store.py), the point's parameters as columns, verdicts, `acked_
   `send_latency_ms` and `send_latency_ms_in_faults` (structs like `latency_ms`),
   `send_share_by_broker` and `send_share_by_broker_in_faults` (maps broker → fraction),
   `send_status` and `send_failures_by_reason` (maps to counts);
-- `coverage` (map: rare-state point → times reached; sim/coverage.py) and the quiescence of the
+- `coverage` (map: rare-state point → times reached; sim/kernel/coverage.py) and the quiescence of the
   run's end: `quiescence_reached` (null where not judged), `quiescence_settle` (fixed / auto),
   `quiescence_at_ms`, `quiescence_window_ms` and `quiescence_unsettled` (map: what still moved →
   count). A map, not a column per point: the points are the simulator's to add, and a map keeps
@@ -39,7 +39,7 @@ import numpy as np
 from analysis.checks import LOSS_CAUSES, latency_samples
 from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
 from analysis.order import CAUSES as ORDER_CAUSES
-from sim.trace import FAULT_HEALED, FAULT_INJECTED
+from sim.kernel.trace import FAULT_HEALED, FAULT_INJECTED
 
 LAT_BUCKETS_PER_OCTAVE = 64
 SUMMARY_COUNTS = ("records", "sim_time_ms", "sent_attempts", "sent_ok", "sent_not_ok", "send_failed",

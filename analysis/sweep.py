@@ -44,9 +44,9 @@ import pyarrow.parquet as pq
 from analysis import results_store as store
 from analysis import sweep_dir
 from analysis.sweep_spec import Sweep, run_id
-from sim import compiled
-from sim.files import OutputError, atomic_path
-from sim.sources import sources_sha256
+from sim.kernel import compiled
+from sim.kernel.files import OutputError, atomic_path
+from sim.kernel.sources import sources_sha256
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sim", "models", "analysis")
@@ -67,7 +67,7 @@ class SweepOutcome:
     spark_wall_s: float = 0.0  # from submitting the job to its last task
     mismatches: list[str] = field(default_factory=list)  # determinism check failures
     verified: list[str] = field(default_factory=list)
-    compiled_runs: int = 0  # runs whose executor ran the compiled per-message modules (sim/compiled.py)
+    compiled_runs: int = 0  # runs whose executor ran the compiled per-message modules (sim/kernel/compiled.py)
     spark: Any = field(default=None, repr=False)  # the session the runs used (a report reuses it), if one started
 
 
@@ -147,7 +147,7 @@ def spark_session(master: str | None, parallelism: int | None, app: str, purpose
     os.environ.setdefault("PYTHONHASHSEED", "0")  # local-mode Python workers inherit it
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault(compiled.DIR_ENV, str(compiled.BUILD_DIR))  # executors' compiled modules (sim/compiled.py)
+    os.environ.setdefault(compiled.DIR_ENV, str(compiled.BUILD_DIR))  # executors' compiled modules (sim/kernel/compiled.py)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app)
@@ -203,7 +203,7 @@ def _sources_sha256(sources: dict[str, bytes]) -> str:
 
 
 def simulator_sha256() -> str:
-    """Digest of the simulator's sources (sim/sources.py, read afresh): a sweep directory's runs
+    """Digest of the simulator's sources (sim/kernel/sources.py, read afresh): a sweep directory's runs
     must all come from one."""
     return sources_sha256(SIMULATOR_PACKAGES)
 

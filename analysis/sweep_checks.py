@@ -6,7 +6,7 @@ Order and cost:
    sweep's author does not control (`base: /etc/shadow`), and its content must not come back in
    messages. `rmqsim validate <base>` lists them.
 2. Names, zip lengths, seeds and size: the number of points and runs is computed from the
-   lists' lengths, never by expanding them, and bounded (sim/limits.py: MAX_POINTS, MAX_RUNS).
+   lists' lengths, never by expanding them, and bounded (sim/kernel/limits.py: MAX_POINTS, MAX_RUNS).
 3. Values: the base with the sweep's `set` applied is validated once; then each *distinct*
    value of each parameter is applied to it and validated once. A grid of 1,000 × 1,000 points
    costs 2,000 validations, not a million.
@@ -31,11 +31,11 @@ from typing import Any, TextIO
 from analysis import results_store as store
 from analysis.run_rows import RESERVED_COLUMNS
 from analysis.sweep_spec import Param, Sweep, SweepSpec, override_item, param_type
-from sim import keypath
 from sim import scenario as scenario_mod
-from sim.config import ConfigError, render_path
-from sim.inputs import InputProblem, load_yaml, read_text, short
-from sim.limits import FULL_CHECK_POINTS, MAX_POINTS, MAX_RUNS
+from sim.kernel import keypath
+from sim.kernel.config import ConfigError, render_path
+from sim.kernel.inputs import InputProblem, load_yaml, read_text, short
+from sim.kernel.limits import FULL_CHECK_POINTS, MAX_POINTS, MAX_RUNS
 
 PARAM_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 PROGRESS_AFTER = 200  # validations: fewer finish too fast to need a progress line
@@ -109,7 +109,7 @@ def _canonical(key: str) -> str:
 
 
 def _shown(key: str) -> str:
-    """A (valid) key path for a message, cut (sim/keypath.py: shown)."""
+    """A (valid) key path for a message, cut (sim/kernel/keypath.py: shown)."""
     return keypath.shown(keypath.parse(key))
 
 

@@ -3,9 +3,9 @@
     DIR/sweep.json                   the manifest (tool, digest, simulator digest, points, seeds)
     DIR/runs/<run_id>.parquet        one row per run (analysis/results_store.py)
     DIR/deliveries/, DIR/latencies/  per-message tables, when kept
-    DIR/report/                      `rmqsim report`, with its own manifest (sim/files.py)
+    DIR/report/                      `rmqsim report`, with its own manifest (sim/kernel/files.py)
     DIR/repro/<run_id>.md            a failing run's repro card (analysis/repro_card.py), listed by its row
-    DIR/<table>/.<file>.tmp-<pid>    a write in progress (sim/files.py), or its leftover
+    DIR/<table>/.<file>.tmp-<pid>    a write in progress (sim/kernel/files.py), or its leftover
     DIR/runs/.<run_id>.attempt-<k>   run attempt markers (a Python worker that dies mid-run)
 
 Each `runs` row lists the run's per-message files with size and SHA-256 (`output_files`,
@@ -46,7 +46,7 @@ from typing import Any, TextIO
 
 import pyarrow.parquet as pq
 
-from sim.files import (
+from sim.kernel.files import (
     UnsafeFile,
     atomic_write_text,
     is_temporary,
@@ -58,8 +58,8 @@ from sim.files import (
     writable_dir,
     write_error,
 )
-from sim.inputs import InputProblem, read_text
-from sim.limits import MAX_MANIFEST_BYTES
+from sim.kernel.inputs import InputProblem, read_text
+from sim.kernel.limits import MAX_MANIFEST_BYTES
 
 MANIFEST = "sweep.json"
 TOOL = "rmqsim sweep"

@@ -39,11 +39,11 @@ from typing import Annotated, Any, Literal, TextIO, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from sim import keypath
 from sim import scenario as scenario_mod
-from sim.config import ConfigError, Float, Int, Name, format_errors
-from sim.inputs import InputProblem, dump_flow, load_yaml, read_text
-from sim.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_WALL_S, MAX_PATH_CHARS, MAX_POINTS, MAX_SEED, MAX_SEEDS
+from sim.kernel import keypath
+from sim.kernel.config import ConfigError, Float, Int, Name, format_errors
+from sim.kernel.inputs import InputProblem, dump_flow, load_yaml, read_text
+from sim.kernel.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_WALL_S, MAX_PATH_CHARS, MAX_POINTS, MAX_SEED, MAX_SEEDS
 
 Scalar = int | float | str | bool
 KEEP_TABLES = ("deliveries", "latencies")
@@ -206,7 +206,7 @@ def run_id(point: int, seed: int) -> str:
 def override_item(key: str, value: Any) -> str:
     """`key=value` with the value in YAML flow style, read back by `apply_override` as the same
     value (1e-05 stays a float, 'ASYNC_FLUSH' and '1e3' strings, lists and mappings stay whole:
-    sim/inputs.py: dump_flow)."""
+    sim/kernel/inputs.py: dump_flow)."""
     return f"{key}={dump_flow(value)}"
 
 

@@ -42,8 +42,8 @@ from analysis.ledger import display_key
 from analysis.repro_card import sweep_card
 from analysis.run_rows import runs_row
 from models.records import CONSUMER_CONSUMED
-from sim import compiled
-from sim.trace import field_index
+from sim.kernel import compiled
+from sim.kernel.trace import field_index
 
 
 def execute(task: dict[str, Any]) -> dict[str, Any]:

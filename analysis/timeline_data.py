@@ -60,7 +60,7 @@ from models.records import (
     NAMESRV_BROKER_UNREGISTERED,
     PRODUCER_SEND_FAILED,
 )
-from sim.trace import NODE_CRASHED, NODE_RESTARTED
+from sim.kernel.trace import NODE_CRASHED, NODE_RESTARTED
 
 MAX_BINS = 600  # time bins of a series: 1 s up to 10 minutes, coarser beyond
 SYSTEM_TOPIC = ("%RETRY%", "%DLQ%", "RMQ_SYS_", "SCHEDULE_TOPIC", "TRANS_")

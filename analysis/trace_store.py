@@ -3,16 +3,16 @@
     DIR/trace/<kind>.parquet     e.g. trace/consumer.consumed.parquet, trace/producer.sent.parquet
 
 Columns: `seq` (the record's position in the run's emission order), `t_us`, `node`, then the
-kind's own fields with the types declared in sim/trace.py / models/records.py (int → int64,
+kind's own fields with the types declared in sim/kernel/trace.py / models/records.py (int → int64,
 str → string, float → double, bool → boolean; nullable). `TraceWriter` is a Tracer chunk
 observer: it buffers at most `ROW_GROUP` rows per kind and writes them as a row group, so a
 long run's trace never sits in memory. Files are written under hidden temporary names and
-renamed into place when the run closes the writer (sim/files.py's convention). A write that
+renamed into place when the run closes the writer (sim/kernel/files.py's convention). A write that
 fails (a full disk) removes every file of the trace, temporary or renamed, and raises
 `OutputError` ("could not write <file>: no space left on device"): never half a trace.
 
 `read_trace(DIR)` merges the files back into emission order (by `seq`, streaming); `trace_digest`
-recomputes the run digest from them (sim/trace.py `digest`), so a stored trace can be checked
+recomputes the run digest from them (sim/kernel/trace.py `digest`), so a stored trace can be checked
 against `trace_sha256`. Reading one kind:
 
     pandas.read_parquet("runs/x/trace/consumer.consumed.parquet")
@@ -32,8 +32,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import models.records  # noqa: F401  (declares the RocketMQ record kinds read back here)
-from sim.files import regular_file, write_error
-from sim.trace import KINDS, TYPES, digest
+from sim.kernel.files import regular_file, write_error
+from sim.kernel.trace import KINDS, TYPES, digest
 
 ROW_GROUP = 65_536  # rows buffered per kind before they are written
 _ARROW = {int: pa.int64(), str: pa.string(), float: pa.float64(), bool: pa.bool_()}
@@ -135,7 +135,7 @@ def _records(path: Path) -> Iterator[tuple[int, tuple]]:
     """(seq, record tuple) of one kind file, in file order, a row group at a time."""
     kind = path.name.removesuffix(".parquet")
     names = KINDS[kind]
-    with regular_file(path) as handle:  # never a FIFO, device or link (sim/files.py)
+    with regular_file(path) as handle:  # never a FIFO, device or link (sim/kernel/files.py)
         for batch in pq.ParquetFile(handle).iter_batches():
             columns = [batch.column(name).to_pylist() for name in ("seq", "t_us", "node", *names)]
             for row in zip(*columns, strict=True):

@@ -53,7 +53,7 @@ HOLD, BREAK = "hold", "break"
 BREAK_MEANS = {AT_LEAST_ONCE: "an acknowledged message never consumed",
                PER_KEY_ORDER: "a message consumed before an earlier one of its sharding key",
                TRANSACTIONS: "a committed message lost, or a rolled-back one visible"}
-LIVELOCK = "livelock"  # a `stopped_by` that is no bound of the user's (sim/watchdog.py)
+LIVELOCK = "livelock"  # a `stopped_by` that is no bound of the user's (sim/kernel/watchdog.py)
 
 # metrics an `expect:` section may bound (summary key paths); later features add theirs here
 EXPECTABLE_METRICS: tuple[str, ...] = (

@@ -4,6 +4,6 @@ Each module names the Java class it mirrors. Out of scope for now: ACL, DLedger/
 timer wheel, SQL92 filters, orderly BROADCASTING consumption, pop consumption.
 """
 
-from sim import compiled as _compiled
+from sim.kernel import compiled as _compiled
 
-_compiled.install()  # this package's per-message modules may be compiled (sim/compiled.py)
+_compiled.install()  # this package's per-message modules may be compiled (sim/kernel/compiled.py)

@@ -51,8 +51,8 @@ from models.producer.fault_strategy import PERM_READ, PERM_WRITE, TopicPublishIn
 from models.producer.fault_strategy import QueueData as PublishQueueData
 from models.protocol import GetRouteInfo, Heartbeat, TopicRouteData
 from models.records import CLIENT_ROUTE_UPDATED
-from sim.env import ms
-from sim.node import CONNECT_FAILED
+from sim.kernel.env import ms
+from sim.kernel.node import CONNECT_FAILED
 
 ROUTE_POLL_INITIAL_DELAY_US = 10_000  # startScheduledTask: updateTopicRouteInfoFromNameServer first after 10 ms
 HEARTBEAT_INITIAL_DELAY_US = 1_000_000  # cleanOfflineBroker + sendHeartbeatToAllBroker first after 1 s
@@ -204,7 +204,7 @@ class MQClientInstance:
         for consumer in self.consumers.values():
             consumer.update_topic_subscribe_info(topic, route)
         self.topic_route_table[topic] = route
-        if self.node.env.tracer.detail:  # the route this client now uses (detail kind, sim/trace.py)
+        if self.node.env.tracer.detail:  # the route this client now uses (detail kind, sim/kernel/trace.py)
             self.node.trace(CLIENT_ROUTE_UPDATED, topic, ",".join(f"{q.broker_name}:{q.write_queue_nums}"
                                                                   for q in route.queue_datas))
         return True

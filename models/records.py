@@ -9,7 +9,7 @@ the digest and the checkers.
 
 from __future__ import annotations
 
-from sim.trace import declare, declare_detail
+from sim.kernel.trace import declare, declare_detail
 
 # producer: one record per message of a send() call, when its outcome is known. `born_us` is the
 # send() call (the application hands the message over); the send latency (RT) is the record's
@@ -100,7 +100,7 @@ TXN_DISCARDED = declare("txn.discarded", msg_id=int, check_times=int)
 TXN_HALF_LOST = declare("txn.half_lost", msg_id=int)
 CONSUMER_OFFSET_RESET = declare("consumer.offset_reset", group=str, topic=str, queues=int)  # 4.x client-side reset
 
-# Detail kinds (sim/trace.py `declare_detail`): emitted only by a run that asks for them (a traced
+# Detail kinds (sim/kernel/trace.py `declare_detail`): emitted only by a run that asks for them (a traced
 # run, `rmqsim explain`'s replay), left out of the digest. `producer.attempt_failed`: a send
 # attempt that failed and was retried or ended the send (SYNC sends; `rt_us` the attempt's time);
 # the last attempt of a successful send is its `producer.sent`.

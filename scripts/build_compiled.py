@@ -1,4 +1,4 @@
-"""Compile the per-message modules with Cython into build/compiled/ (sim/compiled.py says why and how they are used).
+"""Compile the per-message modules with Cython into build/compiled/ (sim/kernel/compiled.py says why and how they are used).
 
     .venv/bin/python scripts/build_compiled.py [--force]
 
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from extension_types import all_declared_types, augmenting_pxd  # noqa: E402  (beside this file)
 
-from sim.compiled import (  # noqa: E402
+from sim.kernel.compiled import (  # noqa: E402
     BUILD_DIR,
     HOT_MODULES,
     MANIFEST,
@@ -47,7 +47,7 @@ from sim.compiled import (  # noqa: E402
 
 BUILDER = (Path(__file__), Path(__file__).with_name("extension_types.py"))
 
-# Python semantics kept: annotations are documentation, not C types (sim/compiled.py)
+# Python semantics kept: annotations are documentation, not C types (sim/kernel/compiled.py)
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": False}
 
 
@@ -76,7 +76,7 @@ def cache_key(cython_version: str) -> str:
 
 def from_cache(key: str) -> bool:
     """Install the cached build `key` as BUILD_DIR; False when there is none or it does not match
-    the sources (checked as `sim.compiled` checks any build)."""
+    the sources (checked as `sim.kernel.compiled` checks any build)."""
     cache = cache_dir()
     if cache is None or not (cache / key / MANIFEST).is_file():
         return False

@@ -9,7 +9,7 @@ Generated pages (do not edit them by hand; edit the source and rerun this script
   by `sim.field_docs.every_model`), with its type, default, unit and description
   (`sim.field_docs.describe`: pydantic's description, `FIELD_DOCS`, or the comment beside the field);
 - docs/lint.md: the configuration lint checks, `sim.scenario_lint.LINT_CHECKS` (id, summary, fix);
-- docs/coverage.md: the rare-state coverage points, `sim.coverage.POINTS`.
+- docs/coverage.md: the rare-state coverage points, `sim.kernel.coverage.POINTS`.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def type_name(tp: Any) -> str:
 def unit_of(name: str, field: Any) -> str:
     """The unit a number in this field is read in ('' if none): from its `Units` or duration
     validator, looked for in the field's metadata and inside its annotation."""
-    from sim import config
+    from sim.kernel import config
 
     def from_meta(items: list[Any]) -> str:
         for item in items:
@@ -133,7 +133,7 @@ def scenario_fields() -> str:
     from sim.scenario import Scenario
 
     models = every_model(Scenario)
-    out = [HEADER.format(source="the pydantic models (sim/scenario.py, models/*/config.py, sim/dist.py) "
+    out = [HEADER.format(source="the pydantic models (sim/scenario.py, models/*/config.py, sim/kernel/dist.py) "
                                 "and sim/field_docs.py"),
            "# Scenario fields\n\n",
            "Every field of a scenario file, model by model, walked from `Scenario` (the file's top level). "
@@ -180,9 +180,9 @@ def lint_page() -> str:
 
 
 def coverage_page() -> str:
-    from sim.coverage import POINTS
+    from sim.kernel.coverage import POINTS
 
-    out = [HEADER.format(source="sim/coverage.py POINTS"),
+    out = [HEADER.format(source="sim/kernel/coverage.py POINTS"),
            "# Rare-state coverage\n\n",
            "A run of 1,000 seeds that reports \"0 lost\" says little unless the states that could lose a "
            "message were reached. Each point below names one branch of the models that decides loss, "
@@ -192,7 +192,7 @@ def coverage_page() -> str:
            "(`coverage: 4 of 47 rare-state points reached: ...`), and a sweep shows which points no run "
            "reached. The counts are not part of the trace digest. Names are stable (sweeps and reports key "
            "on them); each point is reached by at least one bundled scenario or test "
-           "(tests/test_coverage_points.py). To add one, see the docstring of sim/coverage.py.\n\n",
+           "(tests/test_coverage_points.py). To add one, see the docstring of sim/kernel/coverage.py.\n\n",
            f"{len(POINTS)} points:\n\n",
            "| point | branch taken | RocketMQ class and method it mirrors |\n|---|---|---|\n"]
     for point in POINTS:

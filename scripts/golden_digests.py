@@ -4,7 +4,7 @@ tests/data/golden_digests.json and compared by tests/test_golden_digests.py.
     .venv/bin/python scripts/golden_digests.py --write   # run them all, (re)write the file
     .venv/bin/python scripts/golden_digests.py           # run them all, compare; exit 1 on a change
 
-A run's trace digest covers every record it emits (sim/trace.py), so a digest that changes means
+A run's trace digest covers every record it emits (sim/kernel/trace.py), so a digest that changes means
 the simulator behaves differently: other records, other times, other values, another order —
 even when every invariant still holds. Regenerate with --write only when that change is intended,
 and state it (and why) in the commit message. Same sources, scenario and seed give the same digest

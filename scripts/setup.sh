@@ -2,7 +2,7 @@
 # Set up rmqsim on a fresh machine, exactly as locked: a venv (.venv) holding uv at the version and
 # hashes of requirements/uv.txt (in .venv/uv/), then every dependency at the version and hash of
 # uv.lock (`uv sync --frozen`: a package changed by hand is put back, one the lock lacks removed),
-# the project itself (editable); the per-message modules compiled with Cython (sim/compiled.py;
+# the project itself (editable); the per-message modules compiled with Cython (sim/kernel/compiled.py;
 # needs a C compiler; a build of the same sources by the same Python and Cython is reused from
 # the build cache, scripts/build_compiled.py); and a Java 17+ runtime for Spark (installed with
 # apt-get when running as root; otherwise a clear stop).

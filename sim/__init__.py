@@ -1,32 +1,12 @@
-"""rmqsim kernel: SimPy plus the substrates a message-queue model needs; no RocketMQ here.
+"""rmqsim: the assembly edge (scenario files, the runner, the CLI) and the Python API; the kernel is `sim.kernel`.
 
-Modules
-- env.py      integer-µs clock (`SimEnv`), cheap scheduled callbacks
-- event_queue.py the event heap's push and pop (heapq's; entries compared on C integers when compiled)
-- rng.py      named random streams from one seed (`Rng.stream`)
-- dist.py     latency/size distributions from scenario files, sampled in whole µs
-- node.py     crashable, pausable hosts; oneway messages and RPC with timeouts
-- network.py  networkx topology of TCP-like FIFO links; partitions, latency, loss
-- disk.py     fsync latency and bandwidth; slow-disk and fsync-stall faults
-- faults.py   fault kinds, scripted and random, and the injector
-- config.py   value types with bounds, duration units, error rendering with key paths and "did you mean"
-- limits.py   every bound on inputs, runs and sweeps, with its reason (hard bounds; sane maxima)
-- inputs.py   reading users' files: regular, bounded, UTF-8; YAML with depth/alias/tag limits
-- keypath.py  the key-path grammar and `--set KEY.PATH=VALUE` overrides
-- trace.py    typed record kinds, the streaming Tracer (chunks to the digest and observers), the digest
-- coverage.py rare-state "sometimes" points: their registry and the per-run counter (`env.coverage`)
-- compiled.py the per-message modules compiled with Cython, used only for their own sources
-- files.py    atomic file output (hidden temporary file, then rename); output directories checked
-- sources.py  the digest of the simulator's sources (`rmqsim --version`; each run's run_meta.json)
-- watchdog.py the run bounds that fire even when a step never yields: wall time, memory, livelock
+- scenario.py       the scenario tree and its loading; scenario_checks.py (cross-section checks),
+                    scenario_lint.py / scenario_warnings.py (configuration traps), setup_size.py
+- runner.py         builds a run from a scenario, runs it, settles it (quiescence.py), judges it
+- cli.py            `rmqsim` (explain_cli.py: `rmqsim explain`); schema.py, reference.py, run_store.py, progress.py
 
-Layering: the modules above import only the standard library, SimPy, networkx, pydantic, PyYAML,
-NumPy and Cython's pure-mode `cython` module (`cython.locals` on hot functions, sim/compiled.py).
-`scenario.py` (the tree and loading), `scenario_checks.py` (cross-section checks), `setup_size.py`
-(the set-up size estimate against `limits:`), `runner.py`
-and `cli.py` (with `explain_cli.py`, `rmqsim explain`) are the assembly edge; of them only `scenario.py`, `runner.py` and
-`cli.py` import `models`. `sim.run(path_or_scenario, seed=..., max_events=..., max_wall_s=...)`
-is the Python API, and `sim.load(RUN_DIR)` reads a finished run back as the same `RunResult`.
+`sim.run(path_or_scenario, seed=..., max_events=..., max_wall_s=...)` is the Python API, and
+`sim.load(RUN_DIR)` reads a finished run back as the same `RunResult`.
 """
 
 from __future__ import annotations
@@ -40,9 +20,9 @@ from typing import Any
 # (it takes effect only before NumPy's first import, which this package precedes).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from sim import compiled  # noqa: E402
+from sim.kernel import compiled  # noqa: E402
 
-compiled.install()  # before any per-message module is imported (sim/compiled.py)
+compiled.install()  # before any per-message module is imported (sim/kernel/compiled.py)
 
 
 def run(scenario: Any, seed: int | None = None, *, overrides: list[str] | None = None, details: bool = False,
@@ -60,7 +40,7 @@ def run(scenario: Any, seed: int | None = None, *, overrides: list[str] | None =
     max_events, max_wall_s: stop the run at that bound (verdict unknown; defaults as `rmqsim run`).
     observers: extra callables fed each chunk of records as it is emitted.
     progress: a callable given a progress dict between slices (`sim.progress.ProgressLine(sys.stderr)`).
-    detail: also emit the detail records `rmqsim explain` reads (sim/trace.py; always on with `trace_dir`),
+    detail: also emit the detail records `rmqsim explain` reads (sim/kernel/trace.py; always on with `trace_dir`),
     which leave the digest and the summary as they are.
     """
     from sim.runner import run_scenario

@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sim.config import ConfigError
-from sim.files import OutputError, write_error
-from sim.limits import CONFIRM_RUNS, DEFAULT_MAX_EVENTS, DEFAULT_MAX_WALL_S, MAX_SEED
+from sim.kernel.config import ConfigError
+from sim.kernel.files import OutputError, write_error
+from sim.kernel.limits import CONFIRM_RUNS, DEFAULT_MAX_EVENTS, DEFAULT_MAX_WALL_S, MAX_SEED
 
 DRY_RUN_POINTS = 20  # points listed by `sweep --dry-run`
 
@@ -247,7 +247,7 @@ def _sweep_report(out: Path, args: argparse.Namespace, spark: Any) -> int:
 def _is_run_dir(path: Path) -> bool:
     """A run's directory (its summary, or a run manifest, and no sweep.json), whatever those files are:
     the run report then refuses what it would not read, rather than the sweep report guessing."""
-    from sim.files import MANIFEST
+    from sim.kernel.files import MANIFEST
 
     def there(name: str) -> bool:
         return (path / name).exists() or (path / name).is_symlink()

@@ -7,7 +7,7 @@ a test failure naming it (tests/test_reference.py), so a new field must say what
 
 The unit a name carries (`_ms`, `_s`, `_min`, `_bytes`, `_mib`; `mills`/`millis` where the Java
 name has it) is what a number without a unit means there; every duration and size field also
-takes a unit string ('5s', '64KiB': sim/config.py), so the entries here need not repeat it.
+takes a unit string ('5s', '64KiB': sim/kernel/config.py), so the entries here need not repeat it.
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def every_model(root: type) -> list[type]:
 
     from pydantic import BaseModel
 
-    from sim.dist import Constant, Empirical, Exponential, Lognormal, Uniform
+    from sim.kernel.dist import Constant, Empirical, Exponential, Lognormal, Uniform
 
     seen: dict[str, type] = {}
 

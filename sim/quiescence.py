@@ -23,7 +23,7 @@ Quiet, at simulated time `now`, means both:
   rebalance that moved a queue (`rebalances`), no offset rolled back or moved (`offset_rollbacks`:
   `broker.offset_rolled_back`, `consumer.offset_moved`), no failed send (`send_failures`), no fault
   injected or healed, crash, consumer start or stop, or operator action (`faults`). The end of the
-  fault phase counts only if it healed something still faulty then (sim/faults.py).
+  fault phase counts only if it healed something still faulty then (sim/kernel/faults.py).
 
 Messages in the retry path (waiting in `SCHEDULE_TOPIC_XXXX` for their back-off) and in the DLQ
 count as settled, as do messages lost (they will never be consumed); a group with no live member
@@ -58,8 +58,8 @@ from models.records import (
     CONSUMER_REBALANCED,
     CONSUMER_SHUTDOWN,
 )
-from sim import trace
-from sim.env import ms
+from sim.kernel import trace
+from sim.kernel.env import ms
 
 CHECK_EVERY_US = 1_000_000  # how often `settle_ms: auto` samples the state
 STATE_KINDS = ("brokers_down", "backlog", "unowned_queues", "queues_owned_twice", "queues_starting", "offsets_uncommitted",

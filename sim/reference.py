@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from sim.faults import _NEEDS
 from sim.field_docs import describe
+from sim.kernel.faults import _NEEDS
 
 COMMENT_COLUMN = 56
 

@@ -7,7 +7,7 @@ if that second is taken) and, once the run's files are written, the links
 there (`runs/latest` is the link; a run inside it would be written into the previous run's
 directory), as is a `runs/<scenario>` that is a symbolic link.
 
-Each run directory holds a manifest, `.rmqsim-manifest.json` (sim/files.py): the files the run
+Each run directory holds a manifest, `.rmqsim-manifest.json` (sim/kernel/files.py): the files the run
 wrote (`summary.json`, `run_meta.json`, `scenario.resolved.json`, `trace/<kind>.parquet`, and for
 an invalid or unknown run its repro card `repro.md`) with
 size and SHA-256, and the folders it created (`trace`). It is written when the directory is
@@ -34,7 +34,7 @@ import os
 import re
 from pathlib import Path
 
-from sim.files import (
+from sim.kernel.files import (
     MANIFEST,
     OutputError,
     OwnedDir,
@@ -185,7 +185,7 @@ class RunOutput:
 def open_run_output(out: str | None, replace: bool, root: Path, name: str, seed: int, stamp: str) -> RunOutput:
     """`--out` (refused if it holds a run, unless --replace proves it rmqsim's), else a fresh
     `root/<name>/<stamp>-seed-<seed>`; checked writable before anything is simulated."""
-    from sim.files import writable_dir
+    from sim.kernel.files import writable_dir
 
     if out:
         return RunOutput(claim_out_dir(writable_dir(Path(out)), replace))

@@ -5,14 +5,14 @@ time events then run in that order) → start → run `duration_ms` with faults 
 → settle `settle_ms` → checkers → summary with a verdict. The summary holds only deterministic
 facts; wall time and versions go to `RunResult.meta`.
 
-Records stream through the Tracer (sim/trace.py) to the run digest and to the chunk observers
+Records stream through the Tracer (sim/kernel/trace.py) to the run digest and to the chunk observers
 wired here: the Ledger (analysis/ledger.py, the checkers' ground truth), the fault log, and on
 request a Parquet trace writer or a caller's own observers. Nothing per message is kept unless
 the caller asks (`keep_records`).
 
-Bounds: `max_events` (events processed; default `sim.limits.DEFAULT_MAX_EVENTS`) and
+Bounds: `max_events` (events processed; default `sim.kernel.limits.DEFAULT_MAX_EVENTS`) and
 `max_wall_s` (wall time) are checked between slices of simulated time; the watchdog
-(sim/watchdog.py), a thread started before set-up, enforces wall time, resident memory
+(sim/kernel/watchdog.py), a thread started before set-up, enforces wall time, resident memory
 (`limits.max_rss_mb`) and livelock (`limits.max_events_per_instant`, `limits.max_step_wall_s`)
 also while a step never yields or set-up runs long, by interrupting this thread. A MemoryError
 stops the run like the memory bound. A stopped run still gets a summary of what happened so far,
@@ -50,20 +50,20 @@ from models.producer.local_transaction import TransactionLog
 from models.producer.producer import Producer
 from models.producer.transaction_producer import TransactionMQProducer
 from models.producer.workload import Workload
-from sim import compiled, trace
 from sim import scenario as scenario_mod
-from sim.coverage import counts as coverage_counts
-from sim.env import SimEnv, ms
-from sim.faults import FaultInjector
-from sim.limits import DEFAULT_MAX_EVENTS
-from sim.network import Network
+from sim.kernel import compiled, trace
+from sim.kernel.coverage import counts as coverage_counts
+from sim.kernel.env import SimEnv, ms
+from sim.kernel.faults import FaultInjector
+from sim.kernel.limits import DEFAULT_MAX_EVENTS
+from sim.kernel.network import Network
+from sim.kernel.rng import Rng
+from sim.kernel.sources import simulator_sha256
+from sim.kernel.trace import Tracer
+from sim.kernel.watchdog import RunInterrupted, Stop, Watchdog, default_max_rss_mb, rss_mb
 from sim.quiescence import CHECK_EVERY_US, QuietWatch, window_ms
-from sim.rng import Rng
 from sim.scenario import Scenario, instance_names
 from sim.scenario_checks import broker_group_nodes
-from sim.sources import simulator_sha256
-from sim.trace import Tracer
-from sim.watchdog import RunInterrupted, Stop, Watchdog, default_max_rss_mb, rss_mb
 
 SLICE_START_US = 1_000  # the first slice of simulated time between checks of the bounds
 SLICE_MAX_US = 10_000_000
@@ -128,7 +128,7 @@ def build(sc: Scenario, seed: int, keep_records: bool = False, detail: bool = Fa
     env = SimEnv()
     env.rng = Rng(seed)
     env.tracer = Tracer(env, keep=keep_records)
-    env.tracer.detail = detail  # the detail kinds (sim/trace.py), read by the models as they are built
+    env.tracer.detail = detail  # the detail kinds (sim/kernel/trace.py), read by the models as they are built
     network = Network(env, sc.network.latency_ms)
     world = World(env, sc)
     namesrvs = [n.name for n in sc.cluster.nameservers]
@@ -283,7 +283,7 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     Bounds: see the module docstring. `progress`: called between slices of simulated time
     (sim/progress.py) with `sim_us`, `end_us`, `events`, `wall_s`, the ledger's send counts and
     its running send RT figures (`send_rt_count`, `send_rt_sum_us`, `send_rt_max_us`).
-    `detail` (on for a traced run): also emit the detail kinds (sim/trace.py), outside the digest.
+    `detail` (on for a traced run): also emit the detail kinds (sim/kernel/trace.py), outside the digest.
     """
     if not isinstance(sc, Scenario):
         sc = scenario_mod.load(sc, overrides)
@@ -500,7 +500,7 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
     summary["quiescence"] = quiescence or {"reached": None, "settle": "auto" if sc.settle_auto else "fixed",
                                            "window_ms": window_ms(sc), "at_ms": None, "checked_at_ms": now_us // 1000,
                                            "unsettled": {}}
-    summary["coverage"] = coverage_counts(world.env.coverage)  # every declared point, in order (sim/coverage.py)
+    summary["coverage"] = coverage_counts(world.env.coverage)  # every declared point, in order (sim/kernel/coverage.py)
     summary.update(judge(summary, promises, expect, stopped_by))
     _judge_quiescence(summary, sc)
     return summary

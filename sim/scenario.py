@@ -2,8 +2,8 @@
 
 A scenario states only what differs from the defaults, and the defaults are RocketMQ's (the
 model config classes carry them, Java names beside). `load()` reads the file (a regular UTF-8
-file of bounded size, YAML with limits: sim/inputs.py), applies `--set` overrides
-(sim/keypath.py), validates the tree with pydantic (types, units, bounds: unknown keys with a
+file of bounded size, YAML with limits: sim/kernel/inputs.py), applies `--set` overrides
+(sim/kernel/keypath.py), validates the tree with pydantic (types, units, bounds: unknown keys with a
 "did you mean"), and then runs the cross-section checks on the values pydantic accepted
 (sim/scenario_checks.py). Every problem is reported together as one `ConfigError`.
 
@@ -12,7 +12,7 @@ with `count: 1` the node is `<name>`. Rates are per instance. Topic `queues` is 
 (`writeQueueNums` = `readQueueNums`).
 
 Names: the scenario `name` becomes a directory (`runs/<name>/seed-<n>`), so it is a plain name
-(sim/config.py: Name); node names become parts of random-stream names (NodeName); topic and
+(sim/kernel/config.py: Name); node names become parts of random-stream names (NodeName); topic and
 group names follow RocketMQ's character set (letters, digits, `_`, `-`), and topic names that
 start like RocketMQ's system topics (`SCHEDULE_`, `RMQ_SYS_`) are refused.
 """
@@ -45,8 +45,8 @@ from models.broker.config import BrokerConfig, BrokerRole, MessageStoreConfig
 from models.consumer.config import MessageModel, PushConsumerConfig
 from models.producer.config import ProducerConfig
 from models.producer.transaction_config import TransactionSpec
-from sim import keypath
-from sim.config import (
+from sim.kernel import keypath
+from sim.kernel.config import (
     ConfigError,
     DurationMs,
     Float,
@@ -61,11 +61,11 @@ from sim.config import (
     parse_duration_ms,
     sizes_in_dist,
 )
-from sim.disk import DiskConfig
-from sim.dist import MAX_ZIPF_SUPPORT, Constant, Dist, Lognormal, SizeDist
-from sim.faults import FaultSpec, RandomFaultSpec
-from sim.inputs import InputProblem, load_yaml, read_text
-from sim.limits import (
+from sim.kernel.disk import DiskConfig
+from sim.kernel.dist import MAX_ZIPF_SUPPORT, Constant, Dist, Lognormal, SizeDist
+from sim.kernel.faults import FaultSpec, RandomFaultSpec
+from sim.kernel.inputs import InputProblem, load_yaml, read_text
+from sim.kernel.limits import (
     DEFAULT_MAX_EVENTS_PER_INSTANT,
     DEFAULT_MAX_INSTANCES,
     DEFAULT_MAX_NODES,
@@ -113,9 +113,9 @@ Zone = NodeName
 
 
 class Limits(BaseModel):
-    """Sane maxima (sim/limits.py), raised deliberately by a scenario's own `limits:` section.
+    """Sane maxima (sim/kernel/limits.py), raised deliberately by a scenario's own `limits:` section.
     `max_route_entries` is checked before the run (sim/setup_size.py); `max_rss_mb`,
-    `max_events_per_instant` and `max_step_wall_s` during it (sim/watchdog.py), where a breach stops
+    `max_events_per_instant` and `max_step_wall_s` during it (sim/kernel/watchdog.py), where a breach stops
     the run with `stopped_by` max_rss_mb or livelock, verdict unknown."""
 
     model_config = _STRICT
@@ -340,12 +340,12 @@ class ExpectSection(TypedDict, extra_items=Expectation):
 
 
 # Validated as ExpectSection (the key decides the type), declared as the dict it mostly is, so
-# that error hints (sim/config.py walks declared types) offer `min`/`max` for a misspelt bound.
+# that error hints (sim/kernel/config.py walks declared types) offer `min`/`max` for a misspelt bound.
 Expect = Annotated[dict[str, Expectation], GetPydanticSchema(lambda _tp, handler: handler(ExpectSection))]
 
 
 def _settle(value: Any) -> Any:
-    """`settle_ms`: `auto`, or a duration (sim/config.py's units)."""
+    """`settle_ms`: `auto`, or a duration (sim/kernel/config.py's units)."""
     return value if value == "auto" else parse_duration_ms(value)
 
 
@@ -444,7 +444,7 @@ def _schema_problems(data: dict, exc: ValidationError) -> list[str]:
 
 
 def apply_override(data: dict, item: str) -> list[str]:
-    """`--set a.b[0].c=value` (sim/keypath.py): the value is read as YAML."""
+    """`--set a.b[0].c=value` (sim/kernel/keypath.py): the value is read as YAML."""
     return keypath.apply_override(data, item)
 
 

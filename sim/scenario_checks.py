@@ -26,10 +26,10 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from models.consumer.allocate import java_split
 from models.consumer.allocate_setup import naming_room
 from models.message import retry_topic
-from sim.config import render_path
-from sim.faults import CLIENT_KINDS, DISK_KINDS
-from sim.inputs import short
-from sim.limits import HARD_MAX_NODES
+from sim.kernel.config import render_path
+from sim.kernel.faults import CLIENT_KINDS, DISK_KINDS
+from sim.kernel.inputs import short
+from sim.kernel.limits import HARD_MAX_NODES
 
 INVALID: Any = type("Invalid", (), {"__repr__": lambda self: "INVALID"})()
 LISTED_NODES = 12  # node names shown in a "not a node here" message

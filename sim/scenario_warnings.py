@@ -2,7 +2,7 @@
 
 A scenario can pass every check and still not do what its author meant: a producer that starts
 after the run ends sends nothing, a fault scheduled after `duration_ms` is never injected
-(sim/faults.py skips it), a `restart` of a node that is up does nothing, a crash of a node that is
+(sim/kernel/faults.py skips it), a `restart` of a node that is up does nothing, a crash of a node that is
 already down does nothing either, a consumer that starts after the run has settled never consumes,
 a group whose topic no producer feeds consumes nothing, a random fault whose mean interval is
 hours in a one-minute run almost never fires, a warm-up as long as the run leaves no latency to
@@ -237,7 +237,7 @@ def fire_chance(sc: Any, r: Any) -> float:
 
 def random_faults_never_firing(sc: Any) -> list[Finding]:
     """A random fault entry waits max(min_up_ms, Exp(rate_per_hour)) before its first fault
-    (sim/faults.py): with a mean interval far beyond the run it almost never fires; a target
+    (sim/kernel/faults.py): with a mean interval far beyond the run it almost never fires; a target
     that only starts after the fault phase is never hit when drawn."""
     out, windows = [], client_windows(sc)
     for i, r in enumerate(sc.random_faults):

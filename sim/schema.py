@@ -8,9 +8,9 @@ The models read some values more leniently than their Python types say: duration
 distributions take unit strings (`'10s'`, `'2ms'`, `'64KiB'`), a distribution may be a bare
 number, an `expect:` bound may be a bare number. pydantic would describe only the type after
 conversion, so `_Lenient` widens exactly those places, recognised by their validator function
-(sim/config.py's `Units`, and the functions below), to also accept what the files may hold: a
+(sim/kernel/config.py's `Units`, and the functions below), to also accept what the files may hold: a
 duration or size field is `anyOf: [<its number>, <string pattern>]`, the pattern built from the
-same unit table the loader reads (sim/config.py: `unit_pattern`), exponents and 'µs'/'μs'
+same unit table the loader reads (sim/kernel/config.py: `unit_pattern`), exponents and 'µs'/'μs'
 included. A distribution's parameters are shared by time and size distributions, so there the
 schema takes either kind of unit string. What a pattern cannot say is left to the loader: that an
 integer field's value is a whole number of its unit ('1500us' for whole ms), and bounds that need
@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic.json_schema import GenerateJsonSchema
 
-from sim.config import DURATION, SIZE, Units, unit_pattern
+from sim.kernel.config import DURATION, SIZE, Units, unit_pattern
 
 DURATION_PATTERN = unit_pattern(DURATION)
 SIZE_PATTERN = unit_pattern(SIZE)
@@ -39,7 +39,8 @@ SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 def _lenient_functions() -> dict[Any, str]:
     """Validator functions whose input is wider than their output: function → what it accepts."""
-    from sim import config, dist, scenario
+    from sim import scenario
+    from sim.kernel import config, dist
 
     return {dist._ms: "duration or size", dist._coerce: "distribution", config.sizes_in_dist: "size distribution",
             scenario._exact: "number", scenario._settle: "duration"}

@@ -12,8 +12,8 @@ while topics no client uses add almost nothing. 100 broker groups × 1,024 queue
 by 1,000 consumers are 102 M entries: about 40 GB.
 
 `setup_problems` refuses a scenario whose estimate exceeds `limits.max_route_entries` (default
-sim/limits.py: DEFAULT_MAX_ROUTE_ENTRIES), naming the estimate and the key to raise; the run
-itself is bounded by memory and wall time all the same (sim/watchdog.py).
+sim/kernel/limits.py: DEFAULT_MAX_ROUTE_ENTRIES), naming the estimate and the key to raise; the run
+itself is bounded by memory and wall time all the same (sim/kernel/watchdog.py).
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ from collections import defaultdict
 import pytest
 
 from models.records import CONSUMER_CONSUMED
-from sim.config import ConfigError
+from sim.kernel.config import ConfigError
+from sim.kernel.trace import field_index
 from sim.runner import run_scenario
 from sim.scenario import from_data
-from sim.trace import field_index
 
 SEED = 3
 

@@ -87,7 +87,7 @@ def test_cli_run_prints_seed_first_and_writes_summary(cli_run) -> None:
 def test_cli_trace_is_parquet_per_kind(cli_run) -> None:
     import pyarrow.parquet as pq
 
-    from sim.trace import KINDS
+    from sim.kernel.trace import KINDS
 
     _out, out_dir = cli_run
     summary = json.loads((out_dir / "summary.json").read_text())
@@ -96,7 +96,9 @@ def test_cli_trace_is_parquet_per_kind(cli_run) -> None:
     assert {"producer.sent", "broker.stored", "consumer.consumed", "run.ended"} <= set(kinds)
     assert all(kind in KINDS for kind in kinds)
     tables = {kind: pq.read_table(f) for kind, f in zip(kinds, files, strict=True)}
-    from sim.trace import DETAIL_KINDS  # written too, outside the digest and the record count (sim/trace.py)
+    from sim.kernel.trace import (
+        DETAIL_KINDS,  # written too, outside the digest and the record count (sim/kernel/trace.py)
+    )
 
     assert sum(t.num_rows for k, t in tables.items() if k not in DETAIL_KINDS) == summary["records"]
     assert set(kinds) & DETAIL_KINDS
@@ -123,7 +125,7 @@ def test_trace_files_hold_exactly_the_records(cli_run) -> None:
 
     _out, out_dir = cli_run
     kept = sim.run(ROOT / "scenarios" / "baseline.yaml", seed=4, overrides=["duration_ms=8000", "settle_ms=4000"],
-                   keep_records=True, detail=True)  # a traced run emits the detail records (sim/trace.py)
+                   keep_records=True, detail=True)  # a traced run emits the detail records (sim/kernel/trace.py)
     stored = list(read_trace(out_dir / "trace"))
     assert stored == kept.records
     assert [tuple(map(type, r)) for r in stored] == [tuple(map(type, r)) for r in kept.records]

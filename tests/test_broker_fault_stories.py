@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 import sim
+from sim.kernel.trace import field_index
 from sim.runner import run_scenario
 from sim.scenario import from_data
-from sim.trace import field_index
 from tests.conftest import ROOT
 
 SEEDS = (1, 2, 3)

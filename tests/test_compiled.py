@@ -1,4 +1,4 @@
-"""The compiled per-message modules (sim/compiled.py): used after setup, never for an edited
+"""The compiled per-message modules (sim/kernel/compiled.py): used after setup, never for an edited
 source, and a compiled run is the same run as a pure one."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from sim import compiled
+from sim.kernel import compiled
 from tests.conftest import ROOT
 
 _CHILD = """
 import json, sys
 sys.path.insert(0, {root!r})
 import sim
-from sim import compiled
+from sim.kernel import compiled
 r = sim.run({scenario!r}, seed={seed}, overrides={overrides!r})
 summary = {{k: v for k, v in r.summary.items() if "wall" not in k}}
 print(json.dumps({{"summary": summary, "status": compiled.status()}}, sort_keys=True, default=str))
@@ -119,7 +119,7 @@ def test_the_hot_classes_are_extension_types_with_their_attributes_as_fields() -
     if compiled.pure_requested():
         pytest.skip("RMQSIM_PURE is set: this process imported the pure modules")
     from models.broker.commit_log import CommitLog
-    from sim.node import Node
+    from sim.kernel.node import Node
 
     heap_type = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class statement's type; an extension type is static
     for cls in (CommitLog, Node):

@@ -12,8 +12,8 @@ import pytest
 
 from analysis.duplicates import CAUSES
 from sim import scenario
+from sim.kernel.trace import field_index
 from sim.runner import run_scenario
-from sim.trace import field_index
 
 SEEDS = (1, 2, 3)
 SEC = 1_000_000

@@ -1,4 +1,4 @@
-"""Rare-state coverage (sim/coverage.py): every declared point is reached by a bundled scenario or
+"""Rare-state coverage (sim/kernel/coverage.py): every declared point is reached by a bundled scenario or
 a named variant of one (a point nobody reaches fails here), the summary carries every point in
 declaration order, and counting is deterministic.
 
@@ -16,7 +16,7 @@ import json
 import pytest
 
 import sim
-from sim import coverage
+from sim.kernel import coverage
 from sim.runner import run_scenario
 from tests.conftest import ROOT
 
@@ -185,7 +185,7 @@ def test_a_run_stopped_in_set_up_has_every_point_at_zero(monkeypatch) -> None:
 
 
 def test_a_compiled_run_counts_what_a_pure_one_counts() -> None:
-    """The counter is a plain list the compiled modules index like the pure ones (sim/compiled.py)."""
+    """The counter is a plain list the compiled modules index like the pure ones (sim/kernel/compiled.py)."""
     from tests.test_compiled import _child
 
     fast = _child("power_loss_async_flush.yaml", 1, [], pure=False)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import sim
-from sim import trace
+from sim.kernel import trace
 from tests.conftest import ROOT, short_baseline
 
 _CHILD = """
@@ -84,7 +84,7 @@ def test_records_hold_only_stable_scalar_types() -> None:
 
 def test_adding_a_consumer_leaves_other_streams_untouched() -> None:
     """Named streams: broker disk draws do not depend on how many clients exist."""
-    from sim.rng import Rng
+    from sim.kernel.rng import Rng
 
     a, b = Rng(5), Rng(5)
     a.stream("c-4.listener")

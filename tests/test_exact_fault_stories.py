@@ -23,7 +23,7 @@ from collections import defaultdict
 import pytest
 
 import sim
-from sim.trace import field_index
+from sim.kernel.trace import field_index
 from tests.conftest import ROOT
 
 SEEDS = (1, 2, 3)

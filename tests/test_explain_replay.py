@@ -1,6 +1,6 @@
 """`rmqsim explain` without a trace (a replay) says what it says with one; `--fault` attributes every
 finding; bad input exits 2; `sim.load` reads a run back; the summary's samples lead to explain.
-Detail records (sim/trace.py) never move a run's digest."""
+Detail records (sim/kernel/trace.py) never move a run's digest."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import sim
 from analysis.explain import explain_cause, explain_fault, explain_message, read_run
 from sim import cli
-from sim.trace import DETAIL_KINDS, digest
+from sim.kernel.trace import DETAIL_KINDS, digest
 from tests.conftest import ROOT
 
 RUNS: dict[tuple, Path] = {}
@@ -143,6 +143,6 @@ def test_load_reads_a_run_back(out: Path) -> None:
 
 def test_sources_digest_is_the_sweeps() -> None:
     from analysis.sweep import simulator_sha256 as sweeps
-    from sim.sources import simulator_sha256
+    from sim.kernel.sources import simulator_sha256
 
     assert simulator_sha256.__wrapped__() == sweeps()  # computed afresh (the function caches its first answer)

@@ -13,8 +13,8 @@ import pytest
 
 from models.records import BROKER_OFFSET_BEHIND_REPLICA, CONSUMER_CONSUMED, SLAVE_SYNCED
 from sim import scenario
+from sim.kernel.trace import field_index
 from sim.runner import run_scenario
-from sim.trace import field_index
 
 SEEDS = (1, 2, 3)
 SEC = 1_000_000

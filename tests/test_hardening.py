@@ -19,9 +19,9 @@ import pytest
 
 import sim
 from sim import scenario as scenario_mod
-from sim.config import ConfigError
-from sim.dist import Lognormal, Uniform
-from sim.limits import DRAW_CAP, MAX_PROBLEMS
+from sim.kernel.config import ConfigError
+from sim.kernel.dist import Lognormal, Uniform
+from sim.kernel.limits import DRAW_CAP, MAX_PROBLEMS
 from tests.conftest import ROOT
 from tests.fuzz.properties import assert_clean_rejection, assert_consistent_summary, assert_no_foreign_content
 

@@ -41,7 +41,7 @@ from analysis.report import ReportError, build_report
 from analysis.sweep import manifest, tasks
 from analysis.sweep_spec import load_sweep
 from sim import cli, run_store
-from sim.files import MANIFEST, OutputError, OwnedDir, system_dir, writable_dir
+from sim.kernel.files import MANIFEST, OutputError, OwnedDir, system_dir, writable_dir
 from tests.analysis.test_sweep import write_sweep
 from tests.conftest import ROOT
 

@@ -12,9 +12,9 @@ import pytest
 
 import sim
 from models.message import SEQ_BITS
+from sim.kernel.trace import field_index
 from sim.runner import run_scenario
 from sim.scenario import from_data, load
-from sim.trace import field_index
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = (1, 2, 3)

@@ -31,9 +31,9 @@ from models.records import (
     CONSUMER_QUEUE_STARTED,
     PRODUCER_SENT,
 )
+from sim.kernel.trace import field_index
 from sim.runner import build, run_scenario, start
 from sim.scenario import from_data
-from sim.trace import field_index
 
 PULL_MAX_IDLE_TIME_US = 120_000_000  # ProcessQueue.PULL_MAX_IDLE_TIME (Java), not read from the model
 PAUSE_AT_US = 50_000_000

@@ -1,5 +1,5 @@
 """Run bounds that always fire (issue 25): a step that never yields, a livelock, memory, set-up
-too large to build, and what a stopped run reports (sim/watchdog.py, sim/runner.py,
+too large to build, and what a stopped run reports (sim/kernel/watchdog.py, sim/runner.py,
 sim/setup_size.py); and the 4.x check loop that once never ended (models/broker/transaction_check.py)."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import sim
 from models.namesrv import NameServer
 from models.records import TXN_CHECKED
 from sim import runner, scenario
-from sim.config import ConfigError
-from sim.limits import DEFAULT_MAX_ROUTE_ENTRIES
+from sim.kernel.config import ConfigError
+from sim.kernel.limits import DEFAULT_MAX_ROUTE_ENTRIES
+from sim.kernel.watchdog import RunInterrupted, Watchdog, rss_mb
 from sim.setup_size import route_entries
-from sim.watchdog import RunInterrupted, Watchdog, rss_mb
 from tests.conftest import ROOT, short_baseline
 
 TXN_4X = {"name": "txn_4x_spin", "version": "4.x", "duration_ms": 31_000, "settle_ms": 0,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sim import scenario
-from sim.config import ConfigError
+from sim.kernel.config import ConfigError
 from sim.scenario_warnings import scenario_warnings
 from tests.conftest import ROOT
 

@@ -209,7 +209,7 @@ def test_log_lost_with_a_producer_crash_makes_checks_roll_back_committed_transac
 @pytest.mark.parametrize("seed", (1, 2))
 def test_partition_during_a_check_round_delays_its_checks_until_the_heal(seed: int) -> None:
     """Checks are oneway over a channel the broker still holds: sent into a partition, TCP keeps
-    them and retransmits after the heal (sim/network.py), so they are answered only then, and
+    them and retransmits after the heal (sim/kernel/network.py), so they are answered only then, and
     every half is resolved without a violation."""
     overrides = ["faults=[{at_ms: 25s, kind: partition, groups: [[p-1, p-2], [broker-a, broker-b]], duration_ms: 10s}]",
                  "producers[0].transaction.unknow_probability=0.2", "settle_ms=70s"]
@@ -254,7 +254,7 @@ def test_version_4x_checks_without_the_sleep_and_writes_each_op_at_once() -> Non
 
 
 def test_bad_transaction_settings_are_reported_at_once_with_their_key_paths() -> None:
-    from sim.config import ConfigError
+    from sim.kernel.config import ConfigError
     from sim.scenario import from_data
 
     data = {"producers": [{"send_mode": "ASYNC", "transaction": {"commit_probability": 1.5, "unknow_probability": 0.7,

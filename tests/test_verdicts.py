@@ -26,8 +26,8 @@ import sim
 from analysis.checks import latency_samples
 from analysis.verdict import EXPECTABLE_METRICS, judge
 from sim import scenario
-from sim.config import ConfigError
-from sim.trace import field_index
+from sim.kernel.config import ConfigError
+from sim.kernel.trace import field_index
 from tests.conftest import ROOT, short_baseline
 
 SHORT = ["--set", "duration_ms=8000", "--set", "settle_ms=4000"]

@@ -119,12 +119,12 @@ from models.protocol import (
 )
 from models.protocol import SLAVE_NOT_AVAILABLE as CODE_SLAVE_NOT_AVAILABLE
 from models.records import BROKER_REGISTERED, BROKER_SEND_REJECTED, BROKER_STORED
-from sim.coverage import COV_DLQ_BY_RETRY_SEND, COV_DLQ_BY_SEND_BACK, COV_SERVER_SIDE_RESET_TAKEN
-from sim.disk import Disk, DiskConfig
-from sim.dist import Constant
-from sim.env import Clock, ms
-from sim.node import Node
-from sim.trace import DIGEST_CHUNK
+from sim.kernel.coverage import COV_DLQ_BY_RETRY_SEND, COV_DLQ_BY_SEND_BACK, COV_SERVER_SIDE_RESET_TAKEN
+from sim.kernel.disk import Disk, DiskConfig
+from sim.kernel.dist import Constant
+from sim.kernel.env import Clock, ms
+from sim.kernel.node import Node
+from sim.kernel.trace import DIGEST_CHUNK
 
 RETRY_QUEUE_NUMS = 1  # SubscriptionGroupConfig.retryQueueNums
 DLQ_NUMS_PER_GROUP = 1  # MixAll.DLQ_NUMS_PER_GROUP
@@ -155,7 +155,7 @@ class Broker:
         node = Node(env, name, zone)
         self.node: Node = node
         self.clock: Clock = env.clock
-        self.cov: list[int] = env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov: list[int] = env.coverage  # rare-state counts (sim/kernel/coverage.py)
         node.startup_us = ms(broker_cfg.startup_ms)
         node.disk = Disk(env, disk_cfg, env.rng.stream(f"{name}.disk"))
         node.on_power_loss(lambda: node.disk.files.power_loss(env._now))
@@ -306,7 +306,7 @@ class Broker:
     def process_send(self, src: str, req_id: int, req: SendMessage) -> None:
         # unpacked once (a NamedTuple field read costs tens of instructions), cast to tuple when
         # compiled: a NamedTuple is otherwise unpacked through an iterator (an unchecked cast:
-        # handlers get their payload type only, sim/network.py); pure, the NamedTuple itself
+        # handlers get their payload type only, sim/kernel/network.py); pure, the NamedTuple itself
         msg, queue_id = cython.cast(tuple, req) if cython.compiled else req
         msg_id, topic, tags, _shard, body_bytes, _born, size, reconsume_times, delay_level, props = (
             cython.cast(tuple, msg) if cython.compiled else msg)

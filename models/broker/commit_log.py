@@ -36,8 +36,8 @@ from models.broker.config import OS_PAGE_SIZE_BYTES, MessageStoreConfig
 from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, MappedFileQueue, pack_record
 from models.message import PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC, java_string_hash
 from models.records import COMMIT_LOG_DESTROYED, COMMIT_LOG_FLUSHED, COMMIT_LOG_TRUNCATED, OFFSET_REUSED
-from sim.coverage import COV_CRASH_WRITE_BUFFER_LOST, COV_POWER_LOSS_UNFLUSHED_TAIL, COV_QUEUE_OFFSET_REUSED
-from sim.env import Clock
+from sim.kernel.coverage import COV_CRASH_WRITE_BUFFER_LOST, COV_POWER_LOSS_UNFLUSHED_TAIL, COV_QUEUE_OFFSET_REUSED
+from sim.kernel.env import Clock
 
 BLANK_MIN_BYTES = 8  # CommitLog END_FILE_MIN_BLANK_LENGTH
 QUEUE_ID_BITS = 16  # queue key = topic index << 16 | queue id (queue ids are below 2^16)
@@ -62,7 +62,7 @@ class CommitLog:
     def __init__(self, node: Any, cfg: MessageStoreConfig, pool: bool = False, master: bool = True) -> None:
         self.node = node
         self.clock: Clock = node.env.clock
-        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
         self.cfg = cfg
         self.file_size = cfg.mapped_file_size_commit_log_bytes
         self.files = MappedFileQueue(self.file_size)

@@ -1,7 +1,7 @@
 """Broker tunables: subsets of store.config.MessageStoreConfig and common.BrokerConfig (5.3.3).
 
 One field per tunable the model reads; Java field name beside each default. Bounds: times at
-most `sim.limits.MAX_TIME_MS`, sizes and counts within a Java `int` (the type RocketMQ keeps
+most `sim.kernel.limits.MAX_TIME_MS`, sizes and counts within a Java `int` (the type RocketMQ keeps
 them in), `messageDelayLevel` parsed here as ScheduleMessageService parses it.
 """
 
@@ -12,9 +12,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sim.config import Int, IntBytes, IntMs, NonNegativeIntMs, PositiveIntMs
-from sim.dist import Constant, Dist
-from sim.limits import MAX_TIME_MS
+from sim.kernel.config import Int, IntBytes, IntMs, NonNegativeIntMs, PositiveIntMs
+from sim.kernel.dist import Constant, Dist
+from sim.kernel.limits import MAX_TIME_MS
 
 OS_PAGE_SIZE_BYTES = 4 * 1024  # DefaultMappedFile.OS_PAGE_SIZE
 CQ_UNIT_BYTES = 20  # ConsumeQueue.CQ_STORE_UNIT_SIZE

@@ -36,8 +36,8 @@ from models.broker.config import REPUT_INTERVAL_US, FlushDiskType
 from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, unpack_record
 from models.message import PROPERTY_DELAY_TIME_LEVEL, SCHEDULE_TOPIC
 from models.records import CONSUME_QUEUE_DISPATCHED
-from sim.coverage import COV_CONSUME_QUEUE_DIRTY_UNITS_DROPPED, COV_RECOVERY_TRUNCATES_INVALID_TAIL
-from sim.env import Clock
+from sim.kernel.coverage import COV_CONSUME_QUEUE_DIRTY_UNITS_DROPPED, COV_RECOVERY_TRUNCATES_INVALID_TAIL
+from sim.kernel.env import Clock
 
 CQ_UNIT = struct.Struct("<qiq")  # ConsumeQueue.CQ_STORE_UNIT_SIZE = 20
 CQ_UNIT_BYTES = CQ_UNIT.size
@@ -98,7 +98,7 @@ class ReputMessageService:
         self.node = node
         self.clock: Clock = node.env.clock
         self.log: CommitLog = log
-        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
         self._dispatch_bound = self.dispatch  # bound once: `self.dispatch` makes a new bound-method object each time
         self.sync_flush = flush_type is FlushDiskType.SYNC_FLUSH and confirm_flushed
         self.stop_at = -1  # diverged HA slave: nothing at or past this position is dispatched
@@ -108,7 +108,7 @@ class ReputMessageService:
         self._cursor: tuple[MappedFile | None, int] = (None, 0)  # (file, index) of the next record
         self.pending = False
         self.grid_origin_us = 0
-        self.detail = node.env.tracer.detail  # trace each dispatched range (detail kind, sim/trace.py)
+        self.detail = node.env.tracer.detail  # trace each dispatched range (detail kind, sim/kernel/trace.py)
         self.listeners: list[Callable[[ConsumeQueue], None]] = []  # new units in a queue
         self.schedule_listener: Callable[[int], None] | None = None  # (delay level)
         self.delivery_us: Callable[[int, int], int] = lambda level, store_us: store_us  # schedule tags code

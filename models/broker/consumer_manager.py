@@ -21,7 +21,7 @@ class ConsumerManager:
         self.node = node
         self.cfg = cfg
         self.groups: dict[str, dict[str, int]] = {}  # group -> client id -> last heartbeat µs
-        self.detail = node.env.tracer.detail  # trace who joins and leaves (detail kinds, sim/trace.py)
+        self.detail = node.env.tracer.detail  # trace who joins and leaves (detail kinds, sim/kernel/trace.py)
         node.on_crash(self.groups.clear)
         node.add_service(self.scan_not_active_channels)
 

@@ -52,8 +52,8 @@ from models.protocol import (
     SendResponse,
 )
 from models.records import TXN_ENDED
-from sim.coverage import COV_TXN_CHECK_ANSWERED_UNKNOW, COV_TXN_END_REFUSED
-from sim.env import ms
+from sim.kernel.coverage import COV_TXN_CHECK_ANSWERED_UNKNOW, COV_TXN_END_REFUSED
+from sim.kernel.env import ms
 
 ACTIONS = {TRANSACTION_COMMIT_TYPE: "COMMIT", TRANSACTION_ROLLBACK_TYPE: "ROLLBACK"}
 
@@ -65,7 +65,7 @@ class BrokerTransaction:
         """`batched_ops`: 5.x (op batching, and the check round's 1 s sleep); False: 4.x."""
         self.broker = broker
         self.node = broker.node
-        self.cov = broker.node.env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov = broker.node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
         self.cfg = broker.cfg
         self.timeout_us = ms(self.cfg.transaction_timeout_ms)
         self.bridge = TransactionalMessageBridge(broker)

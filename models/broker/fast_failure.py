@@ -31,8 +31,8 @@ from typing import Any
 from models.broker.config import FAST_FAILURE_INITIAL_DELAY_US, FAST_FAILURE_PERIOD_US, BrokerConfig, MessageStoreConfig
 from models.protocol import SYSTEM_BUSY, SendMessage, SendResponse
 from models.records import BROKER_BUSY
-from sim.coverage import COV_BROKER_BUSY_REJECTED
-from sim.env import ms
+from sim.kernel.coverage import COV_BROKER_BUSY_REJECTED
+from sim.kernel.env import ms
 
 REJECT_REQUEST = "REJECTREQUEST"
 OVERLOAD = "OVERLOAD"

@@ -41,8 +41,8 @@ from models.protocol import (
     HaTransfer,
 )
 from models.records import BROKER_OFFSET_SYNCED, HA_APPENDED, HA_DISCONNECTED, HA_DIVERGED, SLAVE_SYNCED
-from sim.coverage import COV_HA_SLAVE_DIVERGED
-from sim.env import ms
+from sim.kernel.coverage import COV_HA_SLAVE_DIVERGED
+from sim.kernel.env import ms
 
 CONNECT_TIMEOUT_US = 5_000_000  # RemotingHelper.connect(addr): 5000 ms
 CLIENT_LOOP_US = 1_000_000  # selector.select(1000)
@@ -141,7 +141,7 @@ class HAClient:
             self.reput.stop_at = frame.offset
             self.node.trace(HA_DIVERGED, frame.offset, frame.torn_bytes)
         log.append_replica(list(frame.records))
-        if self.node.env.tracer.detail:  # the range this frame appended (detail kind, sim/trace.py)
+        if self.node.env.tracer.detail:  # the range this frame appended (detail kind, sim/kernel/trace.py)
             self.node.trace(HA_APPENDED, frame.records[0][0], log.wrote_position)
         self.on_append()
         if log.wrote_position > self.reported:  # reportSlaveMaxOffsetPlus

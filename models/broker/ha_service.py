@@ -45,13 +45,13 @@ from models.broker.commit_log import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAI
 from models.broker.config import HA_WRITE_POLL_US, MessageStoreConfig, Version
 from models.protocol import SUCCESS, CodeResponse, HaClose, HaConnect, HaReport, HaTransfer
 from models.records import HA_CONNECTED, HA_DISCONNECTED
-from sim.coverage import (
+from sim.kernel.coverage import (
     COV_FLUSH_SLAVE_TIMEOUT,
     COV_HA_SLAVE_CATCHING_UP,
     COV_SLAVE_NOT_AVAILABLE,
     COV_SYNC_MASTER_WAITS_FOR_SLAVE,
 )
-from sim.env import ms
+from sim.kernel.env import ms
 
 
 class HAConnection:
@@ -73,7 +73,7 @@ class HAConnection:
 class HAService:
     def __init__(self, node: Any, log: CommitLog, cfg: MessageStoreConfig, version: str) -> None:
         self.node = node
-        self.cov = node.env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
         self.log = log
         self.cfg = cfg
         self.v4 = version == Version.V4

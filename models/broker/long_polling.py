@@ -20,12 +20,12 @@ import cython
 
 from models.broker.config import HOLD_SCAN_INTERVAL_US
 from models.broker.consume_queue import ConsumeQueue
-from sim.coverage import COV_PULL_HELD_WOKEN_BY_ARRIVAL, COV_PULL_HOLD_EXPIRED_EMPTY
-from sim.env import Clock
+from sim.kernel.coverage import COV_PULL_HELD_WOKEN_BY_ARRIVAL, COV_PULL_HOLD_EXPIRED_EMPTY
+from sim.kernel.env import Clock
 
 # the one point reached about once a message, its index typed when compiled: Cython then indexes
 # the counter list directly (baseline: ~190 instructions a message, ~800 with the index untyped;
-# sim/coverage.py)
+# sim/kernel/coverage.py)
 WOKEN_BY_ARRIVAL = cython.declare(cython.Py_ssize_t, COV_PULL_HELD_WOKEN_BY_ARRIVAL)
 
 
@@ -37,7 +37,7 @@ class PullRequestHoldService:
                  execute: Callable[[str, int, Any], None], scan_interval_us: int = HOLD_SCAN_INTERVAL_US) -> None:
         self.node = node
         self.clock: Clock = node.env.clock
-        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
         self.queue_of = queue_of  # (topic, queue id) -> ConsumeQueue or None
         self.execute = execute  # re-run a held pull: (src, req_id, request) → replies
         self.scan_interval_us = scan_interval_us

@@ -39,8 +39,8 @@ from models.records import (
     CONSUMER_OFFSETS_LOADED,
     CONSUMER_OFFSETS_PERSISTED,
 )
-from sim.coverage import COV_BROKER_OFFSET_ROLLED_BACK, COV_OFFSET_ANSWER_BEHIND_REPLICA
-from sim.env import ms
+from sim.kernel.coverage import COV_BROKER_OFFSET_ROLLED_BACK, COV_OFFSET_ANSWER_BEHIND_REPLICA
+from sim.kernel.env import ms
 
 CONSUMER_OFFSET_FILE = "config/consumerOffset.json"
 
@@ -48,7 +48,7 @@ CONSUMER_OFFSET_FILE = "config/consumerOffset.json"
 class ConsumerOffsetManager:
     def __init__(self, node: Any, cfg: BrokerConfig, version: str = "5.x", slave: bool = False) -> None:
         self.node = node
-        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
         self.cfg = cfg
         self.table: dict[tuple[str, str, int], int] = {}
         self.reset: dict[tuple[str, str, int], int] = {}  # resetOffsetTable (heap)
@@ -57,7 +57,7 @@ class ConsumerOffsetManager:
         self.slave = slave
         self.client_commits: dict[tuple[str, str, int], int] = {}  # ground truth: a slave's own commits
         self.peers: tuple[ConsumerOffsetManager, ...] = ()  # ground truth: the group's other replicas
-        self.detail = node.env.tracer.detail  # trace commits, file writes and loads (detail kinds, sim/trace.py)
+        self.detail = node.env.tracer.detail  # trace commits, file writes and loads (detail kinds, sim/kernel/trace.py)
         node.on_crash(self._crashed)
         node.on_crash(self.reset.clear)
         node.on_start(self.load)

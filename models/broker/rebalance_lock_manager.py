@@ -20,7 +20,7 @@ from typing import Any
 
 from models.protocol import SUCCESS, CodeResponse, LockBatchMQ, LockBatchResponse, UnlockBatchMQ
 from models.records import BROKER_LOCK_GRANTED, BROKER_LOCK_REFUSED, BROKER_UNLOCKED
-from sim.coverage import COV_ORDERLY_LOCK_EXPIRED_TAKEN_OVER, COV_ORDERLY_LOCK_REFUSED
+from sim.kernel.coverage import COV_ORDERLY_LOCK_EXPIRED_TAKEN_OVER, COV_ORDERLY_LOCK_REFUSED
 
 REBALANCE_LOCK_MAX_LIVE_TIME_US = 60_000_000  # rocketmq.broker.rebalance.lockMaxLiveTime (RebalanceLockManager)
 
@@ -28,7 +28,7 @@ REBALANCE_LOCK_MAX_LIVE_TIME_US = 60_000_000  # rocketmq.broker.rebalance.lockMa
 class RebalanceLockManager:
     def __init__(self, node: Any) -> None:
         self.node = node
-        self.cov = node.env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
         # group → (topic, queue id) → [client id, lastUpdateTimestamp µs]
         self.table: dict[str, dict[tuple[str, int], list]] = {}
         node.on_crash(self.table.clear)  # locks live only in broker memory

@@ -27,8 +27,8 @@ from models.message import (
     record_bytes,
 )
 from models.records import SCHEDULE_DELIVERED
-from sim.coverage import COV_DELAY_LEVEL_DELIVERED
-from sim.env import ms
+from sim.kernel.coverage import COV_DELAY_LEVEL_DELIVERED
+from sim.kernel.env import ms
 
 DELAY_OFFSET_FILE = "config/delayOffset.json"
 
@@ -53,7 +53,7 @@ class ScheduleMessageService:
     def __init__(self, node: Any, level_spec: str, store: Any, put: Callable[..., Any],
                  persist_interval_ms: int, version: str = "5.x", active: bool = True) -> None:
         self.node = node
-        self.cov = node.env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
         self.delays_us = [ms(d) for d in parse_delay_levels(level_spec)]
         self.store = store  # the broker's MessageStore (ConsumeQueues, lookMessageByOffset)
         self.put = put  # Broker.put_message: append a message to its real topic

@@ -36,7 +36,7 @@ from models.protocol import (
     new_pull_response,
 )
 from models.records import BROKER_BUSY
-from sim.coverage import COV_SLAVE_PULL_REJECTED
+from sim.kernel.coverage import COV_SLAVE_PULL_REJECTED
 
 
 class SlaveProcessors:

@@ -82,8 +82,8 @@ from models.message import (
 )
 from models.protocol import CheckTransactionState
 from models.records import TXN_CHECKED, TXN_DISCARDED
-from sim.coverage import COV_TXN_CHECK_MAX_REACHED, COV_TXN_CHECK_NO_PRODUCER
-from sim.env import ms
+from sim.kernel.coverage import COV_TXN_CHECK_MAX_REACHED, COV_TXN_CHECK_NO_PRODUCER
+from sim.kernel.env import ms
 
 MAX_PROCESS_TIME_LIMIT_US = 60_000_000  # TransactionalMessageServiceImpl.MAX_PROCESS_TIME_LIMIT
 OP_MSG_PULL_NUMS = 32  # TransactionalMessageServiceImpl.OP_MSG_PULL_NUMS
@@ -101,7 +101,7 @@ class TransactionalMessageCheckService:
         self.broker = broker
         self.sleep_while_no_op_us = SLEEP_WHILE_NO_OP_US if v5 else 0  # 4.9.8 pulls again at once
         self.node = broker.node
-        self.cov = broker.node.env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov = broker.node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
         self.bridge = bridge
         self.cfg = cfg
         self.interval_us = ms(cfg.transaction_check_interval_ms)

@@ -39,7 +39,7 @@ from models.message import (
     record_bytes,
 )
 from models.records import TXN_HALF_LOST
-from sim.coverage import COV_TXN_HALF_LOST_POWER_LOSS
+from sim.kernel.coverage import COV_TXN_HALF_LOST_POWER_LOSS
 
 CID_RMQ_SYS_TRANS = "CID_RMQ_SYS_TRANS"  # TransactionalMessageUtil.buildConsumerGroup()
 REMOVE_TAG = "d"  # TransactionalMessageUtil.REMOVE_TAG

@@ -3,7 +3,7 @@
 Bounds are DefaultMQPushConsumerImpl.checkConfig's where it has one (consumeThreadMax 1..1000,
 consumeConcurrentlyMaxSpan and pullThresholdForQueue 1..65535, pullThresholdSizeForQueue
 1..1024 MiB, pullInterval 0..65535 ms, pullBatchSize 1..1024); times are at most
-`sim.limits.MAX_TIME_MS`.
+`sim.kernel.limits.MAX_TIME_MS`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sim.config import DurationMs, Int, IntMiB, IntMin, IntMs, NodeName, NonNegativeIntMs, PositiveIntMs
-from sim.limits import MAX_TIME_MS
+from sim.kernel.config import DurationMs, Int, IntMiB, IntMin, IntMs, NodeName, NonNegativeIntMs, PositiveIntMs
+from sim.kernel.limits import MAX_TIME_MS
 
 PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US = 50_000  # DefaultMQPushConsumerImpl
 BROKER_SUSPEND_MAX_TIME_US = 15_000_000  # DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS

@@ -33,9 +33,9 @@ from models.consumer.process_queue import ProcessQueue
 from models.consumer.send_back import SendBack
 from models.message import MessageExt
 from models.records import CONSUMER_CONSUMED, CONSUMER_EXPIRED_CLEANED
-from sim.coverage import COV_CONSUME_FAILURE_SENT_BACK, COV_SEND_BACK_FAILED_LOCAL_RETRY
-from sim.env import Clock
-from sim.trace import DIGEST_CHUNK
+from sim.kernel.coverage import COV_CONSUME_FAILURE_SENT_BACK, COV_SEND_BACK_FAILED_LOCAL_RETRY
+from sim.kernel.env import Clock
+from sim.kernel.trace import DIGEST_CHUNK
 
 
 class ConsumeService(ConsumePool):
@@ -54,7 +54,7 @@ class ConsumeService(ConsumePool):
         self.name = self.node.name
         self.env = self.node.env
         self.clock: Clock = self.env.clock
-        self.cov: list[int] = self.env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov: list[int] = self.env.coverage  # rare-state counts (sim/kernel/coverage.py)
         self._chunk = self.node._chunk
         # bound once: reading a method off `self` makes a new bound-method object each time
         self._done_bound = self._done

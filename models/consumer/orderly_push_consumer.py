@@ -55,7 +55,7 @@ from models.consumer.queue_lock import QueueLocks
 from models.message import MessageQueue
 from models.protocol import SUCCESS, OffsetResponse, QueryConsumerOffset
 from models.records import CONSUMER_QUEUE_DROPPED
-from sim.env import ms
+from sim.kernel.env import ms
 
 
 def locked_process_queue(next_offset: int, now_us: int) -> OrderlyProcessQueue:

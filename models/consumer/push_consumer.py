@@ -57,9 +57,9 @@ from models.protocol import (
     new_pull_message,
 )
 from models.records import CONSUMER_OFFSET_MOVED, CONSUMER_PULL_FAILED, CONSUMER_QUEUE_DROPPED, CONSUMER_SHUTDOWN
-from sim.coverage import COV_OFFSET_ILLEGAL_CORRECTED, COV_PULL_FLOW_CONTROLLED, COV_PULL_FROM_SLAVE
-from sim.env import Clock, ms
-from sim.node import CONNECT_FAILED, Node
+from sim.kernel.coverage import COV_OFFSET_ILLEGAL_CORRECTED, COV_PULL_FLOW_CONTROLLED, COV_PULL_FROM_SLAVE
+from sim.kernel.env import Clock, ms
+from sim.kernel.node import CONNECT_FAILED, Node
 
 MIB = 1024 * 1024
 
@@ -84,7 +84,7 @@ class PushConsumer:
         node = Node(env, name, zone)
         self.node: Node = node
         self.clock: Clock = env.clock
-        self.cov: list[int] = env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov: list[int] = env.coverage  # rare-state counts (sim/kernel/coverage.py)
         # bound once: reading a method off `self` makes a new bound-method object each time
         self._on_pull_bound = self._on_pull
         self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one

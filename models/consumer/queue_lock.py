@@ -29,7 +29,7 @@ from models.consumer.config import (
 from models.message import MessageQueue
 from models.protocol import SUCCESS, LockBatchMQ, UnlockBatchMQ
 from models.records import CONSUMER_LOCK_LOST
-from sim.coverage import COV_ORDERLY_LOCK_LOST
+from sim.kernel.coverage import COV_ORDERLY_LOCK_LOST
 
 
 class QueueLocks:

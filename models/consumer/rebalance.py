@@ -42,15 +42,15 @@ from models.protocol import (
     SearchOffset,
 )
 from models.records import CONSUMER_QUEUE_STARTED, CONSUMER_REBALANCED
-from sim.coverage import COV_REBALANCE_DROPPED_QUEUE_IN_FLIGHT
-from sim.env import ms
+from sim.kernel.coverage import COV_REBALANCE_DROPPED_QUEUE_IN_FLIGHT
+from sim.kernel.env import ms
 
 
 class Rebalancer:
     def __init__(self, consumer: Any, strategy: Any) -> None:
         self.consumer = consumer
         self.node = consumer.node
-        self.cov = consumer.node.env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov = consumer.node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
         self.strategy = strategy
         self.stream = self.node.env.rng.stream(f"{self.node.name}.rebalance")
         self.last_round_us = -REBALANCE_MIN_INTERVAL_US

@@ -40,8 +40,8 @@ from models.message import (
 )
 from models.protocol import SUCCESS, ConsumerSendMsgBack, SendMessage
 from models.records import CONSUMER_RESENT_AS_NORMAL, CONSUMER_SENT_BACK
-from sim.coverage import COV_SEND_BACK_RESENT_BY_INNER_PRODUCER
-from sim.node import CONNECT_FAILED
+from sim.kernel.coverage import COV_SEND_BACK_RESENT_BY_INNER_PRODUCER
+from sim.kernel.node import CONNECT_FAILED
 
 PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"  # MessageConst
 PERM_WRITE = 2  # PermName.PERM_WRITE
@@ -55,7 +55,7 @@ class SendBack:
     def __init__(self, consumer: Any, max_reconsume_times: int) -> None:
         self.consumer = consumer
         self.node = consumer.node
-        self.cov = consumer.node.env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov = consumer.node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
         self.group = consumer.group
         self.max_reconsume_times = max_reconsume_times
         self.retry_topic = retry_topic(consumer.group)

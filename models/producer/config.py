@@ -1,6 +1,6 @@
 """Producer tunables: client.producer.DefaultMQProducer and ClientConfig subsets (5.3.3 defaults).
 
-Bounds: times at most `sim.limits.MAX_TIME_MS`, sizes and counts within a Java `int`, retries at
+Bounds: times at most `sim.kernel.limits.MAX_TIME_MS`, sizes and counts within a Java `int`, retries at
 most `MAX_RETRY_TIMES` (each retry is a whole send: more would only multiply events). Options
 that exist only in 5.x (`start_detector_enable`, `send_msg_max_timeout_per_request_ms`, the async
 back-pressure) are refused with `client_version: "4.x"` (sim/scenario_checks.py).
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sim.config import Int, IntBytes, IntMs, PositiveIntMs
-from sim.limits import MAX_TIME_MS
+from sim.kernel.config import Int, IntBytes, IntMs, PositiveIntMs
+from sim.kernel.limits import MAX_TIME_MS
 
 INTEGER_MAX_VALUE = 2**31 - 1
 MAX_RETRY_TIMES = 1_000

@@ -45,7 +45,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from models.message import MessageQueue
-from sim.coverage import (
+from sim.kernel.coverage import (
     COV_DETECTOR_RESTORED_BROKER,
     COV_FAULT_BROKER_ISOLATED,
     COV_PICK_ONE_AT_LEAST_CHOSEN,
@@ -384,7 +384,7 @@ class LatencyFaultToleranceImpl:
                  detect_timeout_ms: int = DETECT_TIMEOUT_MS, detect_interval_ms: int = DETECT_INTERVAL_MS,
                  start_detector_enable: bool = False, coverage: list[int] | None = None) -> None:
         self.client_version = _check_version(client_version)
-        # the run's rare-state counts (sim/coverage.py; a standalone strategy counts into its own)
+        # the run's rare-state counts (sim/kernel/coverage.py; a standalone strategy counts into its own)
         self.cov = coverage if coverage is not None else new_counter()
         self.fault_item_table: dict[str, FaultItem] = {}  # ConcurrentHashMap; here insertion order
         self.which_item_worst_index = ThreadLocalIndex(client_version, which_item_worst, rng)
@@ -516,7 +516,7 @@ class MQFaultStrategy:
                  rng: RandomSource | None = None, shuffle_rng: RandomSource | None = None,
                  coverage: list[int] | None = None) -> None:
         self.client_version = _check_version(client_version)
-        # the run's rare-state counts (sim/coverage.py; a standalone strategy counts into its own)
+        # the run's rare-state counts (sim/kernel/coverage.py; a standalone strategy counts into its own)
         self.cov = coverage if coverage is not None else new_counter()
         if start_detector_enable and client_version == V4:
             raise ValueError("start_detector_enable is a 5.x option (4.9.8 has no detector)")

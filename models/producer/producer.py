@@ -79,10 +79,10 @@ from models.protocol import (
     new_send_message,
 )
 from models.records import PRODUCER_ATTEMPT_FAILED, PRODUCER_ROUTE_UPDATED, PRODUCER_SEND_FAILED, PRODUCER_SENT
-from sim.coverage import COV_SEND_BUDGET_EXHAUSTED, COV_SEND_RETRIED_OTHER_BROKER
-from sim.env import Clock, ms
-from sim.node import CONNECT_FAILED, Node
-from sim.trace import DIGEST_CHUNK
+from sim.kernel.coverage import COV_SEND_BUDGET_EXHAUSTED, COV_SEND_RETRIED_OTHER_BROKER
+from sim.kernel.env import Clock, ms
+from sim.kernel.node import CONNECT_FAILED, Node
+from sim.kernel.trace import DIGEST_CHUNK
 
 DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"  # MixAll.DEFAULT_PRODUCER_GROUP
 ONEWAY = "ONEWAY"
@@ -106,10 +106,10 @@ class Producer:
         node = Node(env, name, zone)
         self.node: Node = node
         self.clock: Clock = env.clock
-        self.cov: list[int] = env.coverage  # rare-state counts (sim/coverage.py)
+        self.cov: list[int] = env.coverage  # rare-state counts (sim/kernel/coverage.py)
         self.name = name
         self._chunk = node._chunk
-        self.detail = env.tracer.detail  # trace each failed attempt (sim/trace.py detail kinds)
+        self.detail = env.tracer.detail  # trace each failed attempt (sim/kernel/trace.py detail kinds)
         # bound once: reading a method off `self` makes a new bound-method object each time
         self._on_response_bound = self._on_response
         self.cfg = cfg

@@ -27,9 +27,9 @@ from typing import Any
 
 from models.message import SEQ_BITS, new_message, record_bytes
 from models.producer.producer import Producer, batch_of
-from sim.dist import Constant, Exponential, index_sampler, zipf_index_sampler
-from sim.env import Clock
-from sim.node import Node
+from sim.kernel.dist import Constant, Exponential, index_sampler, zipf_index_sampler
+from sim.kernel.env import Clock
+from sim.kernel.node import Node
 
 
 class Workload:
@@ -53,7 +53,7 @@ class Workload:
         self.burst = spec.burst_size if spec.arrival == "bursts" else 1
         self.start_us, self.stop_us = start_us, stop_us
         self.stream = stream = node.env.rng.stream(f"{node.name}.workload")
-        # the draws come in blocks (sim/dist.py block_sampler), last draw first: `_message` pops
+        # the draws come in blocks (sim/kernel/dist.py block_sampler), last draw first: `_message` pops
         self._body_block = spec.message_bytes.block_sampler(stream, 1)
         mean_gap_ms = 1000 * self.burst / spec.rate_per_s
         gap = Constant(value=mean_gap_ms) if spec.arrival == "constant" else \

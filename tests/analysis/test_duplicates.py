@@ -20,7 +20,7 @@ from models.records import (
     CONSUMER_SHUTDOWN,
     PRODUCER_SENT,
 )
-from sim.trace import NODE_CRASHED
+from sim.kernel.trace import NODE_CRASHED
 
 MSG = msg_id_of(0, 1)
 PRODUCERS = [ProducerInfo("p", "orders")]

@@ -36,7 +36,7 @@ from models.records import (
     PRODUCER_SEND_FAILED,
     PRODUCER_SENT,
 )
-from sim.trace import KINDS
+from sim.kernel.trace import KINDS
 
 PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
 INTERNAL = ("%", "SCHEDULE_", "RMQ_SYS")

@@ -17,7 +17,7 @@ from analysis.run_rows import (
     latency_bucket,
 )
 from analysis.sweep_spec import load_sweep, run_id
-from sim.trace import FAULT_HEALED, FAULT_INJECTED
+from sim.kernel.trace import FAULT_HEALED, FAULT_INJECTED
 from tests.conftest import ROOT
 
 

@@ -38,9 +38,9 @@ from analysis.run_rows import CAUSES, LATENCY_KEYS, SUMMARY_COUNTS
 from analysis.sweep import run_sweep, spark_session, tasks
 from analysis.sweep_spec import load_sweep, run_id
 from analysis.sweep_task import execute
-from sim import compiled
 from sim import scenario as scenario_mod
-from sim.config import ConfigError
+from sim.kernel import compiled
+from sim.kernel.config import ConfigError
 from tests.conftest import ROOT
 
 BASE = ROOT / "scenarios" / "restart_consumer.yaml"
@@ -248,7 +248,7 @@ def test_sweep_rows_equal_direct_runs(quick):
     assert (outcome.total, outcome.skipped, outcome.ran) == (4, 0, 4)
     assert outcome.failed == [] and outcome.mismatches == [] and outcome.verified == []
     assert "runs 4/4" in quick["log"]
-    # the executors used this tree's compiled build (sim/compiled.py), checked against the zip's sources
+    # the executors used this tree's compiled build (sim/kernel/compiled.py), checked against the zip's sources
     assert outcome.compiled_runs == (0 if compiled.pure_requested() else 4)
 
     manifest = sweep_dir.read_manifest(out)

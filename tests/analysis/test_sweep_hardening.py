@@ -18,8 +18,8 @@ from analysis import results_store as store
 from analysis import sweep_dir
 from analysis.sweep import manifest
 from analysis.sweep_spec import load_sweep
-from sim.config import ConfigError
-from sim.limits import CONFIRM_RUNS
+from sim.kernel.config import ConfigError
+from sim.kernel.limits import CONFIRM_RUNS
 from tests.analysis.test_sweep import BASE, SHORT, run_rmqsim, write_sweep
 from tests.conftest import ROOT
 from tests.fuzz.properties import assert_clean_rejection, assert_no_foreign_content

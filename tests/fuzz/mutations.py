@@ -37,8 +37,8 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from sim.inputs import dump_flow
-from sim.keypath import render
+from sim.kernel.inputs import dump_flow
+from sim.kernel.keypath import render
 
 PLACEHOLDER = "RMQSIM_FUZZ_PLACEHOLDER"
 Path = tuple  # key path parts: str keys and int indexes
@@ -371,7 +371,7 @@ def confusable(draw: Any, tree: Any) -> Mutation:
         return Mutation("confusable", dump(put(tree, path[:-1], renamed)).encode(), note=f"key {path} → {new!r}",
                         must_fail=new not in parent)
     if choice == 1 and numbers:  # fullwidth digits: ints and durations refuse them, a distribution's
-        path = draw(st.sampled_from(numbers))  # parameter reads them with float() (sim/dist.py: _ms)
+        path = draw(st.sampled_from(numbers))  # parameter reads them with float() (sim/kernel/dist.py: _ms)
         text = repr(get(tree, path)).translate(_DIGITS)
         return Mutation("confusable", dump(put(tree, path, text)).encode(), note=f"{path} = {text!r}")
     path = draw(st.sampled_from(texts or _paths(tree)))

@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from analysis.run_rows import SUMMARY_COUNTS
-from sim.config import ConfigError
+from sim.kernel.config import ConfigError
 
 KEY_PATH = r"(?:[A-Za-z_]\w*|\[[^\]\n]*\])(?:\.[A-Za-z_]\w*|\[[^\]\n]*\])*"
 LOCATION = re.compile(rf"^(?:\(file\)|\(top level\)|line \d+, column \d+|character \d+|--set |point |{KEY_PATH})")

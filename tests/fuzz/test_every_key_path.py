@@ -20,8 +20,8 @@ import pytest
 from pydantic import BaseModel
 
 from sim import scenario as scenario_mod
-from sim.config import ConfigError
-from sim.dist import Dist
+from sim.kernel.config import ConfigError
+from sim.kernel.dist import Dist
 from tests.fuzz import mutations
 from tests.fuzz.conftest import SCENARIOS, record
 from tests.fuzz.properties import assert_clean_rejection

@@ -31,9 +31,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sim import scenario as scenario_mod
-from sim import trace
-from sim.config import ConfigError
-from sim.inputs import load_yaml
+from sim.kernel import trace
+from sim.kernel.config import ConfigError
+from sim.kernel.inputs import load_yaml
 from tests.fuzz import mutations
 from tests.fuzz.conftest import BUNDLED_SCENARIOS, SCENARIOS, budget, parsed, record
 from tests.fuzz.properties import (

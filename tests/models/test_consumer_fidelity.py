@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from sim.kernel.trace import field_index
 from sim.runner import run_scenario
 from sim.scenario import from_data
-from sim.trace import field_index
 
 SEC = 1_000_000
 

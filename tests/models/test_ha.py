@@ -28,13 +28,13 @@ from models.protocol import (
     UpdateConsumerOffset,
 )
 from models.records import BROKER_OFFSET_BEHIND_REPLICA, HA_CONNECTED, SLAVE_SYNCED
-from sim.disk import DiskConfig
-from sim.dist import Constant
-from sim.env import SimEnv
-from sim.network import Network
-from sim.node import Node
-from sim.rng import Rng
-from sim.trace import Tracer
+from sim.kernel.disk import DiskConfig
+from sim.kernel.dist import Constant
+from sim.kernel.env import SimEnv
+from sim.kernel.network import Network
+from sim.kernel.node import Node
+from sim.kernel.rng import Rng
+from sim.kernel.trace import Tracer
 
 TOPIC = "T"
 LATENCY_US = 500  # one way

@@ -12,12 +12,12 @@ import sim
 from models.broker.rebalance_lock_manager import RebalanceLockManager
 from models.message import MessageQueue
 from models.protocol import LockBatchMQ, LockBatchResponse
-from sim.dist import Constant
-from sim.env import SimEnv
-from sim.network import Network
-from sim.node import Node
-from sim.rng import Rng
-from sim.trace import Tracer
+from sim.kernel.dist import Constant
+from sim.kernel.env import SimEnv
+from sim.kernel.network import Network
+from sim.kernel.node import Node
+from sim.kernel.rng import Rng
+from sim.kernel.trace import Tracer
 
 S = 1_000_000
 MQ = MessageQueue("orders", "broker-a", 0)

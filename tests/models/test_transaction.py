@@ -23,7 +23,7 @@ from models.records import (
     TXN_HALF_LOST,
     TXN_LOCAL_DONE,
 )
-from sim.coverage import new_counter
+from sim.kernel.coverage import new_counter
 from sim.scenario import from_data
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,7 +95,7 @@ class _Timer:
 
 
 class _Node:
-    """Just enough of sim.node.Node for the op batch service: a clock and timers."""
+    """Just enough of sim.kernel.node.Node for the op batch service: a clock and timers."""
 
     def __init__(self):
         self.env = type("E", (), {"_now": 0, "coverage": new_counter()})()

@@ -12,7 +12,7 @@ Value types for model fields (use them instead of bare `int`/`float`/`str`):
 - durations: a number in the field's unit, or a string with a unit: '500ms', '10s', '2min' (or
   '2m'), '1h', '1d', '250us' ('250µs' and '250μs' too), '1.5e3s'. A duration string is decimal:
   '1:30' (minutes and seconds, or hours and minutes?) is refused with a hint, '017s' is 17 s,
-  '0x1F' is no duration; YAML's own number forms are refused earlier (sim/inputs.py).
+  '0x1F' is no duration; YAML's own number forms are refused earlier (sim/kernel/inputs.py).
   `DurationMs`, `PositiveDurationMs`: ms as a float, at most `MAX_TIME_MS` (a positive duration
   is at least 1 µs, the clock's resolution); `IntMs` (`PositiveIntMs`, `NonNegativeIntMs`: at
   most `MAX_TIME_MS`), `IntS`, `IntMin`: the whole number a Java setting holds, in ms, seconds or
@@ -34,7 +34,7 @@ for whole MiB) is refused, saying what it came to, and so is a unit of the other
 for a duration, '5s' for a size). Numbers without a unit reach the model unchanged (the digest of
 a scenario without units does not move).
 
-Messages never show more of a value than `short` (sim/inputs.py) does.
+Messages never show more of a value than `short` (sim/kernel/inputs.py) does.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ from typing import Annotated, Any, NamedTuple, Union
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationError
 
-from sim.inputs import short
-from sim.limits import MAX_NAME_CHARS, MAX_PROBLEMS, MAX_TIME_MS
+from sim.kernel.inputs import short
+from sim.kernel.limits import MAX_NAME_CHARS, MAX_PROBLEMS, MAX_TIME_MS
 
 _NUMBER = r"-?[0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"  # single underscores between digits
 _QUANTITY_RE = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-zµμ]*)\s*$", re.ASCII)  # µ: the micro sign; μ: Greek mu

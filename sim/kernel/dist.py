@@ -3,7 +3,7 @@
 YAML forms (values in milliseconds, like RocketMQ's settings):
 
     5                                         # a bare number: constant
-    '2ms', '1.5s', '250us'                    # a duration with its unit: constant (sim/config.py)
+    '2ms', '1.5s', '250us'                    # a duration with its unit: constant (sim/kernel/config.py)
     {dist: constant, value: 5}
     {dist: uniform, low: 1, high: 3}
     {dist: exponential, mean: 2}
@@ -18,7 +18,7 @@ Sizes in bytes (`SizeDist`, e.g. `message_bytes`) are plain numbers: a unit ther
 `sample_us(stream)` is the only place where a float draw becomes time; it rounds once and never
 returns a negative value. The same specs serve for byte sizes (`sample_int`).
 
-Bounds (sim/limits.py): every parameter is finite, at most `MAX_DIST_VALUE` (10^12 ms, or
+Bounds (sim/kernel/limits.py): every parameter is finite, at most `MAX_DIST_VALUE` (10^12 ms, or
 bytes), and a lognormal's sigma (given, or derived from p50/p99) at most `MAX_LOGNORMAL_SIGMA`.
 Every draw, after scaling, **saturates** at `DRAW_CAP` (10^15: 31 years in µs) rather than
 overflowing: a NumPy float beyond int64 would otherwise wrap to a negative number when cast,
@@ -45,8 +45,8 @@ from typing import Annotated, Any, Literal, Union
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from sim.config import Float, parse_duration_ms
-from sim.limits import DRAW_CAP, MAX_DIST_VALUE, MAX_LOGNORMAL_SIGMA
+from sim.kernel.config import Float, parse_duration_ms
+from sim.kernel.limits import DRAW_CAP, MAX_DIST_VALUE, MAX_LOGNORMAL_SIGMA
 
 Z_99 = 2.3263478740408408  # standard normal quantile at 0.99
 BATCH = 1024  # values drawn per NumPy call in the batched samplers

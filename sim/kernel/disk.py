@@ -5,7 +5,7 @@ memory copies and are free. `fsync_duration_us(n)` returns how long forcing `n` 
 from now: the fsync latency draw plus `n / bandwidth`, multiplied by the `disk_slow` factor,
 starting when the device is free (one flush at a time) and not before an `fsync_stall` ends.
 Small files written without fsync (a broker's JSON config files) live in `files`, a page cache
-with the kernel's age-based writeback (sim/page_cache.py, `dirty_expire_ms`/`dirty_writeback_ms`).
+with the kernel's age-based writeback (sim/kernel/page_cache.py, `dirty_expire_ms`/`dirty_writeback_ms`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sim.config import Int, PositiveIntMs
-from sim.dist import Constant, Dist
-from sim.env import ms
-from sim.page_cache import PageCache
+from sim.kernel.config import Int, PositiveIntMs
+from sim.kernel.dist import Constant, Dist
+from sim.kernel.env import ms
+from sim.kernel.page_cache import PageCache
 
 MAX_BANDWIDTH_BYTES_PER_S = 10**12  # 1 TB/s, beyond any device
 

@@ -33,9 +33,9 @@ from typing import Any
 import simpy
 from simpy.core import NORMAL
 
-from sim import trace
-from sim.env import Clock, OwnedCall, Owner
-from sim.event_queue import heappush
+from sim.kernel import trace
+from sim.kernel.env import Clock, OwnedCall, Owner
+from sim.kernel.event_queue import heappush
 
 
 class ConnectFailed:
@@ -46,7 +46,7 @@ class ConnectFailed:
 
 
 CONNECT_FAILED = ConnectFailed()
-_EID = itemgetter(2)  # a heap entry's eid: the order its call was made (sim/env.py)
+_EID = itemgetter(2)  # a heap entry's eid: the order its call was made (sim/kernel/env.py)
 Handler = Callable[[str, int, Any], None]
 
 
@@ -60,7 +60,7 @@ class Node(Owner):
     def __init__(self, env: Any, name: str, zone: str = "default") -> None:
         self.env = env
         self.clock: Clock = env.clock
-        self._queue, self._eid = env._queue, env._eid  # the event heap (sim/env.py)
+        self._queue, self._eid = env._queue, env._eid  # the event heap (sim/kernel/env.py)
         self.name = name
         self.zone = zone
         self.up = True
@@ -71,10 +71,10 @@ class Node(Owner):
         self.epoch = 0  # incarnation; bumped by every crash
         self.stopped = False  # shut down on purpose (a graceful consumer shutdown): heal_all leaves it down
         self.paused_until = 0
-        self.on_drop = None  # timers of a dead incarnation vanish silently (sim/env.py)
+        self.on_drop = None  # timers of a dead incarnation vanish silently (sim/kernel/env.py)
         self.disk: Any = None
         self.handlers: dict[type, Handler] = {}
-        self.out_links: dict[str, Any] = {}  # dst name -> sim.network.Link (the network's cache)
+        self.out_links: dict[str, Any] = {}  # dst name -> sim.kernel.network.Link (the network's cache)
         self._pending: dict[int, tuple] = {}  # req id -> (on_reply, args, peer, deadline µs)
         # RPC deadlines, one FIFO per timeout value: a single armed timer per FIFO instead of one
         # heap entry per request (deadlines within a FIFO are non-decreasing)
@@ -85,7 +85,7 @@ class Node(Owner):
         self._crash_hooks: list[Callable[[], None]] = []
         self._power_hooks: list[Callable[[], None]] = []
         self._emit = env.tracer.emit
-        self._chunk = env.tracer.chunk  # hot paths append records here (sim/trace.py Tracer.emit)
+        self._chunk = env.tracer.chunk  # hot paths append records here (sim/kernel/trace.py Tracer.emit)
         self._flush = env.tracer.flush
         # `reply(dst, req_id, payload)` and `_request(dst, req_id, payload)` (0: oneway): the
         # network's transmit bound to us, without a frame of their own; fields, not methods
@@ -172,7 +172,7 @@ class Node(Owner):
     # --- time -------------------------------------------------------------------------------
     def call_later(self, delay_us: int, fn: Callable[..., Any], *args: Any) -> None:
         """Call `fn(*args)` after `delay_us`, unless this incarnation crashed (deferred while paused)."""
-        # = push (sim/env.py)
+        # = push (sim/kernel/env.py)
         heappush(self._queue, (self.clock.now_us + delay_us, NORMAL, next(self._eid), self, self.epoch, fn, args))
 
     def timer(self, delay_us: int, fn: Callable[..., Any], *args: Any) -> OwnedCall:
@@ -269,7 +269,7 @@ class Node(Owner):
 
     def response_arrived(self, req_id: int, payload: Any) -> None:
         """A response to request `req_id` arrived: its continuation runs, unless the request
-        timed out already (then it is ignored). Deliveries reach here through sim/network.py,
+        timed out already (then it is ignored). Deliveries reach here through sim/kernel/network.py,
         which drops what a reset connection or a crash destroyed and defers during a pause."""
         pending = self._pending.pop(req_id, None)
         if pending is not None:

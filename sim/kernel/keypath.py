@@ -9,7 +9,7 @@ One grammar for the command line's `--set` and a sweep file's `set:`, `grid:` an
 A path has at most `MAX_YAML_DEPTH` parts (no document is deeper, so a longer path names
 nothing). `parse(text)` returns the parts (`['cluster', 'brokers', 1, 'store',
 'flush_disk_type']`) or raises `KeyPathError` with a short reason. `apply_override(data, item)`
-sets one value in a scenario tree: the value is read as YAML with sim/inputs.py's rules (so
+sets one value in a scenario tree: the value is read as YAML with sim/kernel/inputs.py's rules (so
 `duration_ms=1:30`, `seed=0x1F` and a 5,000-digit number are refused there as in a file),
 missing mappings on the way are created, list elements must exist. It returns the problems
 instead of raising, so a caller can report them with the others. Messages show a path cut to
@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sim.inputs import InputProblem, load_yaml, short
-from sim.limits import MAX_SET_CHARS, MAX_YAML_DEPTH
+from sim.kernel.inputs import InputProblem, load_yaml, short
+from sim.kernel.limits import MAX_SET_CHARS, MAX_YAML_DEPTH
 
 SHOWN_CHARS = 100  # a key path in a message
 

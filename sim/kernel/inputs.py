@@ -3,7 +3,7 @@
 `read_text(path)` opens the file once, without blocking (a FIFO or a device must not hang the
 reader), insists on a regular file of at most `limit` bytes, and decodes it as UTF-8.
 
-`load_yaml(text)` is `yaml.safe_load` with limits (sim/limits.py): nesting depth, the number of
+`load_yaml(text)` is `yaml.safe_load` with limits (sim/kernel/limits.py): nesting depth, the number of
 values counting every alias expansion (a "billion laughs" document stops at the limit instead of
 exhausting memory further down), duplicate keys are an error (YAML's last-wins would silently
 drop a section), and only plain data is built: null, booleans, numbers, strings, lists,
@@ -51,8 +51,8 @@ from yaml.constructor import ConstructorError
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from sim.files import read_at_most
-from sim.limits import MAX_FILE_BYTES, MAX_NUMBER_CHARS, MAX_YAML_DEPTH, MAX_YAML_NODES
+from sim.kernel.files import read_at_most
+from sim.kernel.limits import MAX_FILE_BYTES, MAX_NUMBER_CHARS, MAX_YAML_DEPTH, MAX_YAML_NODES
 
 _TAG = "tag:yaml.org,2002:"
 _PLAIN_TAGS = {f"{_TAG}{t}" for t in ("null", "bool", "int", "float", "str", "seq", "map")}

@@ -45,11 +45,11 @@ import cython
 import networkx as nx
 from simpy.core import NORMAL
 
-from sim import trace
-from sim.dist import Constant
-from sim.env import Clock, Owner
-from sim.event_queue import heappush
-from sim.node import CONNECT_FAILED, Node
+from sim.kernel import trace
+from sim.kernel.dist import Constant
+from sim.kernel.env import Clock, Owner
+from sim.kernel.event_queue import heappush
+from sim.kernel.node import CONNECT_FAILED, Node
 
 TCP_RTO_MIN_US = 200_000  # Linux TCP_RTO_MIN
 TCP_RTO_MAX_US = 120_000_000  # Linux TCP_RTO_MAX
@@ -74,7 +74,7 @@ TCP_GIVE_UP_US = sum(min(TCP_RTO_MIN_US << i, TCP_RTO_MAX_US) for i in range(TCP
 
 class Link(Owner):
     """One direction of a TCP connection, and the owner of the deliveries in flight on it: a
-    delivery is a heap entry `(t, NORMAL, eid, link, epoch, fn, args)` (sim/env.py), dropped if
+    delivery is a heap entry `(t, NORMAL, eid, link, epoch, fn, args)` (sim/kernel/env.py), dropped if
     the connection was reset since (`epoch` bumped by the receiver's crash) and deferred while
     the receiver is paused (`paused_until` mirrors the receiving node's). `blocked` (cut, stale,
     `renew`: the first send of a restarted node, which replaces its peer's stale connection
@@ -210,7 +210,7 @@ class Network:
         """Send one message from `src_node` to `dst`: a request (`req_id` > 0) or oneway message
         (0) goes to the receiver's handler for its payload type, a `response` to the receiver's
         continuation for `req_id` (none to a oneway message: `req_id` 0). `response` comes
-        second so that a node's `reply` is this method with both bound (sim/node.py)."""
+        second so that a node's `reply` is this method with both bound (sim/kernel/node.py)."""
         if response and not req_id:
             return
         link = src_node.out_links.get(dst)
@@ -304,7 +304,7 @@ class Network:
         return delay
 
     def dropped_in_flight(self, entry: tuple) -> None:
-        """A delivery (a heap entry, sim/env.py) found its connection reset (the receiver
+        """A delivery (a heap entry, sim/kernel/env.py) found its connection reset (the receiver
         crashed); its payload is the last argument."""
         link = entry[3]
         self._emit(link.src, trace.NET_DROPPED, link.src, link.dst, type(entry[6][-1]).__name__, link.reset_reason)

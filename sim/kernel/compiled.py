@@ -16,7 +16,7 @@ tests/test_compiled.py checks that a compiled and a pure run have one digest and
 build also makes each module's plain classes extension types whose `self` attributes are object
 fields (scripts/extension_types.py); values keep their Python types, and a few hot functions type
 their locals (`cython.locals`); the event heap's push and pop compare entries on C integers
-(sim/event_queue.py). On the baseline scenario this runs about 2× faster than pure, with about
+(sim/kernel/event_queue.py). On the baseline scenario this runs about 2× faster than pure, with about
 44 % fewer instructions per message (bench/; typed fields, `cpdef` methods and closed classes:
 scripts/extension_types.py). Compiling without the extension types ran 1.25× faster but 5 % *more*
 instructions: each `self.x` became a generic attribute lookup where the interpreter specialises
@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import Any
 
 # the send → store → dispatch → pull → consume → ack path, the kernel under it and the ledger fed by
-# it; not sim.dist or the config modules: pydantic models want Python function objects
+# it; not sim.kernel.dist or the config modules: pydantic models want Python function objects
 HOT_MODULES = (
-    "sim.env", "sim.event_queue", "sim.network", "sim.node", "sim.trace", "sim.rng",
+    "sim.kernel.env", "sim.kernel.event_queue", "sim.kernel.network", "sim.kernel.node", "sim.kernel.trace", "sim.kernel.rng",
     "models.broker.broker", "models.broker.commit_log", "models.broker.consume_queue",
     "models.broker.message_store", "models.broker.long_polling", "models.broker.mapped_file",
     "models.consumer.push_consumer", "models.consumer.consume_pool", "models.consumer.consume_service",
@@ -52,7 +52,7 @@ HOT_MODULES = (
     "models.producer.fault_strategy", "models.client_instance", "models.broker.offsets",
     "analysis.ledger",
 )
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BUILD_DIR = ROOT / "build" / "compiled"
 MANIFEST = "manifest.json"
 PURE_ENV = "RMQSIM_PURE"

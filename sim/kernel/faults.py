@@ -33,11 +33,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sim import trace
-from sim.config import DurationMs, Float, NodeName, PositiveDurationMs
-from sim.dist import Dist
-from sim.env import ms
-from sim.limits import MAX_FAULT_RATE_PER_HOUR, MAX_SLOW_FACTOR, MAX_TIME_MS, MIN_FAULT_RATE_PER_HOUR
+from sim.kernel import trace
+from sim.kernel.config import DurationMs, Float, NodeName, PositiveDurationMs
+from sim.kernel.dist import Dist
+from sim.kernel.env import ms
+from sim.kernel.limits import MAX_FAULT_RATE_PER_HOUR, MAX_SLOW_FACTOR, MAX_TIME_MS, MIN_FAULT_RATE_PER_HOUR
 
 FaultKind = Literal["process_crash", "power_loss", "restart", "partition", "heal",
                     "link_latency", "packet_loss", "disk_slow", "fsync_stall", "pause", "shutdown"]

@@ -1,9 +1,9 @@
 """The event heap's push and pop: `heapq`'s, with the entry comparison done on C integers when compiled.
 
-Every heap entry starts `(time, priority, eid, ...)` (sim/env.py) and eids are unique, so two
+Every heap entry starts `(time, priority, eid, ...)` (sim/kernel/env.py) and eids are unique, so two
 entries compare as their first three fields do, and the order in which entries leave the heap
 is fixed by that order alone. Pure, `heappush`/`heappop` are `heapq`'s. Compiled
-(sim/compiled.py), they are the same algorithm, sift for sift (CPython's Modules/_heapqmodule.c,
+(sim/kernel/compiled.py), they are the same algorithm, sift for sift (CPython's Modules/_heapqmodule.c,
 so the list holds the same layout and `heapq` may work on it too), with `_before` comparing the
 three integers in C instead of calling tuple comparison, which costs two rich comparisons of
 Python ints per step (about 200 instructions; a sift takes about log2(heap size) steps, and a

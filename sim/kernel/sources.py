@@ -13,7 +13,7 @@ import functools
 import hashlib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SIMULATOR_PACKAGES = ("sim", "models")
 
 

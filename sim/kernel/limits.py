@@ -14,7 +14,7 @@ Two kinds:
 Run bounds (`DEFAULT_MAX_EVENTS`, `DEFAULT_MAX_WALL_S`) stop a run that would otherwise grow
 without limit; `rmqsim run --max-events/--max-wall-s` and a sweep's `run_max_events` /
 `run_timeout_s` set them. The scenario's `limits:` adds three more, watched from a thread even
-while one model step never yields (sim/watchdog.py): resident memory (`max_rss_mb`; default half
+while one model step never yields (sim/kernel/watchdog.py): resident memory (`max_rss_mb`; default half
 the machine's memory), and livelock (`max_events_per_instant` events at one simulated instant,
 or one step running `max_step_wall_s` without yielding). A run stopped at any of them still gets
 a summary, marked `stopped_by`, with the messages not yet consumed counted as `unconsumed`, never
@@ -74,4 +74,4 @@ HARD_MAX_ROUTE_ENTRIES = 10**12
 # livelock: the bundled scenarios reach at most ~4,300 events at one instant (txn_check_storm)
 DEFAULT_MAX_EVENTS_PER_INSTANT = 1_000_000
 DEFAULT_MAX_STEP_WALL_S = 60.0  # one event's wall time; a model step takes microseconds
-HARD_MAX_RSS_MB = 1 << 30  # 1 PB: the bound on `limits.max_rss_mb` (null: half the machine, sim/watchdog.py)
+HARD_MAX_RSS_MB = 1 << 30  # 1 PB: the bound on `limits.max_rss_mb` (null: half the machine, sim/kernel/watchdog.py)

@@ -16,7 +16,7 @@ same heap. Every heap entry has one shape, SimPy's `(time, priority, eid, ...)` 
 `fn(*args)` runs unless `owner.epoch` has moved on from `epoch` (the owner died: a crashed host,
 a reset connection, a cancelled call; then `owner.on_drop(entry)` runs if it is set), and is
 deferred while `owner.paused_until` lies ahead (a paused host). Owners are hosts (their timers,
-sim/node.py), connections (deliveries, sim/network.py), cancellable calls (`Call`) and `ALWAYS`,
+sim/kernel/node.py), connections (deliveries, sim/kernel/network.py), cancellable calls (`Call`) and `ALWAYS`,
 which owns SimPy's own events (`schedule` wraps them: `_fire_simpy` processes an event exactly
 as `simpy.Environment.step` does). Entries compare by (time, priority, eid) only, eid being
 unique, so the order is SimPy's. The loop needs no per-entry type test and no object per entry.
@@ -31,9 +31,9 @@ SimPy internals used, all inside `sim/` (pinned in pyproject.toml to simpy 4.1.x
 `Environment._queue`, the id counter `_eid`, `_now`, the priorities `NORMAL`/`URGENT`, and an
 event's `callbacks`, `_ok`, `_value` and `_defused`; `SimEnv` overrides the four methods that
 touch the heap (`schedule`, `peek`, `step`, `run`). The heap is pushed and popped with
-`sim/event_queue.py`: heapq's algorithm, comparing entries on C integers when compiled.
+`sim/kernel/event_queue.py`: heapq's algorithm, comparing entries on C integers when compiled.
 
-Compiled (sim/compiled.py), reading SimPy's `env._now` is an attribute lookup on a Python class,
+Compiled (sim/kernel/compiled.py), reading SimPy's `env._now` is an attribute lookup on a Python class,
 about 150 instructions, and hot code reads the time about 20 times a simulated message. So
 `SimEnv._now` is a property over a `Clock` object's `now_us`, which hot code holds as a typed
 field (`self.clock.now_us`: two loads); the run loop writes it once per event. Likewise every
@@ -49,8 +49,8 @@ import cython
 import simpy
 from simpy.core import NORMAL, URGENT, EmptySchedule, Infinity
 
-from sim.coverage import new_counter
-from sim.event_queue import heappop, heappush
+from sim.kernel.coverage import new_counter
+from sim.kernel.event_queue import heappop, heappush
 
 US_PER_MS = 1_000
 US_PER_S = 1_000_000
@@ -74,7 +74,7 @@ def push(env: simpy.Environment, time_us: int, owner: Any, epoch: int, fn: Calla
 
 class Owner:
     """The owner of heap entries (module docstring): `epoch`, `paused_until` and `on_drop` are
-    what the run loop reads of it. Hosts (sim/node.py), connections (sim/network.py), cancellable
+    what the run loop reads of it. Hosts (sim/kernel/node.py), connections (sim/kernel/network.py), cancellable
     calls and `ALWAYS` derive from it, so that compiled, the loop reads them as fields."""
 
     __slots__ = ("epoch", "paused_until", "on_drop")
@@ -123,7 +123,7 @@ class Call(Owner):
 
 
 class OwnedCall(Owner):
-    """A cancellable timer of a crashable host (`owner`, sim/node.py): dropped if the host
+    """A cancellable timer of a crashable host (`owner`, sim/kernel/node.py): dropped if the host
     crashed since, deferred while it is paused, or cancelled."""
 
     __slots__ = ("host", "host_epoch", "fn", "args")
@@ -182,7 +182,7 @@ def _fire(env: simpy.Environment, entry: tuple) -> None:
 
 class SimEnv(simpy.Environment):
     """simpy.Environment with integer-µs time, owned heap entries (module docstring) and the
-    per-run services (rng, tracer, network) and the run's coverage counter (sim/coverage.py)."""
+    per-run services (rng, tracer, network) and the run's coverage counter (sim/kernel/coverage.py)."""
 
     # the heap SimPy's __init__ sets and this class's own state as slots, not instance-dict entries
     __slots__ = ("clock", "_queue", "_eid", "_active_proc", "rng", "tracer", "network", "_far", "_far_marker",
@@ -196,7 +196,7 @@ class SimEnv(simpy.Environment):
         self.network: Any = None
         self._far: list[tuple] = []  # staged far-future entries (a heap; module docstring)
         self._far_marker: Call | None = None
-        self.coverage: list[int] = new_counter()  # the run's rare-state counts (sim/coverage.py)
+        self.coverage: list[int] = new_counter()  # the run's rare-state counts (sim/kernel/coverage.py)
 
     @property
     def _now(self) -> int:

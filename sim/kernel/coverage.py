@@ -194,7 +194,7 @@ def _check_indexes() -> None:
     expected = {"COV_" + p.name.upper(): i for i, p in enumerate(POINTS)}
     if constants != expected or len(set(NAMES)) != len(NAMES):
         wrong = sorted(set(constants.items()) ^ set(expected.items()))
-        raise AssertionError(f"sim/coverage.py: point constants out of step with POINTS: {wrong}")
+        raise AssertionError(f"sim/kernel/coverage.py: point constants out of step with POINTS: {wrong}")
 
 
 _check_indexes()

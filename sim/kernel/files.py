@@ -192,7 +192,7 @@ def regular_file(path: Path) -> Iterator[Any]:
 def read_at_most(fd: int, limit: int) -> bytes | None:
     """The content of the open file `fd`, or None if it holds more than `limit` bytes (by its
     size, or by reading: st_size is 0 for /proc files); never reads more than `limit` + 1 bytes.
-    OSError propagates (sim/inputs.py and `read_bounded` word it for their readers)."""
+    OSError propagates (sim/kernel/inputs.py and `read_bounded` word it for their readers)."""
     if os.fstat(fd).st_size > limit:
         return None
     chunks, size = [], 0

@@ -26,8 +26,8 @@ exception still pending, and `close()` joins the thread: no exception is raised 
 returned, and no thread outlives it (sweeps run many runs in one Python worker).
 
 What it costs the simulation: nothing per event (it reads the clock and the event counter that the
-loop keeps anyway, sim/env.py); one GIL hand-over per sample. A model step that runs compiled code
-only (sim/compiled.py) without calling any Python function cannot be interrupted until it does.
+loop keeps anyway, sim/kernel/env.py); one GIL hand-over per sample. A model step that runs compiled code
+only (sim/kernel/compiled.py) without calling any Python function cannot be interrupted until it does.
 
 Determinism: the watchdog only ever stops a run; a run it does not stop is the same run, event
 for event. Where it stops a run depends on wall time, as `max_wall_s` always did. The
@@ -52,9 +52,9 @@ REFIRE_S = 1.0  # an interruption not acknowledged by then is raised again
 JOIN_S = 5.0  # close() waits at most this long for the thread (it is a daemon either way)
 RSS_SHARE = 0.5  # default max_rss_mb: this share of the machine's (or cgroup's) memory
 MB = 1 << 20
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # frames of the loop machinery itself: a looping owner is named by the frame below them
-_LOOP_FILES = frozenset(("sim/env.py", "sim/event_queue.py", "sim/runner.py", "sim/watchdog.py"))
+_LOOP_FILES = frozenset(("sim/kernel/env.py", "sim/kernel/event_queue.py", "sim/runner.py", "sim/kernel/watchdog.py"))
 
 
 class RunInterrupted(BaseException):
@@ -279,9 +279,9 @@ def raising_owner(exc: BaseException) -> str | None:
 
 
 def _entry_owner(entry: tuple) -> str | None:
-    """A heap entry `(time, priority, eid, owner, epoch, fn, args)` (sim/env.py) as `file:function
+    """A heap entry `(time, priority, eid, owner, epoch, fn, args)` (sim/kernel/env.py) as `file:function
     (node)`; a SimPy event is named by the process it resumes."""
-    from sim.env import _fire_simpy
+    from sim.kernel.env import _fire_simpy
 
     fn, args = entry[5], entry[6]
     if fn is _fire_simpy:
