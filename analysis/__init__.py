@@ -1,5 +1,3 @@
 """Downstream of the simulator: checkers over records (checks.py); sweeps and reports later."""
 
-from sim.kernel import compiled as _compiled
-
-_compiled.install()  # this package's per-message modules may be compiled (sim/kernel/compiled.py)
+import sim  # noqa: E402,F401  the compiled build is checked before any compiled module loads (sim/kernel/compiled.py)

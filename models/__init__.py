@@ -4,6 +4,4 @@ Each module names the Java class it mirrors. Out of scope for now: ACL, DLedger/
 timer wheel, SQL92 filters, orderly BROADCASTING consumption, pop consumption.
 """
 
-from sim.kernel import compiled as _compiled
-
-_compiled.install()  # this package's per-message modules may be compiled (sim/kernel/compiled.py)
+import sim  # noqa: E402,F401  the compiled build is checked before any compiled module loads (sim/kernel/compiled.py)

@@ -22,7 +22,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from sim.kernel import compiled  # noqa: E402
 
-compiled.install()  # before any per-message module is imported (sim/kernel/compiled.py)
+compiled.check_build()  # before any compiled module is imported (sim/kernel/compiled.py)
 
 
 def run(scenario: Any, seed: int | None = None, *, overrides: list[str] | None = None, details: bool = False,

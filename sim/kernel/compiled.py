@@ -164,3 +164,6 @@ def status() -> dict[str, list[str]]:
     if _finder is None:
         return {"compiled": [], "stale": []}
     return {"compiled": sorted(_finder.loaded), "stale": sorted(_finder.stale)}
+
+
+check_build = install  # transitional name (issue 28)
