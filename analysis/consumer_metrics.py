@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.percentiles import percentiles_ms
 from analysis.time_column import TimeColumn
 from models.records import CONSUMER_QUEUE_DROPPED, CONSUMER_QUEUE_STARTED, CONSUMER_REBALANCED, CONSUMER_SHUTDOWN
 from sim.kernel.trace import NODE_CRASHED
@@ -89,8 +90,6 @@ def cat(parts: list[np.ndarray]) -> np.ndarray:
 
 def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: list[TimeColumn], own: dict,
                  end_us: int, broadcasting: bool) -> dict[str, Any]:
-    from analysis.checks import percentiles_ms
-
     latencies, stored_all, consumed_all = [], [], []
     for p in range(prods.n):
         if prods.topics[p] != unit.topic:

@@ -21,14 +21,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.checks import LOSS_CAUSES
 from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
 from analysis.explain_facts import Context, message_facts, seconds
 from analysis.explain_fault import NO_FAULT, attribution
 from analysis.explain_judge import Findings, investigate
-from analysis.explain_reasons import RULES, duplicate_verdict, lost_verdict, message_verdicts, violation_verdict
+from analysis.explain_reasons import (
+    RULES,
+    duplicate_verdict,
+    lost_verdict,
+    message_verdicts,
+    txn_verdict,
+    violation_verdict,
+)
 from analysis.explain_source import ExplainError, RunFiles, read_run
-from analysis.ledger import SEQ_BITS, SEQ_MASK
+from analysis.ledger_codes import SEQ_BITS, SEQ_MASK
+from analysis.metrics import LOSS_CAUSES
 from analysis.order import CAUSES as ORDER_CAUSES
 from analysis.txn_checker import CAUSES_LOST as TXN_CAUSES
 
@@ -116,8 +123,6 @@ def _distinct(found: list[Any]) -> list[Any]:
 
 
 def _txn_found(f: Findings, cause: str) -> list[Any]:
-    from analysis.explain_reasons import txn_verdict
-
     out = []
     for p, is_txn in enumerate(f.txn.transactional):
         if is_txn:  # the masks the checker counted (analysis/txn_checker.py)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import models.records as rec
-from analysis.ledger import display_key
+from analysis.ledger_codes import display_key
 from sim.kernel import trace
 
 INTERNAL_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS", "TRANS_CHECK_MAX_TIME_TOPIC")

@@ -12,15 +12,18 @@ from typing import Any
 
 import numpy as np
 
-from analysis.checks import judge_units
 from analysis.duplicates import Timeline
 from analysis.explain_collect import MSG_FIELD, Collector
 from analysis.explain_source import ExplainError, RunFiles, stream
-from analysis.ledger import SEQ_BITS, SEQ_MASK, Ledger, ProducerInfo
+from analysis.ledger import Ledger, ProducerInfo
+from analysis.ledger_codes import SEQ_BITS, SEQ_MASK
 from analysis.message_causes import MessageCauses
+from analysis.metrics import judge_units
 from analysis.txn_checker import TxnLedger
 from models.records import COMMIT_LOG_DESTROYED
 from sim.kernel.env import ms
+from sim.runner import consumer_groups, producer_infos
+from sim.scenario_checks import broker_group_nodes
 
 
 @dataclass
@@ -87,8 +90,6 @@ class Findings:
 
 def broker_nodes(scenario: Any) -> dict[str, str]:
     """Every broker node → its broker group's name (a master is named as its group; slaves `-s1`...)."""
-    from sim.scenario_checks import broker_group_nodes
-
     return {node: b.name for b in scenario.cluster.brokers
             for node, _role, _zone, _id in broker_group_nodes(b.name, b.zone, b.store.broker_role, b.replicas)}
 
@@ -96,8 +97,6 @@ def broker_nodes(scenario: Any) -> dict[str, str]:
 def investigate(run: RunFiles, msg_id: int | None = None) -> Findings:
     """Feed the run's records to fresh ledgers and a collector (asked about `msg_id`, if given) and
     judge them; ExplainError if the counts are not the summary's."""
-    from sim.runner import consumer_groups, producer_infos
-
     sc = run.scenario
     infos: list[ProducerInfo] = producer_infos(sc)
     groups = consumer_groups(sc)

@@ -18,7 +18,7 @@ from typing import Any
 import models.records as rec
 from analysis.duplicates import cause_and_evidence
 from analysis.explain_facts import seconds
-from analysis.ledger import ACKED, FAILED, ONEWAY, SEQ_BITS, SEQ_MASK
+from analysis.ledger_codes import ACKED, FAILED, ONEWAY, SEQ_BITS, SEQ_MASK
 
 RULES = {
     "unflushed_at_power_loss": "a power loss destroyed the acknowledged copy on its master beyond the last flush "

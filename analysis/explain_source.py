@@ -22,8 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sim.kernel.config import ConfigError
 from sim.kernel.files import lstat_kind, read_json
+from sim.kernel.sources import simulator_sha256
 from sim.kernel.trace import DIGEST_CHUNK, digest
+from sim.runner import producer_infos, run_scenario
+from sim.scenario import from_data
 
 MAX_JSON_BYTES = 64 << 20
 Observer = Callable[[list[tuple]], None]
@@ -43,16 +47,11 @@ class RunFiles:
 
     @property
     def producer_names(self) -> list[str]:
-        from sim.runner import producer_infos
-
         return [p.name for p in producer_infos(self.scenario)]
 
 
 def read_run(directory: str | Path) -> RunFiles:
     """A finished run's files (module docstring); ExplainError if `directory` is not one."""
-    from sim.kernel.config import ConfigError
-    from sim.scenario import from_data
-
     path = Path(directory)
     if lstat_kind(path / "summary.json") is None or lstat_kind(path / "sweep.json") is not None:
         raise ExplainError(f"{path} is not a run directory (no summary.json): pass the directory `rmqsim run` wrote")
@@ -109,9 +108,6 @@ def _chunked(records: Iterable[tuple], observers: list[Observer]) -> Iterator[tu
 
 
 def _replay(run: RunFiles, observers: list[Observer]) -> str:
-    from sim.kernel.sources import simulator_sha256
-    from sim.runner import run_scenario
-
     recorded = run.meta.get("simulator_sha256")
     if recorded is not None and recorded != simulator_sha256():
         raise ExplainError(f"this run was made by another simulator ({recorded[:12]}…; this one is "

@@ -21,6 +21,12 @@ from analysis.aggregate import Metric  # noqa: E402
 FAULT_COLORS = {"process_crash": "#e41a1c", "power_loss": "#000000", "partition": "#377eb8",
                 "link_latency": "#4daf4a", "packet_loss": "#984ea3", "disk_slow": "#ff7f00",
                 "fsync_stall": "#a65628", "pause": "#f781bf"}
+# duplicates_by_cause's mechanisms (analysis/duplicates.py CAUSES); `redelivery`: the older two-way split.
+# The per-run report's too (analysis/run_figures.py, which imports this module)
+CAUSE_COLORS = {"producer_retry": "#d95f02", "rebalance": "#1b9e77", "consumer_crash": "#e41a1c",
+                "consumer_shutdown": "#66a61e", "broker_offset_rollback": "#000000", "offset_reset": "#e6ab02",
+                "failover": "#377eb8", "send_back": "#a6761d", "txn_double_commit": "#e7298a",
+                "other": "#999999", "redelivery": "#7570b3"}
 
 
 def _positions(values: list[Any]) -> tuple[list[float], list[str], bool]:
@@ -44,8 +50,6 @@ def pooled_note(rows: list[dict[str, Any]]) -> str:
 def _cause_colors(metric: Metric, causes: list[str]) -> dict[str, Any]:
     """Duplicate mechanisms in the per-run report's colours; other causes from one palette."""
     if metric.name == "duplicates":
-        from analysis.run_figures import CAUSE_COLORS  # here: run_figures imports this module
-
         return {c: CAUSE_COLORS.get(c, "#999999") for c in causes}
     palette = plt.get_cmap("Set2")
     return {c: palette(i % palette.N) for i, c in enumerate(causes)}

@@ -27,6 +27,8 @@ again since, and messages stored at a queue offset reused after a truncation
 the end with NumPy over the arrays (see `results` for the definitions).
 """
 
+# compiled with Cython: the C declarations of this module's classes are in ledger.pxd beside it
+
 from __future__ import annotations
 
 import itertools
@@ -40,6 +42,26 @@ from typing import Any
 import cython
 import numpy as np
 
+from analysis.ledger_codes import (
+    ACKED,
+    DESTROYED_CRASH,
+    DESTROYED_POWER,
+    FAILED,
+    GROUP_HAS_REPLICAS,
+    IN_DLQ,
+    IN_RETRY,
+    NO_RT,
+    NOT_OK,
+    ONEWAY,
+    REPLICATED,
+    RT_CAP_US,
+    SCHEDULED,
+    SEQ_BITS,
+    SEQ_MASK,
+)
+from analysis.ledger_codes import display_key as display_key  # re-exported: readers of the ledger's ids
+from analysis.metrics import DELIVERY_COUNT_CAP as DELIVERY_COUNT_CAP  # re-exported: the ledger's tests
+from analysis.metrics import judge_units
 from analysis.time_column import TimeColumn
 from models.records import (
     BROKER_LOCK_GRANTED,
@@ -59,26 +81,12 @@ from models.records import (
 )
 from sim.kernel.trace import NODE_CRASHED
 
-SEQ_BITS = 32  # message ids: producer index << 32 | seq (models/message.py)
-SEQ_MASK = (1 << SEQ_BITS) - 1
 GROW = 4096  # arrays grow in steps of this many messages
-
-# send outcome bits (per message); SCHEDULED: stored in SCHEDULE_TOPIC_XXXX by its send (delayed)
-ACKED, NOT_OK, FAILED, ONEWAY, SCHEDULED = 1, 2, 4, 8, 16
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-NO_RT = 2**32 - 1  # send latencies are kept as uint32 µs; this value: no latency (no result)
-RT_CAP_US = NO_RT - 1  # 71.6 min: longer send latencies read as this
-# retry path (per unit and message)
-IN_RETRY, IN_DLQ = 1, 2
-# destroyed-copy facts (per message id, sparse)
-DESTROYED_POWER, DESTROYED_CRASH, GROUP_HAS_REPLICAS, REPLICATED = 1, 2, 4, 8
 RETRY_PREFIX = "%RETRY%"
 SCHEDULE_PREFIX = "SCHEDULE_"
 INTERNAL_TOPIC_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS", "TRANS_CHECK_MAX_TIME_TOPIC")
 DLQ_PREFIX = "%DLQ%"
-PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
-DELIVERY_COUNT_CAP = 10  # delivery-count histograms put 10 and more in the last bin
-LOST_SAMPLE = 10
 _KIND = itemgetter(2)
 # (kind, handler, the record positions it reads; () for a handler given the records whole); a kind's code is its index here
 _HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED, "_stored", (0, 3, 4, 9)),
@@ -94,11 +102,6 @@ _HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED
 _KIND_CODES = {kind: code for code, (kind, _h, _c) in enumerate(_HANDLED)}
 _DESTROYED_CODE = _KIND_CODES[COMMIT_LOG_DESTROYED]
 _NO_CODES = itertools.repeat(-1)
-
-
-def display_key(msg_id: int, producer_names: list[str]) -> str:
-    """The key a person reads for a message id: `<producer node>-<seq>` (models/message.py)."""
-    return f"{producer_names[msg_id >> SEQ_BITS]}-{msg_id & SEQ_MASK}"
 
 
 @dataclass
@@ -220,7 +223,7 @@ def _grow(arr: Any, seq: int, fill: int) -> None:
 
 
 class Ledger:
-    warmup_us = 0  # messages born before this are left out of latency statistics (analysis/checks.py)
+    warmup_us = 0  # messages born before this are left out of latency statistics (analysis/metrics.py)
 
     def __init__(self, producers: list[ProducerInfo], subscriptions: dict[str, str],
                  broadcasting: tuple[str, ...] = (), orderly: tuple[str, ...] = (),
@@ -587,8 +590,6 @@ class Ledger:
 
     # --- results ----------------------------------------------------------------------------
     def results(self, details: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Every metric of the run (see checks.py for the definitions); with a `details` dict,
+        """Every metric of the run (see metrics.py for the definitions); with a `details` dict,
         also the per-message facts sweeps and reports use (latency samples, delivery counts)."""
-        from analysis.checks import judge_units
-
         return judge_units(self, details)

@@ -1,6 +1,6 @@
 """Which messages the checkers counted, and why: the per-message side of the summary's counts.
 
-The checkers (analysis/checks.py, duplicates.py, order.py) give every lost message, duplicate
+The checkers (analysis/metrics.py, duplicates.py, order.py) give every lost message, duplicate
 delivery and order violation its cause as they count it; `MessageCauses` is handed each one
 there, so a message's cause in `rmqsim explain` comes from the very computation that counted it
 and the two can never disagree. Always kept: the summary's samples, `lost_sample`,
@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from analysis.ledger import SEQ_BITS, display_key
+from analysis.ledger_codes import SEQ_BITS, display_key
 
 SAMPLE = 10
 
@@ -52,7 +52,7 @@ class MessageCauses:
     # --- fed by the checkers ----------------------------------------------------------------------
     def add_lost(self, unit: str, p: int, seqs: np.ndarray, causes: np.ndarray) -> None:
         """Lost messages `seqs` (ascending) of producer `p` in `unit`, with their cause indexes
-        (checks.LOSS_CAUSES)."""
+        (metrics.LOSS_CAUSES)."""
         for c in np.unique(causes).tolist():
             cause = self.loss_causes[c]
             of_cause = seqs[causes == c]

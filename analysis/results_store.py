@@ -43,9 +43,9 @@ from analysis.run_rows import (
     TXN_COUNTS,
     TXN_FIGURES,
 )
-from analysis.sweep_dir import TABLES
 from sim.kernel.files import atomic_path, file_digest
 
+TABLES = ("runs", "deliveries", "latencies")  # DIR/<table>/<run_id>.parquet (the directory: sweep_dir.py)
 RUNS, DELIVERIES, LATENCIES = TABLES
 EXTRA_COLUMNS = frozenset({"sweep_digest", "output_files"})  # runs-table columns beyond run_rows.RESERVED_COLUMNS
 OUTPUT_FILE = pa.struct([("path", pa.string()), ("bytes", pa.int64()), ("sha256", pa.string())])

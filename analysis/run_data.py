@@ -389,7 +389,7 @@ def duplicates_by_cause(data: RunData) -> dict[str, np.ndarray] | None:
 
 
 def _two_way_duplicates(data: RunData) -> dict[str, np.ndarray] | None:
-    """Successful consumptions beyond a group's first, per second, by analysis/checks.py's older
+    """Successful consumptions beyond a group's first, per second, by analysis/metrics.py's older
     rule: `producer_retry` when the brokers stored the message more than once, else `redelivery`."""
     c, stored = data.kind(CONSUMER_CONSUMED), data.kind(BROKER_STORED)
     if not c:

@@ -18,14 +18,9 @@ from matplotlib.figure import Figure
 from analysis import fmt
 from analysis import run_data as rd
 from analysis import timeline_data as td
-from analysis.figures import FAULT_COLORS, plt
+from analysis.figures import CAUSE_COLORS, FAULT_COLORS, plt
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-# duplicates_by_cause's mechanisms (analysis/duplicates.py CAUSES); `redelivery`: the older two-way split
-CAUSE_COLORS = {"producer_retry": "#d95f02", "rebalance": "#1b9e77", "consumer_crash": "#e41a1c",
-                "consumer_shutdown": "#66a61e", "broker_offset_rollback": "#000000", "offset_reset": "#e6ab02",
-                "failover": "#377eb8", "send_back": "#a6761d", "txn_double_commit": "#e7298a",
-                "other": "#999999", "redelivery": "#7570b3"}
 LABEL_CHARS_PER_S = 0.9  # rough label width: characters × axis seconds per character
 
 

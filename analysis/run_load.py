@@ -3,8 +3,9 @@
 `summary` and `meta` are the run's `summary.json` and `run_meta.json`; `frame(kind)` reads its
 Parquet trace when it was written with `--trace` (with the display key `msg_key` beside `msg_id`);
 `explain(msg)` answers as `rmqsim explain RUN_DIR MSG --json` does (replaying the run when it has
-no trace). The world is not rebuilt: `world` holds the resolved scenario and the producers (the
-message ids' owners), and no environment. A directory that is not a finished run raises
+no trace): this module, above the runner, gives the result analysis/explain.py's `explain_result`.
+The world is not rebuilt: `world` holds the resolved scenario and the producers (the message ids'
+owners), and no environment. A directory that is not a finished run raises
 `analysis.explain_source.ExplainError`.
 """
 
@@ -13,11 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from analysis.explain import explain_result
+from analysis.explain_source import read_run
+from sim.runner import RunResult, World, producer_infos
+
 
 def load_run(directory: str | Path) -> Any:
-    from analysis.explain_source import read_run
-    from sim.runner import RunResult, World, producer_infos
-
     run = read_run(directory)
     world = World(None, run.scenario, producers=producer_infos(run.scenario))  # no environment: nothing runs
-    return RunResult(run.summary, run.meta, world, trace_dir=run.trace_dir, directory=Path(directory))
+    return RunResult(run.summary, run.meta, world, trace_dir=run.trace_dir, directory=Path(directory),
+                     explainer=explain_result)

@@ -48,7 +48,7 @@ SUMMARY_COUNTS = ("records", "sim_time_ms", "sent_attempts", "sent_ok", "sent_no
 # order_violations_by_cause as flat columns (null where order is not checked)
 ORDER_COLUMNS = tuple(f"order_violations_{cause}" for cause in ORDER_CAUSES)
 LATENCY_KEYS = ("p50", "p90", "p99", "p999", "max")
-# send-side metrics (analysis/checks.py): counts, latency structs, and maps keyed by broker / status / reason
+# send-side metrics (analysis/metrics.py): counts, latency structs, and maps keyed by broker / status / reason
 SEND_COUNTS = ("sends", "send_retried", "send_steered_away", "oneway_unstored", "pending_delay")
 SEND_LATENCIES = ("send_latency_ms", "send_latency_ms_in_faults")
 SEND_SHARES = ("send_share_by_broker", "send_share_by_broker_in_faults")

@@ -17,39 +17,36 @@ stay, and rerunning the command resumes. A job that failed because the disk is f
 run that failed to write removed its files (analysis/sweep_task.py), so the directory holds
 only complete runs.
 
-Executors get the project's packages as a zip (`SparkContext.addPyFile`), PYTHONHASHSEED=0 and
-the driver's Python unless `spark.pyspark.python` says otherwise; so a cluster whose workers
-have only the dependencies installed can run a sweep (README: "Sweeps on a cluster").
+Executors get PYTHONHASHSEED=0 and, on a local master, the driver's Python and installed project.
+On a cluster master (`spark://…`, `yarn`, `k8s://…`), they get a packed virtual environment of
+the project, compiled, and its runtime dependencies through `spark.archives`
+(analysis/executor_env.py): workers need only the same Python at the same path, and Spark.
+Under spark-submit the submitter passes it (scripts/rmqsim_submit.py says how).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
 import re
 import shlex
 import sys
-import tempfile
 import threading
 import time
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import pyarrow.parquet as pq
 
+from analysis import executor_env, sweep_dir
 from analysis import results_store as store
-from analysis import sweep_dir
 from analysis.sweep_spec import Sweep, run_id
 from sim.kernel import compiled
-from sim.kernel.files import OutputError, atomic_path
+from sim.kernel.files import OutputError
 from sim.kernel.sources import sources_sha256
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("sim", "models", "analysis")
 SIMULATOR_PACKAGES = ("sim", "models")  # what a run's results (and digest) depend on
 
 
@@ -145,9 +142,7 @@ def spark_session(master: str | None, parallelism: int | None, app: str, purpose
     packages for executors: a report runs no Python on them). A session already running in this
     process is reused (Spark allows one), whatever it was started for."""
     os.environ.setdefault("PYTHONHASHSEED", "0")  # local-mode Python workers inherit it
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault(compiled.DIR_ENV, str(compiled.BUILD_DIR))  # executors' compiled modules (sim/kernel/compiled.py)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app)
@@ -158,6 +153,14 @@ def spark_session(master: str | None, parallelism: int | None, app: str, purpose
         master = local_master(master, parallelism)
     if master is not None:
         builder = builder.master(master)
+    if master is not None and master.startswith("local"):  # this interpreter, this installation
+        if os.environ.get("PYSPARK_PYTHON", "").startswith(executor_env.PYTHON):
+            del os.environ["PYSPARK_PYTHON"]  # an earlier cluster session's
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    elif master is not None and purpose != "report":  # another host's executors: the packed environment
+        for key, value in executor_env.spark_conf(executor_env.packed_env()).items():
+            builder = builder.config(key, value)
+        os.environ["PYSPARK_PYTHON"] = executor_env.PYTHON  # what PySpark hands the executors (SparkContext.pythonExec)
     if parallelism and master is not None and not master.startswith("local"):
         builder = builder.config("spark.cores.max", str(parallelism))
     log4j = Path(__file__).with_name("spark-log4j2.properties")
@@ -171,7 +174,6 @@ def spark_session(master: str | None, parallelism: int | None, app: str, purpose
         fresh = SparkContext._gateway is None  # a JVM to start: else the running one's options stand
         java = f"{java} {REPORT_JAVA_OPTIONS} {spark_classes.options(REPORT_JAVA_OPTIONS, keep_classes and fresh)}"
     builder = (builder.config("spark.executorEnv.PYTHONHASHSEED", "0")
-               .config(f"spark.executorEnv.{compiled.DIR_ENV}", os.environ[compiled.DIR_ENV])
                .config(f"spark.executorEnv.{compiled.PURE_ENV}", os.environ.get(compiled.PURE_ENV, ""))
                .config("spark.driver.extraJavaOptions", java)
                .config("spark.python.worker.reuse", "true")
@@ -180,45 +182,13 @@ def spark_session(master: str | None, parallelism: int | None, app: str, purpose
                .config("spark.sql.session.timeZone", "UTC"))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    if purpose == "report":
-        return spark
-    packages = package_zip()
-    sc = spark.sparkContext
-    if getattr(sc, "_rmqsim_packages", None) != packages.name:  # a reused context has them already
-        sc.addPyFile(str(packages))
-        sc._rmqsim_packages = packages.name
     return spark
-
-
-def _sources(packages: tuple[str, ...]) -> dict[str, bytes]:
-    return {src.relative_to(PROJECT_ROOT).as_posix(): src.read_bytes()
-            for package in packages for src in sorted((PROJECT_ROOT / package).rglob("*.py"))}
-
-
-def _sources_sha256(sources: dict[str, bytes]) -> str:
-    digest = hashlib.sha256()
-    for name, content in sources.items():
-        digest.update(name.encode() + b"\0" + content)
-    return digest.hexdigest()
 
 
 def simulator_sha256() -> str:
     """Digest of the simulator's sources (sim/kernel/sources.py, read afresh): a sweep directory's runs
     must all come from one."""
     return sources_sha256(SIMULATOR_PACKAGES)
-
-
-def package_zip() -> Path:
-    """The project's packages, zipped for executors; one file per content digest, reused."""
-    sources = _sources(PACKAGES)
-    path = Path(tempfile.gettempdir()) / f"rmqsim-packages-{_sources_sha256(sources)[:16]}.zip"
-    if not path.exists():
-        with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-            for name, content in sources.items():  # fixed timestamps: same sources, same bytes
-                info = zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0))
-                info.external_attr = 0o644 << 16
-                zf.writestr(info, content, zipfile.ZIP_DEFLATED)
-    return path
 
 
 def _submit(spark: Any, pending: list[dict], log: TextIO, total: int, skipped: int) -> tuple[list[dict], float]:

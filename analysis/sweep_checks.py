@@ -25,12 +25,13 @@ import math
 import re
 import shlex
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from analysis import results_store as store
 from analysis.run_rows import RESERVED_COLUMNS
-from analysis.sweep_spec import Param, Sweep, SweepSpec, override_item, param_type
+from analysis.sweep_values import override_item, param_type
 from sim import scenario as scenario_mod
 from sim.kernel import keypath
 from sim.kernel.config import ConfigError, render_path
@@ -41,9 +42,11 @@ PARAM_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 PROGRESS_AFTER = 200  # validations: fewer finish too fast to need a progress line
 
 
-def check_sweep(spec: SweepSpec, base_path: Path | None, problems: list[str],
-                progress: TextIO | None = None) -> dict | None:
-    """Append every problem of the sweep to `problems`; returns the base scenario's data."""
+def check_sweep(spec: Any, base_path: Path | None, problems: list[str], progress: TextIO | None = None, *,
+                points: Callable[[dict], Iterator[Any]]) -> dict | None:
+    """Append every problem of the sweep (`spec`: its SweepSpec, analysis/sweep_spec.py, which
+    calls this) to `problems`; returns the base scenario's data. `points(base_data)`: the sweep's
+    points in order over that data (`Sweep.iter_points`), for the check of every point."""
     base_data = load_base(spec.base, base_path, problems) if base_path is not None else None
     problems += _check_names(spec) + _check_zip(spec) + _check_types(spec)
     sized = _check_size(spec, problems)
@@ -55,7 +58,7 @@ def check_sweep(spec: SweepSpec, base_path: Path | None, problems: list[str],
         counter.intro = f"sweep {spec.name}: {spec.n_points():,} points × {len(spec.seed_list()):,} seeds = {runs:,} runs"
     problems += check_values(base_data, spec, counter)
     if sized and not problems and spec.n_points() <= FULL_CHECK_POINTS:
-        problems += _check_points(base_data, spec, counter)
+        problems += _check_points(base_data, spec, points, counter)
     counter.done()
     return base_data
 
@@ -81,7 +84,7 @@ def load_base(base: str, base_path: Path, problems: list[str]) -> dict | None:
     return data if data is not None else {}
 
 
-def _check_names(spec: SweepSpec) -> list[str]:
+def _check_names(spec: Any) -> list[str]:
     problems = []
     for name in sorted(spec.grid.keys() & spec.zip.keys()):
         problems.append(f"zip.{name}: parameter name also used in grid")
@@ -113,7 +116,7 @@ def _shown(key: str) -> str:
     return keypath.shown(keypath.parse(key))
 
 
-def _check_zip(spec: SweepSpec) -> list[str]:
+def _check_zip(spec: Any) -> list[str]:
     lengths = {name: len(p.values) for name, p in spec.zip.items()}
     if len(set(lengths.values())) > 1:
         listed = ", ".join(f"{n}={n_values}" for n, n_values in lengths.items())
@@ -121,7 +124,7 @@ def _check_zip(spec: SweepSpec) -> list[str]:
     return []
 
 
-def _check_types(spec: SweepSpec) -> list[str]:
+def _check_types(spec: Any) -> list[str]:
     problems = []
     for section, table in (("grid", spec.grid), ("zip", spec.zip)):
         for name, param in table.items():
@@ -131,7 +134,7 @@ def _check_types(spec: SweepSpec) -> list[str]:
     return problems
 
 
-def _check_size(spec: SweepSpec, problems: list[str]) -> bool:
+def _check_size(spec: Any, problems: list[str]) -> bool:
     """Points and runs within bounds, and the timeline run one of them; False if not."""
     points, seeds = spec.n_points(), spec.seed_list()
     runs = points * len(seeds)
@@ -165,7 +168,7 @@ def _scenario_problems(base_data: dict, items: list[str]) -> list[str]:
     return []
 
 
-def check_values(base_data: dict, spec: SweepSpec, counter: Progress) -> list[str]:
+def check_values(base_data: dict, spec: Any, counter: Progress) -> list[str]:
     """The base with `set` applied, then each distinct parameter value applied to that alone."""
     set_items = [override_item(k, v) for k, v in spec.set.items()]
     common = _scenario_problems(base_data, set_items)
@@ -182,7 +185,7 @@ def check_values(base_data: dict, spec: SweepSpec, counter: Progress) -> list[st
     return list(dict.fromkeys(problems))
 
 
-def _distinct(param: Param) -> list[Any]:
+def _distinct(param: Any) -> list[Any]:
     """Each value once (1 and 1.0 and True stay apart: they are different YAML)."""
     seen: dict[tuple[str, str], Any] = {}
     for value in param.values:
@@ -190,12 +193,12 @@ def _distinct(param: Param) -> list[Any]:
     return list(seen.values())
 
 
-def _check_points(base_data: dict, spec: SweepSpec, counter: Progress) -> list[str]:
+def _check_points(base_data: dict, spec: Any, points: Callable[[dict], Iterator[Any]],
+                  counter: Progress) -> list[str]:
     """Every point's whole scenario; each distinct problem is reported once."""
-    sweep = Sweep("<sweep>", spec, Path("."), base_data, {}, {}, spec.seed_list())
     counter.add(spec.n_points())
     seen: dict[str, str] = {}
-    for point in sweep.iter_points():
+    for point in points(base_data):
         for problem in _scenario_problems(base_data, list(point.overrides)):
             seen.setdefault(problem, ",".join(f"{k}={_shown_value(v)}" for k, v in point.params.items())
                             or "(every point)")

@@ -46,6 +46,7 @@ from typing import Any, TextIO
 
 import pyarrow.parquet as pq
 
+from analysis.results_store import DELIVERIES_SCHEMA, LATENCIES_SCHEMA, TABLES
 from sim.kernel.files import (
     UnsafeFile,
     atomic_write_text,
@@ -63,7 +64,6 @@ from sim.kernel.limits import MAX_MANIFEST_BYTES
 
 MANIFEST = "sweep.json"
 TOOL = "rmqsim sweep"
-TABLES = ("runs", "deliveries", "latencies")
 REPRO = "repro"  # failing runs' repro cards, <run_id>.md, each listed in its row's `output_files`
 CARD_HEADING = b"# Repro card: "  # how analysis/repro_card.py begins a card
 LEGACY_KEYS = {"name", "source", "digest", "base", "params", "points", "seeds", "runs"}  # manifests before `tool`
@@ -253,8 +253,6 @@ def _own_table_file(path: Path, rel: str, table: str, listed: dict[str, int]) ->
     whose schema is exactly the table's as rmqsim writes it."""
     if rel in listed:
         return path.lstat().st_size == listed[rel]
-    from analysis.results_store import DELIVERIES_SCHEMA, LATENCIES_SCHEMA
-
     try:
         with regular_file(path) as handle:
             schema = pq.read_schema(handle)

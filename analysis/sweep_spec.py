@@ -39,13 +39,13 @@ from typing import Annotated, Any, Literal, TextIO, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from analysis.sweep_values import Scalar, override_item, param_type
 from sim import scenario as scenario_mod
 from sim.kernel import keypath
 from sim.kernel.config import ConfigError, Float, Int, Name, format_errors
-from sim.kernel.inputs import InputProblem, dump_flow, load_yaml, read_text
+from sim.kernel.inputs import InputProblem, load_yaml, read_text
 from sim.kernel.limits import DEFAULT_MAX_EVENTS, DEFAULT_MAX_WALL_S, MAX_PATH_CHARS, MAX_POINTS, MAX_SEED, MAX_SEEDS
 
-Scalar = int | float | str | bool
 KEEP_TABLES = ("deliveries", "latencies")
 MAX_RUN_TIMEOUT_S = 30 * 86_400.0
 
@@ -203,17 +203,10 @@ def run_id(point: int, seed: int) -> str:
     return f"p{point:04d}-s{seed}"
 
 
-def override_item(key: str, value: Any) -> str:
-    """`key=value` with the value in YAML flow style, read back by `apply_override` as the same
-    value (1e-05 stays a float, 'ASYNC_FLUSH' and '1e3' strings, lists and mappings stay whole:
-    sim/kernel/inputs.py: dump_flow)."""
-    return f"{key}={dump_flow(value)}"
-
-
 def load_sweep(path: str | Path, progress: TextIO | None = None) -> Sweep:
     """Read and validate a sweep file; raises ConfigError listing every problem. With
     `progress`, a long validation (a big grid) reports how far it is."""
-    from analysis.sweep_checks import check_sweep
+    from analysis.sweep_checks import check_sweep  # its pyarrow (results_store): not for `rmqsim schema`'s models
 
     source = str(path)
     try:
@@ -227,7 +220,9 @@ def load_sweep(path: str | Path, progress: TextIO | None = None) -> Sweep:
     if spec is None:
         raise ConfigError(source, problems)
     base_path = resolve_base(Path(path).parent, spec.base) if base_usable else None
-    base_data = check_sweep(spec, base_path, problems, progress)
+    # every point's whole scenario is checked over the points a Sweep of the base expands to
+    base_data = check_sweep(spec, base_path, problems, progress, points=lambda data: Sweep(
+        "<sweep>", spec, Path("."), data, {}, {}, spec.seed_list()).iter_points())
     if problems:
         raise ConfigError(source, problems)
     return Sweep(source, spec, base_path, base_data, {**spec.grid, **spec.zip},
@@ -260,14 +255,3 @@ def _validate(raw: dict, problems: list[str]) -> tuple[SweepSpec | None, bool]:
     except ValidationError:
         return None, False
 
-
-def param_type(values: list[Scalar]) -> tuple[str, str]:
-    """The runs-table type of a parameter's values, and a problem if they mix types."""
-    kinds = {("bool" if isinstance(v, bool) else type(v).__name__) for v in values}
-    if kinds <= {"int"}:
-        return "int", ""
-    if kinds <= {"int", "float"}:
-        return "float", ""
-    if len(kinds) == 1:
-        return kinds.pop(), ""
-    return "str", f"values mix types ({', '.join(sorted(kinds))}); a parameter's values share one type"

@@ -32,7 +32,7 @@ guarantee's own result (`guarantees`: `ok` is whether it held) and adds `guarant
 
 The verdict is `unknown` when the run stopped at a bound (`stopped_by`: max_events, max_wall_s,
 max_rss_mb, or livelock; nothing can be judged, and what was not yet consumed is `unconsumed`,
-not lost: analysis/checks.py), else `invalid` if a guarantee did not end as expected (broke
+not lost: analysis/metrics.py), else `invalid` if a guarantee did not end as expected (broke
 where it should hold, or held where it should break) or a bound failed, else `unknown` if one
 could not be evaluated (its metric is null), else `valid`.
 """
@@ -69,7 +69,7 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "lost_by_cause.unflushed_at_power_loss", "lost_by_cause.replica_not_synced",
     "lost_by_cause.truncated_on_recovery", "lost_by_cause.offset_skipped_after_recovery",
     "lost_by_cause.expired_file_deleted", "lost_by_cause.other",
-    # send side (analysis/checks.py)
+    # send side (analysis/metrics.py)
     "sends", "send_retried", "send_steered_away", "oneway_unstored", "pending_delay",
     "send_latency_ms.p50", "send_latency_ms.p90", "send_latency_ms.p99", "send_latency_ms.p999",
     "send_latency_ms.max", "send_latency_ms_in_faults.p50", "send_latency_ms_in_faults.p90",

@@ -2,6 +2,8 @@
 
 Each module names the Java class it mirrors. Out of scope for now: ACL, DLedger/controller mode,
 timer wheel, SQL92 filters, orderly BROADCASTING consumption, pop consumption.
+
+The layering rule (sim/__init__.py): models import only the kernel; analysis reads records.py, the record schema.
 """
 
 import sim  # noqa: E402,F401  the compiled build is checked before any compiled module loads (sim/kernel/compiled.py)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from sim.kernel.config import DurationMs, Name
 from sim.kernel.env import ms
@@ -25,12 +25,12 @@ class ActionSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    at_ms: DurationMs
-    kind: Literal["reset_offset"]
-    group: Name  # a consumer group of the scenario
-    to_time_ms: DurationMs  # the store time to reset to (simulated ms)
-    topic: Name | None = None  # default: the group's subscribed topic
-    force: bool = True  # resetOffsetByTime -f (Broker2Client: else only offsets that move back)
+    at_ms: DurationMs = Field(description="ms when the operator acts")
+    kind: Literal["reset_offset"] = Field(description="reset_offset (mqadmin resetOffsetByTime)")
+    group: Name = Field(description="a consumer group of the scenario")
+    to_time_ms: DurationMs = Field(description="the store time to reset to (simulated ms)")
+    topic: Name | None = Field(None, description="default: the group's subscribed topic")
+    force: bool = Field(True, description="resetOffsetByTime -f (Broker2Client: else only offsets that move back)")
 
 
 class MQAdmin:

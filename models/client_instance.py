@@ -41,6 +41,8 @@ fails the send); heartbeat V2 fingerprints are not modelled; NameServer address 
 without a configured address) is out of scope.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in client_instance.pxd beside it
+
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
@@ -82,7 +84,7 @@ def topic_route_data_to_subscribe_info(route: TopicRouteData) -> list[MessageQue
 
 
 class MQClientInstance:
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_heartbeat_running", "_watched", "api_timeout_us", "broker_addr_table", "client_id", "consumers",
                  "heartbeat_interval_us", "namesrv_chosen", "namesrv_index", "namesrvs", "node", "open_channels",
                  "persist_interval_us", "poll_interval_us", "producers", "publish_addr", "stream", "subscribe_addr",

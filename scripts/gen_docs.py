@@ -6,8 +6,8 @@
 Generated pages (do not edit them by hand; edit the source and rerun this script):
 
 - docs/scenario-fields.md: every field of every scenario model (walked from `sim.scenario.Scenario`
-  by `sim.field_docs.every_model`), with its type, default, unit and description
-  (`sim.field_docs.describe`: pydantic's description, `FIELD_DOCS`, or the comment beside the field);
+  by `sim.reference.every_model`), with its type, default, unit and description (the field's
+  pydantic `description`, declared with it: `Field(description=...)`);
 - docs/lint.md: the configuration lint checks, `sim.scenario_lint.LINT_CHECKS` (id, summary, fix);
 - docs/coverage.md: the rare-state coverage points, `sim.kernel.coverage.POINTS`.
 """
@@ -129,12 +129,12 @@ def default_of(field: Any) -> str:
 
 
 def scenario_fields() -> str:
-    from sim.field_docs import describe, every_model
+    from sim.reference import every_model
     from sim.scenario import Scenario
 
     models = every_model(Scenario)
-    out = [HEADER.format(source="the pydantic models (sim/scenario.py, models/*/config.py, sim/kernel/dist.py) "
-                                "and sim/field_docs.py"),
+    out = [HEADER.format(source="the pydantic models reachable from sim/scenario.py's Scenario and their fields' "
+                                "`Field(description=...)`"),
            "# Scenario fields\n\n",
            "Every field of a scenario file, model by model, walked from `Scenario` (the file's top level). "
            "A scenario states only what differs from these defaults, which are RocketMQ's (5.3.3); "
@@ -153,7 +153,7 @@ def scenario_fields() -> str:
         for name, field in model.model_fields.items():
             key = field.alias or name
             out.append(f"| `{key}` | {type_name(field.annotation)} | {default_of(field)} | {unit_of(name, field)} | "
-                       f"{cell(describe(model, name) or '')} |\n")
+                       f"{cell(field.description or '')} |\n")
     return "".join(out)
 
 

@@ -1,4 +1,4 @@
-"""rmqsim: the assembly edge (scenario files, the runner, the CLI) and the Python API; the kernel is `sim.kernel`.
+"""rmqsim: the assembly edge (scenario files, the runner), the CLI and the Python API; the kernel is `sim.kernel`.
 
 - scenario.py       the scenario tree and its loading; scenario_checks.py (cross-section checks),
                     scenario_lint.py / scenario_warnings.py (configuration traps), setup_size.py
@@ -7,6 +7,28 @@
 
 `sim.run(path_or_scenario, seed=..., max_events=..., max_wall_s=...)` is the Python API, and
 `sim.load(RUN_DIR)` reads a finished run back as the same `RunResult`.
+
+The layering rule, over every import of sim, models and analysis (top-level or in a function):
+a module imports only its own layer and the layers below it, and no import cycle exists. The
+layers, lowest first:
+1. the kernel, sim/kernel/: imports nothing of models, checkers or the assembly edge;
+2. the models, models/: import only the kernel; models/records.py is the record schema they emit;
+3. the checkers, analysis/: ledger, checks, metrics, verdict, duplicates, order, txn_checker,
+   consumer_metrics and the helpers they need (message_causes, time_column, faults_applied,
+   run_rows, ...; trace_store and frames: the trace's files and frames): import no models;
+   models/records.py, the record schema, is the one module of models the checkers (and all of
+   analysis above them) may import;
+4. the assembly edge, the other modules of sim/ (scenario*, runner, quiescence, ...): imports
+   the checkers, never explain: `RunResult.explain` is given its implementation from above
+   (`explainer`);
+5. explain, analysis/explain*.py and run_load.py (`rmqsim explain`, `sim.load`): imports the runner;
+6. sweeps (analysis/sweep*, results_store, aggregate, ...) and 7. reports (report*, *figures,
+   diff, ...): only the CLI imports them (reports read sweeps; sweeps import no reports);
+8. the CLI: cli.py and its commands' own modules (explain_cli.py, schema.py), and `run` and
+   `load` here.
+This module's top level imports only the kernel: it runs before every module of sim, and
+`models` and `analysis` import `sim` first (the compiled build's check). tests/test_layering.py
+holds the table of modules and checks the rule.
 """
 
 from __future__ import annotations
@@ -43,11 +65,12 @@ def run(scenario: Any, seed: int | None = None, *, overrides: list[str] | None =
     detail: also emit the detail records `rmqsim explain` reads (sim/kernel/trace.py; always on with `trace_dir`),
     which leave the digest and the summary as they are.
     """
+    from analysis.explain import explain_result
     from sim.runner import run_scenario
 
     return run_scenario(scenario, seed=seed, overrides=overrides, details=details, keep_records=keep_records,
                         observers=observers, trace_dir=trace_dir, max_events=max_events, max_wall_s=max_wall_s,
-                        progress=progress, detail=detail)
+                        progress=progress, detail=detail, explainer=explain_result)
 
 
 def load(run_dir: Any) -> Any:

@@ -37,6 +37,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    # here, not at the top: every `rmqsim` start registers this parser; the runner, the models and NumPy are for explain
     from analysis.explain import ExplainError, explain_cause, explain_fault, explain_message, read_run, render
 
     asked = [x for x in (args.msg, args.cause, args.fault) if x is not None]

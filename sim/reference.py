@@ -1,6 +1,11 @@
 """`rmqsim defaults`: the full default tree as YAML, every field with a trailing comment.
 
-The comment of a field is its description (sim/field_docs.py: meaning, unit, Java name). The
+The comment of a field is its description, declared with the field (`Field(description=...)`:
+meaning, unit, and the RocketMQ (Java) name where there is one, 5.3.3). The unit a name carries
+(`_ms`, `_s`, `_min`, `_bytes`, `_mib`; `mills`/`millis` where the Java name has it) is what a
+number without a unit means there; every duration and size field also takes a unit string ('5s',
+'64KiB': sim/kernel/config.py), so a description need not repeat it. A field without a
+description is a test failure naming it (tests/test_reference.py: `missing_descriptions`). The
 header explains what a comment cannot: instance naming, per-instance rates, every fault kind
 with the fields it needs, `random_faults` and `expect:`. The output parses back (YAML) to
 exactly `reference_tree()`; `scenarios/reference.yaml` is this output.
@@ -14,7 +19,6 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from sim.field_docs import describe
 from sim.kernel.faults import _NEEDS
 
 COMMENT_COLUMN = 56
@@ -64,6 +68,31 @@ def _models_in(tp: Any) -> list[type]:
     return [m for arg in typing.get_args(tp) for m in _models_in(arg)]
 
 
+def every_model(root: type) -> list[type]:
+    """Every pydantic model reachable from `root`'s fields (and the distribution classes)."""
+    from sim.kernel.dist import Constant, Empirical, Exponential, Lognormal, Uniform
+
+    seen: dict[str, type] = {}
+
+    def walk(model: type) -> None:
+        if model.__name__ in seen:
+            return
+        seen[model.__name__] = model
+        for field in model.model_fields.values():
+            for inner in _models_in(field.annotation):
+                walk(inner)
+
+    for model in (root, Constant, Uniform, Exponential, Lognormal, Empirical):
+        walk(model)
+    return list(seen.values())
+
+
+def missing_descriptions(root: type) -> list[str]:
+    """`<module>.<Model>.<field>` of every field without a description."""
+    return [f"{m.__module__}.{m.__name__}.{name}" for m in every_model(root)
+            for name, field in m.model_fields.items() if not field.description]
+
+
 def _model_for(annotation: Any, value: dict[str, Any]) -> type | None:
     """The model class a dict value is an instance of (a distribution by its `dist` key)."""
     candidates = _models_in(annotation)
@@ -86,7 +115,7 @@ def _mapping(model: type, data: dict[str, Any], indent: int, lines: list[str]) -
     pad = " " * indent
     for key, value in data.items():
         name = _field_name(model, key)
-        comment = describe(model, name)
+        comment = model.model_fields[name].description
         annotation = model.model_fields[name].annotation
         sub = _model_for(annotation, value) if isinstance(value, dict) and value else None
         items = _model_for(annotation, value[0]) if (isinstance(value, list) and value and

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.checks import judge_units, send_metrics_in_faults
 from analysis.faults_applied import faults_applied
 from analysis.ledger import Ledger, ProducerInfo
+from analysis.metrics import judge_units, send_metrics_in_faults
 from analysis.run_rows import fault_windows
 from analysis.txn_checker import TxnLedger
 from analysis.verdict import guarantees_for, judge
@@ -92,6 +92,10 @@ class RunResult:
     fault_records: list[tuple] = field(default_factory=list)
     trace_dir: Path | None = None  # where the Parquet trace was streamed, if it was
     directory: Path | None = None  # the run's directory, for a run read back with `sim.load`
+    # `explain`'s implementation, given from above (analysis/explain.py's `explain_result`, by `sim.run`
+    # and `sim.load`): the runner is the assembly edge, and explain, above it, imports the runner
+    explainer: Callable[[RunResult, int | str], dict[str, Any]] | None = field(default=None, repr=False,
+                                                                               compare=False)
 
     def __repr__(self) -> str:
         """One line: scenario, seed, verdict, the counts that matter, p99, and the trace digest's start."""
@@ -118,10 +122,11 @@ class RunResult:
     def explain(self, msg_id: int | str) -> dict[str, Any]:
         """The life of one message (its integer id or display key `p-1-42`) as `rmqsim explain
         --json` prints it: facts in time order, then its verdict and the rule behind its cause
-        (analysis/explain.py). Replays the run when its records are not at hand."""
-        from analysis.explain import explain_result
-
-        return explain_result(self, msg_id)
+        (analysis/explain.py, through `explainer`). Replays the run when its records are not at hand."""
+        if self.explainer is None:
+            raise RuntimeError("this RunResult was given no explainer (analysis/explain.py's explain_result, from "
+                               "above: sim.run and sim.load give it; run_scenario takes it as explainer=...)")
+        return self.explainer(self, msg_id)
 
 
 def build(sc: Scenario, seed: int, keep_records: bool = False, detail: bool = False) -> World:
@@ -273,17 +278,20 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
                  details: bool = False, keep_records: bool = False,
                  observers: tuple[Callable[[list[tuple]], None], ...] = (), trace_dir: str | Path | None = None,
                  max_events: int | None = None, max_wall_s: float | None = None,
-                 progress: Callable[[dict[str, Any]], None] | None = None, detail: bool = False) -> RunResult:
+                 progress: Callable[[dict[str, Any]], None] | None = None, detail: bool = False,
+                 explainer: Callable[[RunResult, int | str], dict[str, Any]] | None = None) -> RunResult:
     """Run one scenario (a path or a loaded Scenario).
 
     `details`: `RunResult.details` gets the checkers' per-message facts (latency samples and
-    delivery counts, analysis/checks.py). `keep_records`: `RunResult.records` holds every record
+    delivery counts, analysis/metrics.py). `keep_records`: `RunResult.records` holds every record
     (tests; memory grows with the run). `observers`: extra Tracer chunk observers. `trace_dir`:
     stream the trace there as Parquet, one file per record kind (analysis/trace_store.py).
     Bounds: see the module docstring. `progress`: called between slices of simulated time
     (sim/progress.py) with `sim_us`, `end_us`, `events`, `wall_s`, the ledger's send counts and
     its running send RT figures (`send_rt_count`, `send_rt_sum_us`, `send_rt_max_us`).
     `detail` (on for a traced run): also emit the detail kinds (sim/kernel/trace.py), outside the digest.
+    `explainer`: `RunResult.explain`'s implementation, given from above (analysis/explain.py's
+    `explain_result`; the runner imports no explain).
     """
     if not isinstance(sc, Scenario):
         sc = scenario_mod.load(sc, overrides)
@@ -294,8 +302,12 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
             world = build(sc, seed, keep_records, detail or trace_dir is not None)
             ledger, txn_ledger, writer = _observe(world, observers, trace_dir, progress is not None)
         except (RunInterrupted, MemoryError) as exc:
-            return _stopped_in_setup(sc, seed, _stop_of(watchdog, exc, None, sc), bounds, keep_records)
-        return _simulate(world, seed, watchdog, bounds, (ledger, txn_ledger, writer), details, progress, trace_dir)
+            result = _stopped_in_setup(sc, seed, _stop_of(watchdog, exc, None, sc), bounds, keep_records)
+        else:
+            result = _simulate(world, seed, watchdog, bounds, (ledger, txn_ledger, writer), details, progress,
+                               trace_dir)
+    result.explainer = explainer
+    return result
 
 
 @dataclass(frozen=True)

@@ -119,10 +119,14 @@ class Limits(BaseModel):
     the run with `stopped_by` max_rss_mb or livelock, verdict unknown."""
 
     model_config = _STRICT
-    max_sim_time_ms: PositiveDurationMs = DEFAULT_MAX_SIM_TIME_MS  # duration_ms + settle_ms; hard: MAX_TIME_MS
-    max_rate_per_s: Float = Field(DEFAULT_MAX_RATE_PER_S, gt=0, le=HARD_MAX_RATE_PER_S)  # per producer instance
-    max_instances: Int = Field(DEFAULT_MAX_INSTANCES, gt=0, le=HARD_MAX_INSTANCES)  # `count` of one entry
-    max_nodes: Int = Field(DEFAULT_MAX_NODES, gt=0, le=HARD_MAX_NODES)  # every node of the scenario
+    # hard maximum: MAX_TIME_MS
+    max_sim_time_ms: PositiveDurationMs = Field(DEFAULT_MAX_SIM_TIME_MS, description=(
+        "most ms of duration_ms + settle_ms (default 7 days)"))
+    max_rate_per_s: Float = Field(DEFAULT_MAX_RATE_PER_S, gt=0, le=HARD_MAX_RATE_PER_S, description=(
+        "most messages per second of one producer instance"))
+    max_instances: Int = Field(DEFAULT_MAX_INSTANCES, gt=0, le=HARD_MAX_INSTANCES, description=(
+        "most instances (`count`) of one producer or consumer entry"))
+    max_nodes: Int = Field(DEFAULT_MAX_NODES, gt=0, le=HARD_MAX_NODES, description="most nodes in the scenario")
     max_route_entries: Int = Field(DEFAULT_MAX_ROUTE_ENTRIES, gt=0, le=HARD_MAX_ROUTE_ENTRIES, description=(
         "most queues in all the topic routes set-up builds (sim/setup_size.py; ~0.4 KB each)"))
     max_rss_mb: IntMiB | None = Field(None, gt=0, le=HARD_MAX_RSS_MB, description=(
@@ -135,16 +139,16 @@ class Limits(BaseModel):
 
 class NameServerSpec(BaseModel):
     model_config = _STRICT
-    name: NodeName = "namesrv"
-    zone: Zone = "zone-a"
+    name: NodeName = Field("namesrv", description="node name")
+    zone: Zone = Field("zone-a", description="zone (machine room) of the host")
 
 
 class ReplicaSpec(BaseModel):
     """One broker of a group: its role and host zone (default: the group's zone)."""
 
     model_config = _STRICT
-    role: BrokerRole
-    zone: Zone | None = None
+    role: BrokerRole = Field(description="ASYNC_MASTER, SYNC_MASTER or SLAVE (brokerRole)")
+    zone: Zone | None = Field(None, description="zone of this replica's host (null: the group's zone)")
 
 
 class BrokerSpec(BaseModel):
@@ -156,49 +160,57 @@ class BrokerSpec(BaseModel):
     has no master until it restarts (the controller and DLedger modes are out of scope)."""
 
     model_config = _STRICT
-    name: NodeName = "broker-a"
-    zone: Zone = "zone-a"
-    store: MessageStoreConfig = MessageStoreConfig()
-    broker: BrokerConfig = BrokerConfig()
-    disk: DiskConfig = DiskConfig()
-    replicas: list[ReplicaSpec] | None = Field(None, min_length=1, max_length=64)
+    name: NodeName = Field("broker-a", description=(
+        "brokerName (also the node name; <room>@<name> for machine-room strategies)"))
+    zone: Zone = Field("zone-a", description="zone (machine room) of the host")
+    store: MessageStoreConfig = Field(MessageStoreConfig(), description=(
+        "MessageStoreConfig: CommitLog, flush and read settings"))
+    broker: BrokerConfig = Field(BrokerConfig(), description="BrokerConfig: broker-level settings")
+    disk: DiskConfig = Field(DiskConfig(), description="the host's disk (simulator, not a Java setting)")
+    replicas: list[ReplicaSpec] | None = Field(None, min_length=1, max_length=64, description=(
+        "roles of the group's brokers: master node <name>, SLAVEs <name>-s1.. (null: one master)"))
 
 
 class TopicSpec(BaseModel):
     model_config = _STRICT
-    name: TopicName = "TopicTest"
-    queues: Int = Field(4, gt=0, le=1024)  # per broker
-    brokers: list[NodeName] | None = None  # default: every broker
+    name: TopicName = Field("TopicTest", description="topic name (letters, digits, _ and -)")
+    queues: Int = Field(4, gt=0, le=1024, description="queues per broker (writeQueueNums = readQueueNums)")
+    brokers: list[NodeName] | None = Field(None, description="brokers hosting it (null: every broker)")
 
 
 class ClusterSpec(BaseModel):
     model_config = _STRICT
-    nameservers: list[NameServerSpec] = Field(default_factory=lambda: [NameServerSpec()], min_length=1)
-    brokers: list[BrokerSpec] = Field(default_factory=lambda: [BrokerSpec()], min_length=1)
-    topics: list[TopicSpec] = Field(default_factory=lambda: [TopicSpec()], min_length=1)
+    nameservers: list[NameServerSpec] = Field(default_factory=lambda: [NameServerSpec()], min_length=1, description=(
+        "NamesrvController instances (every client and broker knows all)"))
+    brokers: list[BrokerSpec] = Field(default_factory=lambda: [BrokerSpec()], min_length=1, description=(
+        "broker groups: each a master (brokerId 0) on its own host"))
+    topics: list[TopicSpec] = Field(default_factory=lambda: [TopicSpec()], min_length=1, description=(
+        "topics, created on their brokers at start"))
 
 
 class ZoneLatencySpec(BaseModel):
     model_config = _STRICT
-    zones: list[Zone] = Field(min_length=2, max_length=2)
-    latency_ms: Dist
+    zones: list[Zone] = Field(min_length=2, max_length=2, description="the two zones")
+    latency_ms: Dist = Field(description="one-way latency between them, ms (a distribution)")
 
 
 class LinkSpec(BaseModel):
     model_config = _STRICT
-    src: NodeName
-    dst: NodeName
-    latency_ms: Dist
-    both_ways: bool = True
+    src: NodeName = Field(description="sending node")
+    dst: NodeName = Field(description="receiving node")
+    latency_ms: Dist = Field(description="one-way latency, ms (a distribution)")
+    both_ways: bool = Field(True, description="also set dst -> src")
 
 
 class NetworkSpec(BaseModel):
     """One-way latencies. Default: a data-centre LAN (median 0.25 ms, p99 ≈ 0.7 ms)."""
 
     model_config = _STRICT
-    latency_ms: Dist = Lognormal(dist="lognormal", median=0.25, sigma=0.45)
-    zone_latency: list[ZoneLatencySpec] = []
-    links: list[LinkSpec] = []
+    latency_ms: Dist = Field(Lognormal(dist="lognormal", median=0.25, sigma=0.45), description=(
+        "one-way latency of every link, ms (a distribution)"))
+    zone_latency: list[ZoneLatencySpec] = Field([], description=(
+        "one-way latency between two zones: {zones: [a, b], latency_ms: ...}"))
+    links: list[LinkSpec] = Field([], description="one-way latency of one link: {src, dst, latency_ms, both_ways}")
 
 
 class ProducerSpec(BaseModel):
@@ -206,29 +218,42 @@ class ProducerSpec(BaseModel):
     workload (models/producer/workload.py). `rate_per_s` is per producer instance."""
 
     model_config = _STRICT
-    name: NodeName = "producer"
-    count: Count = 1
-    zone: Zone = "zone-a"
-    group: GroupName = "DEFAULT_PRODUCER"  # producerGroup (MixAll.DEFAULT_PRODUCER_GROUP)
-    topic: TopicName = "TopicTest"
-    rate_per_s: Float = Field(1000.0, ge=MIN_RATE_PER_S, le=HARD_MAX_RATE_PER_S)  # per instance; limits.max_rate_per_s
-    arrival: Literal["poisson", "constant", "bursts", "on_off"] = "poisson"
-    burst_size: Int = Field(10, gt=0, le=100_000)  # arrival bursts: messages per burst
-    on_ms: Dist = Constant(value=5_000)  # arrival on_off: length of an on period
-    off_ms: Dist = Constant(value=5_000)  # arrival on_off: length of an off period
-    message_bytes: Annotated[SizeDist, BeforeValidator(sizes_in_dist)] = Constant(value=1024)
-    key_bytes: Annotated[SizeDist, BeforeValidator(sizes_in_dist)] | None = None  # length of the KEYS property (None: no KEYS, or `k<i>` of a sharding key)
-    tags: list[Tag] = Field([], max_length=1_000)
-    keys: Int = Field(0, ge=0, le=2**31 - 1)  # distinct sharding keys (orderly sends only)
-    key_skew: Float = Field(0.0, ge=0, le=10)  # Zipf exponent of the sharding keys (0: uniform)
-    send_mode: Literal["SYNC", "ASYNC", "ONEWAY", "ORDERLY"] = "SYNC"  # ORDERLY = SYNC + selector hash
-    selector: Literal["hash", "random"] | None = None  # MessageQueueSelector (sendSelectImpl); None: sendDefaultImpl
-    delay_level: Int = Field(0, ge=0, le=64)  # DELAY property (0: none; the broker caps it at its highest level)
-    batch_size: Int = Field(1, gt=0, le=10_000)  # messages per send (> 1: MessageBatch)
-    start_ms: DurationMs = 1_000
-    stop_ms: PositiveDurationMs | None = None  # default: the scenario's duration
-    client: ProducerConfig = ProducerConfig()
-    transaction: TransactionSpec | None = None  # set: a TransactionMQProducer (sendMessageInTransaction)
+    name: NodeName = Field("producer", description="node name (with count N: <name>-1..<name>-N)")
+    count: Count = Field(1, description="instances of this entry")
+    zone: Zone = Field("zone-a", description="zone (machine room) of its hosts")
+    group: GroupName = Field("DEFAULT_PRODUCER", description="producerGroup (MixAll.DEFAULT_PRODUCER_GROUP)")
+    topic: TopicName = Field("TopicTest", description="topic it sends to")
+    # at most limits.max_rate_per_s
+    rate_per_s: Float = Field(1000.0, ge=MIN_RATE_PER_S, le=HARD_MAX_RATE_PER_S, description=(
+        "messages per second, per instance"))
+    arrival: Literal["poisson", "constant", "bursts", "on_off"] = Field("poisson", description=(
+        "poisson (exponential gaps) or constant gaps"))
+    burst_size: Int = Field(10, gt=0, le=100_000, description="arrival bursts: messages per burst")
+    on_ms: Dist = Field(Constant(value=5_000), description="arrival on_off: length of an on period")
+    off_ms: Dist = Field(Constant(value=5_000), description="arrival on_off: length of an off period")
+    message_bytes: Annotated[SizeDist, BeforeValidator(sizes_in_dist)] = Field(Constant(value=1024), description=(
+        "body size in bytes (a distribution; sizes take units: 512, '4KiB', '1MB')"))
+    key_bytes: Annotated[SizeDist, BeforeValidator(sizes_in_dist)] | None = Field(None, description=(
+        "length of the KEYS property (None: no KEYS, or `k<i>` of a sharding key)"))
+    tags: list[Tag] = Field([], max_length=1_000, description="tags, drawn uniformly per message (empty: none)")
+    # drawn by orderly sends only (send_mode ORDERLY or selector: hash)
+    keys: Int = Field(0, ge=0, le=2**31 - 1, description=(
+        "distinct sharding keys, drawn uniformly (0: none; order is checked per key)"))
+    key_skew: Float = Field(0.0, ge=0, le=10, description="Zipf exponent of the sharding keys (0: uniform)")
+    # ORDERLY = SYNC + selector hash
+    send_mode: Literal["SYNC", "ASYNC", "ONEWAY", "ORDERLY"] = Field("SYNC", description=(
+        "SYNC (send), ASYNC (send with a SendCallback), ONEWAY (sendOneway) or ORDERLY (SYNC with a "
+        "MessageQueueSelector on the sharding key)"))
+    selector: Literal["hash", "random"] | None = Field(None, description=(
+        "MessageQueueSelector (sendSelectImpl); None: sendDefaultImpl"))
+    delay_level: Int = Field(0, ge=0, le=64, description=(
+        "DELAY property (0: none; the broker caps it at its highest level)"))
+    batch_size: Int = Field(1, gt=0, le=10_000, description="messages per send (> 1: MessageBatch)")
+    start_ms: DurationMs = Field(1_000, description="ms when it starts sending")
+    stop_ms: PositiveDurationMs | None = Field(None, description="ms when it stops sending (null: at duration_ms)")
+    client: ProducerConfig = Field(ProducerConfig(), description="DefaultMQProducer / ClientConfig settings")
+    transaction: TransactionSpec | None = Field(None, description=(
+        "set: a TransactionMQProducer (sendMessageInTransaction)"))
 
     @model_validator(mode="after")
     def _send_options(self) -> ProducerSpec:
@@ -256,20 +281,24 @@ class ProducerSpec(BaseModel):
 
 class ConsumerSpec(BaseModel):
     model_config = _STRICT
-    name: NodeName = "consumer"
-    count: Count = 1
-    zone: Zone = "zone-a"
-    group: GroupName = "please_rename_unique_group_name"
-    topic: TopicName = "TopicTest"
-    tags: list[Tag] | None = Field(None, max_length=1_000)  # None: subscribe '*'
-    consume_time_ms: Dist = Constant(value=1.0)
-    failure_probability: Float = Field(0.0, ge=0, lt=1)
-    start_ms: DurationMs = 1_000
-    stop_ms: PositiveDurationMs | None = None  # graceful shutdown (DefaultMQPushConsumer.shutdown) at this time
-    # the listener registered: MessageListenerConcurrently, or MessageListenerOrderly (broker locks, one
-    # batch at a time per queue; a failure suspends the queue)
-    consume_mode: Literal["CONCURRENTLY", "ORDERLY"] = "CONCURRENTLY"
-    client: PushConsumerConfig = PushConsumerConfig()
+    name: NodeName = Field("consumer", description="node name and client id (with count N: <name>-1..<name>-N)")
+    count: Count = Field(1, description="instances of this entry")
+    zone: Zone = Field("zone-a", description="zone (machine room) of its hosts")
+    group: GroupName = Field("please_rename_unique_group_name", description="consumer group (consumerGroup)")
+    topic: TopicName = Field("TopicTest", description="topic it subscribes to")
+    tags: list[Tag] | None = Field(None, max_length=1_000, description="tags it subscribes to (null: '*')")
+    consume_time_ms: Dist = Field(Constant(value=1.0), description=(
+        "ms the listener takes per message (a distribution; '2ms' works)"))
+    failure_probability: Float = Field(0.0, ge=0, lt=1, description=(
+        "chance the listener fails: RECONSUME_LATER, or SUSPEND_CURRENT_QUEUE_A_MOMENT when ORDERLY (0 .. <1)"))
+    start_ms: DurationMs = Field(1_000, description="ms when it starts")
+    stop_ms: PositiveDurationMs | None = Field(None, description=(
+        "graceful shutdown (DefaultMQPushConsumer.shutdown) at this time"))
+    # the listener registered: MessageListenerConcurrently, or MessageListenerOrderly (a failure suspends the queue)
+    consume_mode: Literal["CONCURRENTLY", "ORDERLY"] = Field("CONCURRENTLY", description=(
+        "CONCURRENTLY or ORDERLY (MessageListenerOrderly: broker locks, one batch at a time per queue)"))
+    client: PushConsumerConfig = Field(PushConsumerConfig(), description=(
+        "DefaultMQPushConsumer / ClientConfig settings"))
 
     @model_validator(mode="after")
     def _orderly_needs_clustering(self) -> ConsumerSpec:
@@ -287,8 +316,8 @@ class ExpectBounds(BaseModel):
     """`{min: x, max: y}` (either may be left out) on one summary metric."""
 
     model_config = _STRICT
-    min: Float | None = None
-    max: Float | None = None
+    min: Float | None = Field(None, description="lowest acceptable value")
+    max: Float | None = Field(None, description="highest acceptable value")
 
     @model_validator(mode="after")
     def _some_bound(self) -> ExpectBounds:
@@ -354,32 +383,43 @@ SettleMs = Annotated[Literal["auto"] | Annotated[float, Field(ge=0, le=MAX_TIME_
 
 class Scenario(BaseModel):
     model_config = _STRICT
-    name: Name = "scenario"
-    # the RocketMQ line the models follow where 4.x (4.9.8) and 5.x (5.3.3) differ; the clients
-    # follow it unless `client_version` says otherwise
-    version: Literal["5.x", "4.x"] = "5.x"
-    seed: Int = Field(1, ge=0, le=MAX_SEED)
-    duration_ms: PositiveDurationMs = 60_000
-    # after duration_ms (faults healed, producers stopped), before the checks: a time, or `auto`:
-    # go on until the cluster has been quiet for quiet_window_ms, at most max_settle_ms (sim/quiescence.py)
-    settle_ms: SettleMs = 30_000.0
-    quiet_window_ms: PositiveDurationMs | None = None  # null: one heartbeat + rebalance + offset persistence round
-    max_settle_ms: PositiveDurationMs = DEFAULT_MAX_SETTLE_MS
+    name: Name = Field("scenario", description="the run's name; output goes to runs/<name>/")
+    # 4.x is 4.9.8, 5.x is 5.3.3; the clients follow it unless `client_version` says otherwise
+    version: Literal["5.x", "4.x"] = Field("5.x", description=(
+        "RocketMQ behaviour followed where 4.x and 5.x differ: 5.x or 4.x"))
+    seed: Int = Field(1, ge=0, le=MAX_SEED, description="default seed of the run (`--seed` overrides); 0 .. 2^63-1")
+    duration_ms: PositiveDurationMs = Field(60_000, description=(
+        "ms of traffic and faults (units: 500ms, 10s, 2min); then everything heals"))
+    # by then the faults are healed and the producers stopped
+    settle_ms: SettleMs = Field(30_000.0, description=(
+        "ms after duration_ms with no faults, before the checks; `auto`: until the cluster is quiet for "
+        "quiet_window_ms (sim/quiescence.py), at most max_settle_ms"))
+    quiet_window_ms: PositiveDurationMs | None = Field(None, description=(
+        "how long the cluster must be quiet (null: one consumer heartbeat + one rebalance + one offset persistence "
+        "round, 60 s with the defaults)"))
+    max_settle_ms: PositiveDurationMs = Field(DEFAULT_MAX_SETTLE_MS, description=(
+        "the longest `settle_ms: auto` goes on; a run still not quiet then is `unknown`"))
     # messages sent before this simulated time are left out of latency and throughput statistics
     # (OMB's warmupDurationMinutes); every correctness check (lost, duplicates, order) still covers
     # them. The default covers client start-up: the default clients start at 1 s, fetch routes and
     # finish their first rebalance about 1.5 s later (sim/warmup.py).
-    warmup_ms: DurationMs = 5_000
-    cluster: ClusterSpec = ClusterSpec()
-    network: NetworkSpec = NetworkSpec()
-    producers: list[ProducerSpec] = []
-    consumers: list[ConsumerSpec] = []
-    faults: list[FaultSpec] = []
-    random_faults: list[RandomFaultSpec] = []
-    actions: list[ActionSpec] = []  # operator commands (models/admin.py), e.g. reset_offset
-    expect: Expect = {}  # metric key path -> bounds; guarantees -> hold | break (analysis/verdict.py)
-    limits: Limits = Limits()
-    client_version: Literal["5.x", "4.x"] | None = None  # the clients' release (null: as `version`)
+    warmup_ms: DurationMs = Field(5_000, description=(
+        "ms; messages sent earlier are left out of latency statistics (OMB warmupDurationMinutes)"))
+    cluster: ClusterSpec = Field(ClusterSpec(), description="name servers, broker groups and topics")
+    network: NetworkSpec = Field(NetworkSpec(), description="one-way latencies of the network")
+    producers: list[ProducerSpec] = Field([], description=(
+        "producer entries; count N makes nodes <name>-1..<name>-N (rates per instance)"))
+    consumers: list[ConsumerSpec] = Field([], description=(
+        "push-consumer entries; count N makes nodes <name>-1..<name>-N"))
+    faults: list[FaultSpec] = Field([], description="scripted faults at at_ms (kinds and their fields: header)")
+    random_faults: list[RandomFaultSpec] = Field([], description=(
+        "faults drawn at a seeded rate per hour on one of `nodes` (header)"))
+    actions: list[ActionSpec] = Field([], description="operator commands (models/admin.py), e.g. reset_offset")
+    # guarantees -> hold | break (analysis/verdict.py)
+    expect: Expect = Field({}, description=(
+        "bounds on summary metrics by key path: {lost: 0, latency_ms.p99: {max: 50}}"))
+    limits: Limits = Field(Limits(), description="sane maxima, raised deliberately; not part of the scenario digest")
+    client_version: Literal["5.x", "4.x"] | None = Field(None, description="the clients' release (null: as `version`)")
 
     @property
     def settle_auto(self) -> bool:

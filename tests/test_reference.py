@@ -35,13 +35,13 @@ def test_every_bundled_scenario_validates() -> None:
 
 
 def test_every_scenario_field_has_a_description() -> None:
-    """Each field of every model a scenario reaches says what it is (meaning, unit, Java name):
-    a pydantic `description`, or an entry in sim/field_docs.py. The message names each field."""
-    from sim.field_docs import missing_descriptions
+    """Each field of every model a scenario reaches says what it is (meaning, unit, Java name)
+    in its declaration: `Field(description=...)`. The message names each field."""
+    from sim.reference import missing_descriptions
 
     missing = missing_descriptions(scenario.Scenario)
-    assert not missing, ("fields without a description (add Field(description=...) or a line in "
-                         "sim/field_docs.py FIELD_DOCS): " + ", ".join(missing))
+    assert not missing, "fields without a description (declare them with Field(description=...)): " + \
+        ", ".join(missing)
 
 
 def test_defaults_comment_every_field_and_parse_back_to_the_tree() -> None:
@@ -79,10 +79,19 @@ def test_defaults_copied_verbatim_make_no_transactional_producer(tmp_path) -> No
     assert [(p.name, p.transaction is not None) for p in producers] == [("producer", False), ("txn-producer", True)]
 
 
-def test_a_field_without_description_is_named(monkeypatch) -> None:
-    from sim import field_docs
+def test_a_field_without_description_is_named() -> None:
+    """A field declared without a description is named, with its model's module, also in a model
+    reached only through a list of an optional nested model; described fields are not."""
+    from pydantic import BaseModel, Field
 
-    docs = dict(field_docs.FIELD_DOCS)
-    del docs["ProducerSpec.topic"]  # a field with no comment beside it in its class either
-    monkeypatch.setattr(field_docs, "FIELD_DOCS", docs)
-    assert field_docs.missing_descriptions(scenario.Scenario) == ["sim.scenario.ProducerSpec.topic"]
+    from sim.reference import missing_descriptions
+
+    class Inner(BaseModel):
+        described: int = Field(1, description="a described field")
+        bare: int = 2  # a comment beside the field is not a description
+
+    class Root(BaseModel):
+        inners: list[Inner | None] = Field([], description="the inner models")
+        plain: str = Field("x")
+
+    assert missing_descriptions(Root) == [f"{__name__}.Root.plain", f"{__name__}.Inner.bare"]

@@ -30,6 +30,8 @@ Simplified: pull and admin requests cost no broker time; sends cost `send_put_ti
 default).
 """
 
+# compiled with Cython: the C declarations of this module's classes are in broker.pxd beside it
+
 from __future__ import annotations
 
 from collections.abc import Generator
@@ -135,7 +137,7 @@ STORE_CODES = {PUT_OK: SUCCESS, "FLUSH_DISK_TIMEOUT": CODE_FLUSH_DISK_TIMEOUT,
 
 
 class Broker:
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_chunk", "_compose", "broker_id", "broker_name", "cfg", "clock", "commit_log", "commit_service",
                  "consumers", "cov", "flush_service", "group_commit", "ha", "ha_client", "hold", "locks",
                  "long_polling_enable", "max_message_size_bytes", "name", "namesrvs", "node", "offsets",

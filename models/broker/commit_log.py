@@ -24,6 +24,8 @@ spans a mapped file (the rest of the file is a blank record); each flush or comm
 the file holding the flushed/committed position, as `MappedFileQueue.flush/commit` do.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in commit_log.pxd beside it
+
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
@@ -53,7 +55,7 @@ def queue_key(topic_index: int, queue_id: int) -> int:
 
 
 class CommitLog:
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_current", "_tags_index", "cfg", "clock", "committed_position", "cov", "file_size", "files",
                  "flushed_position", "group_commit", "master", "node", "on_flushed", "on_readable", "pool",
                  "put_hook", "queue_offsets", "replica_has", "replicas", "reused_below", "slow_append", "tags",

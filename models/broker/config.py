@@ -62,43 +62,63 @@ class MessageStoreConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH  # flushDiskType
-    flush_interval_commit_log_ms: PositiveIntMs = 500  # flushIntervalCommitLog
-    flush_commit_log_least_pages: Int = Field(4, ge=0, le=INTEGER_MAX_VALUE)  # flushCommitLogLeastPages
-    flush_commit_log_thorough_interval_ms: PositiveIntMs = 10_000  # flushCommitLogThoroughInterval
-    sync_flush_timeout_ms: PositiveIntMs = 5_000  # syncFlushTimeout
-    mapped_file_size_commit_log_bytes: IntBytes = Field(1 << 30, ge=1 << 16, le=INTEGER_MAX_VALUE)  # mappedFileSizeCommitLog
-    max_message_size_bytes: IntBytes = Field(4 * 1024 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # maxMessageSize
-    max_transfer_count_on_message_in_memory: Int = Field(32, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferCountOnMessageInMemory
-    max_transfer_bytes_on_message_in_memory: IntBytes = Field(262_144, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferBytesOnMessageInMemory
-    max_transfer_count_on_message_in_disk: Int = Field(8, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferCountOnMessageInDisk
-    max_transfer_bytes_on_message_in_disk: IntBytes = Field(65_536, gt=0, le=INTEGER_MAX_VALUE)  # maxTransferBytesOnMessageInDisk
-    access_message_in_memory_max_ratio: Int = Field(40, ge=0, le=100)  # accessMessageInMemoryMaxRatio
-    physical_memory_bytes: IntBytes = Field(16 * 1024**3, gt=0, le=1 << 50)  # host RAM (UtilAll.TOTAL_PHYSICAL_MEMORY_SIZE)
-    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER  # brokerRole
-    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"  # messageDelayLevel
-    flush_delay_offset_interval_ms: PositiveIntMs = 10_000  # flushDelayOffsetInterval
+    flush_disk_type: FlushDiskType = Field(FlushDiskType.ASYNC_FLUSH, description=(
+        "ASYNC_FLUSH (ack before fsync) or SYNC_FLUSH (ack after) (flushDiskType)"))
+    flush_interval_commit_log_ms: PositiveIntMs = Field(500, description=(
+        "ms between async CommitLog flushes (flushIntervalCommitLog)"))
+    flush_commit_log_least_pages: Int = Field(4, ge=0, le=INTEGER_MAX_VALUE, description=(
+        "4 KiB pages needed before an async flush (flushCommitLogLeastPages)"))
+    flush_commit_log_thorough_interval_ms: PositiveIntMs = Field(10_000, description=(
+        "ms after which an async flush ignores the page minimum (flushCommitLogThoroughInterval)"))
+    sync_flush_timeout_ms: PositiveIntMs = Field(5_000, description=(
+        "ms a SYNC_FLUSH send waits for its fsync (syncFlushTimeout)"))
+    mapped_file_size_commit_log_bytes: IntBytes = Field(1 << 30, ge=1 << 16, le=INTEGER_MAX_VALUE, description=(
+        "CommitLog file size, bytes (mappedFileSizeCommitLog)"))
+    max_message_size_bytes: IntBytes = Field(4 * 1024 * 1024, gt=0, le=INTEGER_MAX_VALUE, description=(
+        "largest message the broker stores, bytes (maxMessageSize)"))
+    max_transfer_count_on_message_in_memory: Int = Field(32, gt=0, le=INTEGER_MAX_VALUE, description=(
+        "messages per pull from page cache (maxTransferCountOnMessageInMemory)"))
+    max_transfer_bytes_on_message_in_memory: IntBytes = Field(262_144, gt=0, le=INTEGER_MAX_VALUE, description=(
+        "bytes per pull from page cache (maxTransferBytesOnMessageInMemory)"))
+    max_transfer_count_on_message_in_disk: Int = Field(8, gt=0, le=INTEGER_MAX_VALUE, description=(
+        "messages per pull from disk (maxTransferCountOnMessageInDisk)"))
+    max_transfer_bytes_on_message_in_disk: IntBytes = Field(65_536, gt=0, le=INTEGER_MAX_VALUE, description=(
+        "bytes per pull from disk (maxTransferBytesOnMessageInDisk)"))
+    access_message_in_memory_max_ratio: Int = Field(40, ge=0, le=100, description=(
+        "percent of RAM beyond which reads count as from disk (accessMessageInMemoryMaxRatio)"))
+    physical_memory_bytes: IntBytes = Field(16 * 1024**3, gt=0, le=1 << 50, description=(
+        "host RAM, bytes (UtilAll.TOTAL_PHYSICAL_MEMORY_SIZE)"))
+    broker_role: BrokerRole = Field(BrokerRole.ASYNC_MASTER, description=(
+        "ASYNC_MASTER, SYNC_MASTER or SLAVE (brokerRole)"))
+    message_delay_level: str = Field("1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h", description=(
+        "delays of the 18 retry levels (messageDelayLevel)"))
+    flush_delay_offset_interval_ms: PositiveIntMs = Field(10_000, description=(
+        "ms between schedule-offset persists (flushDelayOffsetInterval)"))
     # 4.9.8 and 5.3.3 both default to true (Thread.sleep); false (waitForRunning, woken by puts in
     # 4.x, by puts only with wake_flush_when_put_message in 5.x) was the default up to 4.9.0
-    flush_commit_log_timed: bool = True  # flushCommitLogTimed
-    wake_flush_when_put_message: bool = False  # wakeFlushWhenPutMessage (5.x only; 4.x always wakes)
-    transient_store_pool_enable: bool = False  # transientStorePoolEnable (ASYNC_FLUSH masters only)
-    wake_commit_when_put_message: bool = True  # wakeCommitWhenPutMessage (5.x only; 4.x always wakes)
-    commit_interval_commit_log_ms: PositiveIntMs = 200  # commitIntervalCommitLog
-    commit_commit_log_least_pages: Int = Field(4, ge=0, le=INTEGER_MAX_VALUE)  # commitCommitLogLeastPages
-    commit_commit_log_thorough_interval_ms: PositiveIntMs = 200  # commitCommitLogThoroughInterval
-    slave_timeout_ms: PositiveIntMs = 3_000  # slaveTimeout (SYNC_MASTER wait → FLUSH_SLAVE_TIMEOUT)
-    ha_send_heartbeat_interval_ms: PositiveIntMs = 5_000  # haSendHeartbeatInterval
-    ha_housekeeping_interval_ms: PositiveIntMs = 20_000  # haHousekeepingInterval
-    ha_transfer_batch_size_bytes: IntBytes = Field(32 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # haTransferBatchSize
-    ha_max_gap_not_in_sync_bytes: IntBytes = Field(256 * 1024 * 1024, gt=0, le=INTEGER_MAX_VALUE)  # haMaxGapNotInSync (4.x haSlaveFallbehindMax)
+    flush_commit_log_timed: bool = Field(True, description="flushCommitLogTimed")
+    wake_flush_when_put_message: bool = Field(False, description="wakeFlushWhenPutMessage (5.x only; 4.x always wakes)")
+    transient_store_pool_enable: bool = Field(False, description="transientStorePoolEnable (ASYNC_FLUSH masters only)")
+    wake_commit_when_put_message: bool = Field(True, description=(
+        "wakeCommitWhenPutMessage (5.x only; 4.x always wakes)"))
+    commit_interval_commit_log_ms: PositiveIntMs = Field(200, description="commitIntervalCommitLog")
+    commit_commit_log_least_pages: Int = Field(4, ge=0, le=INTEGER_MAX_VALUE, description="commitCommitLogLeastPages")
+    commit_commit_log_thorough_interval_ms: PositiveIntMs = Field(200, description="commitCommitLogThoroughInterval")
+    slave_timeout_ms: PositiveIntMs = Field(3_000, description="slaveTimeout (SYNC_MASTER wait → FLUSH_SLAVE_TIMEOUT)")
+    ha_send_heartbeat_interval_ms: PositiveIntMs = Field(5_000, description="haSendHeartbeatInterval")
+    ha_housekeeping_interval_ms: PositiveIntMs = Field(20_000, description="haHousekeepingInterval")
+    ha_transfer_batch_size_bytes: IntBytes = Field(32 * 1024, gt=0, le=INTEGER_MAX_VALUE, description=(
+        "haTransferBatchSize"))
+    ha_max_gap_not_in_sync_bytes: IntBytes = Field(256 * 1024 * 1024, gt=0, le=INTEGER_MAX_VALUE, description=(
+        "haMaxGapNotInSync (4.x haSlaveFallbehindMax)"))
     # 5.x SYNC_MASTER: acknowledgements a send waits for, the master's own included (≤ 1: no
     # wait). minInSyncReplicas / enableAutoInSyncReplicas act only in the controller and
     # slave-acting-master modes, which are out of scope (models/broker/ha_service.py)
-    in_sync_replicas: Int = Field(1, ge=1, le=64)  # inSyncReplicas
-    offset_check_in_slave: bool = False  # offsetCheckInSlave
-    os_page_cache_busy_time_out_mills: PositiveIntMs = 1_000  # osPageCacheBusyTimeOutMills
-    max_filter_message_size_bytes: IntBytes = Field(MAX_SCAN_BYTES, gt=0, le=INTEGER_MAX_VALUE)  # maxFilterMessageSize
+    in_sync_replicas: Int = Field(1, ge=1, le=64, description="inSyncReplicas")
+    offset_check_in_slave: bool = Field(False, description="offsetCheckInSlave")
+    os_page_cache_busy_time_out_mills: PositiveIntMs = Field(1_000, description="osPageCacheBusyTimeOutMills")
+    max_filter_message_size_bytes: IntBytes = Field(MAX_SCAN_BYTES, gt=0, le=INTEGER_MAX_VALUE, description=(
+        "maxFilterMessageSize"))
 
     @field_validator("message_delay_level")
     @classmethod
@@ -129,27 +149,38 @@ class BrokerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    register_name_server_period_ms: IntMs = Field(30_000, ge=10_000, le=60_000)  # registerNameServerPeriod
-    flush_consumer_offset_interval_ms: PositiveIntMs = 5_000  # flushConsumerOffsetInterval
-    long_polling_enable: bool = True  # longPollingEnable
-    short_polling_time_mills: PositiveIntMs = 1_000  # shortPollingTimeMills
-    notify_consumer_ids_changed_enable: bool = True  # notifyConsumerIdsChangedEnable
-    slave_read_enable: bool = False  # slaveReadEnable
-    send_message_thread_pool_nums: Int = Field(4, gt=0, le=1024)  # sendMessageThreadPoolNums: min(cores, 4)
-    send_thread_pool_queue_capacity: Int = Field(10_000, gt=0, le=INTEGER_MAX_VALUE)  # sendThreadPoolQueueCapacity
-    broker_fast_failure_enable: bool = True  # brokerFastFailureEnable
-    wait_time_mills_in_send_queue: PositiveIntMs = 200  # waitTimeMillsInSendQueue
-    use_server_side_reset_offset: bool = True  # useServerSideResetOffset (5.x only)
+    register_name_server_period_ms: IntMs = Field(30_000, ge=10_000, le=60_000, description=(
+        "ms between registrations with the name servers (registerNameServerPeriod)"))
+    flush_consumer_offset_interval_ms: PositiveIntMs = Field(5_000, description=(
+        "ms between consumer-offset persists (flushConsumerOffsetInterval)"))
+    long_polling_enable: bool = Field(True, description="hold empty pulls until messages arrive (longPollingEnable)")
+    short_polling_time_mills: PositiveIntMs = Field(1_000, description=(
+        "ms an empty pull waits without long polling (shortPollingTimeMills)"))
+    notify_consumer_ids_changed_enable: bool = Field(True, description=(
+        "tell a group's members when membership changes (notifyConsumerIdsChangedEnable)"))
+    slave_read_enable: bool = Field(False, description="slaveReadEnable")
+    send_message_thread_pool_nums: Int = Field(4, gt=0, le=1024, description="sendMessageThreadPoolNums: min(cores, 4)")
+    send_thread_pool_queue_capacity: Int = Field(10_000, gt=0, le=INTEGER_MAX_VALUE, description=(
+        "sendThreadPoolQueueCapacity"))
+    broker_fast_failure_enable: bool = Field(True, description="brokerFastFailureEnable")
+    wait_time_mills_in_send_queue: PositiveIntMs = Field(200, description="waitTimeMillsInSendQueue")
+    use_server_side_reset_offset: bool = Field(True, description="useServerSideResetOffset (5.x only)")
     # not a Java field: the time one SendMessage holds the CommitLog put lock (encode + append
     # into the mmap; times the disk's slow factor). 0 by default: sends cost no broker time, as
     # before this setting; a positive value makes the send thread pool and BrokerFastFailure work
-    send_put_time_ms: Dist = Constant(value=0.0)
-    default_topic_queue_nums: Int = Field(8, gt=0, le=1024)  # defaultTopicQueueNums (broker side)
-    startup_ms: NonNegativeIntMs = 2_000  # not a Java field: JVM start + store recovery time
+    send_put_time_ms: Dist = Field(Constant(value=0.0), description=(
+        "ms one SendMessage holds the CommitLog put lock (a distribution; simulator; 0: none)"))
+    # broker side (DefaultMQProducer has its own defaultTopicQueueNums)
+    default_topic_queue_nums: Int = Field(8, gt=0, le=1024, description=(
+        "queues of an auto-created topic (defaultTopicQueueNums)"))
+    startup_ms: NonNegativeIntMs = Field(2_000, description=(
+        "ms from restart to serving: JVM start and store recovery (simulator)"))
     # transactional messages (models/broker/transaction_check.py, end_transaction.py); 5.3.3 defaults
-    reject_transaction_message: bool = False  # rejectTransactionMessage
-    transaction_timeout_ms: NonNegativeIntMs = 6_000  # transactionTimeOut
-    transaction_check_max: Int = Field(15, ge=0, le=INTEGER_MAX_VALUE)  # transactionCheckMax
-    transaction_check_interval_ms: PositiveIntMs = 30_000  # transactionCheckInterval (60000 up to 5.1.0)
-    transaction_op_msg_max_size_bytes: IntBytes = Field(4_096, gt=0, le=INTEGER_MAX_VALUE)  # transactionOpMsgMaxSize
-    transaction_op_batch_interval_ms: PositiveIntMs = 3_000  # transactionOpBatchInterval
+    reject_transaction_message: bool = Field(False, description="rejectTransactionMessage")
+    transaction_timeout_ms: NonNegativeIntMs = Field(6_000, description="transactionTimeOut")
+    transaction_check_max: Int = Field(15, ge=0, le=INTEGER_MAX_VALUE, description="transactionCheckMax")
+    transaction_check_interval_ms: PositiveIntMs = Field(30_000, description=(
+        "transactionCheckInterval (60000 up to 5.1.0)"))
+    transaction_op_msg_max_size_bytes: IntBytes = Field(4_096, gt=0, le=INTEGER_MAX_VALUE, description=(
+        "transactionOpMsgMaxSize"))
+    transaction_op_batch_interval_ms: PositiveIntMs = Field(3_000, description="transactionOpBatchInterval")

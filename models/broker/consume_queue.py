@@ -22,6 +22,8 @@ is not modelled because recovery rebuilds CQ units from the CommitLog (recoverAb
 re-dispatches every valid record), which yields the same queues after any crash.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in consume_queue.pxd beside it
+
 from __future__ import annotations
 
 import struct
@@ -90,7 +92,7 @@ class ConsumeQueue:
 
 
 class ReputMessageService:
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_cursor", "_dispatch_bound", "clock", "cov", "delivery_us", "detail", "grid_origin_us", "listeners", "log",
                  "node", "pending", "queues", "replica", "reput_from", "schedule_listener", "stop_at", "sync_flush")
 

@@ -11,6 +11,8 @@ its subscription's codes (`isMatchedByConsumeQueue`); the periodic scan knows no
 wakes it whatever arrived.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in long_polling.pxd beside it
+
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
@@ -30,7 +32,7 @@ WOKEN_BY_ARRIVAL = cython.declare(cython.Py_ssize_t, COV_PULL_HELD_WOKEN_BY_ARRI
 
 
 class PullRequestHoldService:
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("clock", "cov", "execute", "held", "node", "queue_of", "scan_interval_us")
 
     def __init__(self, node: Any, queue_of: Callable[[str, int], Any],

@@ -14,6 +14,8 @@ spans two files (the rest of a file that cannot hold the next record is a blank 
 file's records all lie in `[file_from_offset, file_from_offset + file_size)`.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in mapped_file.pxd beside it
+
 from __future__ import annotations
 
 import struct
@@ -86,7 +88,7 @@ class MappedFile:
 class MappedFileQueue:
     """store.MappedFileQueue: the CommitLog's files in offset order, each `file_size` bytes."""
 
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("file_size", "files")
 
     def __init__(self, file_size: int) -> None:

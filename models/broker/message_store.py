@@ -23,6 +23,8 @@ from the record size minus the header, topic and properties the broker knows (th
 is not stored, so the body of a message with keys reads a few bytes long).
 """
 
+# compiled with Cython: the C declarations of this module's classes are in message_store.pxd beside it
+
 from __future__ import annotations
 
 from typing import Any
@@ -46,7 +48,7 @@ MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
 
 
 class MessageStore:
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_cold_limits", "_hot_limits", "_overhead", "cfg", "commit_log", "correct_offsets",
                  "memory_window_bytes", "reput", "scan_bytes", "scan_units")
 

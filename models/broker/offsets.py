@@ -23,6 +23,8 @@ crash destroyed while it is down), or a slave's client commits — is recorded
 (`broker.offset_behind_replica`, `behind_replica`): rare, one per queue start at most.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in offsets.pxd beside it
+
 from __future__ import annotations
 
 from collections.abc import Generator

@@ -84,41 +84,71 @@ class ConfiguredQueue(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    topic: str | None = Field(None, min_length=1, max_length=255)  # None: the consumer's topic; or %RETRY%<group>
-    broker: NodeName  # brokerName
-    queue_id: Int = Field(ge=0, le=1023)  # queueId (a topic has at most 1024 queues per broker)
+    topic: str | None = Field(None, min_length=1, max_length=255, description=(
+        "topic (null: the consumer's; '%RETRY%<group>' for its retry queue)"))
+    broker: NodeName = Field(description="brokerName")
+    queue_id: Int = Field(ge=0, le=1023, description="queueId")  # a topic has at most 1024 queues per broker
 
 
 class PushConsumerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    message_model: MessageModel = MessageModel.CLUSTERING  # messageModel
-    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET  # consumeFromWhere
-    # consumeTimestamp, as simulated time (ms from the start of the run); None: half an hour
-    # before the consumer was created (the Java default), i.e. before any message here
-    consume_timestamp_ms: DurationMs | None = None
-    allocate_message_queue_strategy: AllocateStrategy = AllocateStrategy.AVG  # allocateMessageQueueStrategy
-    consume_thread_max: Int = Field(20, gt=0, le=1000)  # consumeThreadMin / consumeThreadMax
-    consume_concurrently_max_span: Int = Field(2_000, gt=0, le=65_535)  # consumeConcurrentlyMaxSpan
-    pull_threshold_for_queue: Int = Field(1_000, gt=0, le=65_535)  # pullThresholdForQueue
-    pull_threshold_size_for_queue_mib: IntMiB = Field(100, gt=0, le=1024)  # pullThresholdSizeForQueue (MiB)
-    pull_batch_size: Int = Field(32, gt=0, le=1024)  # pullBatchSize
-    pull_interval_ms: IntMs = Field(0, ge=0, le=65_535)  # pullInterval
-    max_reconsume_times: Int = Field(-1, ge=-1, le=10_000)  # maxReconsumeTimes (-1 → 16; orderly: Integer.MAX_VALUE, never)
-    persist_consumer_offset_interval_ms: PositiveIntMs = 5_000  # persistConsumerOffsetInterval
-    await_termination_millis_when_shutdown: NonNegativeIntMs = 0  # awaitTerminationMillisWhenShutdown
-    suspend_current_queue_time_millis: NonNegativeIntMs = 1_000  # suspendCurrentQueueTimeMillis (orderly; used clamped to [10, 30000])
-    consume_message_batch_max_size: Int = Field(1, gt=0, le=1024)  # consumeMessageBatchMaxSize (orderly; the concurrent model takes 1)
-    consume_timeout_min: IntMin = Field(15, gt=0, le=MAX_TIME_MS // 60_000)  # consumeTimeout (minutes)
-    pull_time_delay_mills_when_exception: NonNegativeIntMs = 1_000  # pullTimeDelayMillsWhenException
-    heartbeat_broker_interval_ms: PositiveIntMs = 30_000  # heartbeatBrokerInterval
-    poll_name_server_interval_ms: PositiveIntMs = 30_000  # pollNameServerInterval
-    mq_client_api_timeout_ms: PositiveIntMs = 3_000  # mqClientApiTimeout
-    virtual_node_cnt: Int = Field(10, ge=0, le=10_000)  # AllocateMessageQueueConsistentHash.virtualNodeCnt
-    consumeridcs: list[str] = Field([], max_length=1_000)  # AllocateMessageQueueByMachineRoom.consumeridcs
-    message_queue_list: list[ConfiguredQueue] = Field([], max_length=10_000)  # AllocateMessageQueueByConfig
-    machine_room_nearby_inner: AllocateStrategy = AllocateStrategy.AVG  # AllocateMachineRoomNearby's inner strategy
-    machine_room_resolver: MachineRoomResolver = MachineRoomResolver.ZONE  # AllocateMachineRoomNearby's resolver
+    message_model: MessageModel = Field(MessageModel.CLUSTERING, description=(
+        "CLUSTERING (queues shared) or BROADCASTING (messageModel)"))
+    consume_from_where: ConsumeFromWhere = Field(ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, description=(
+        "where a new group starts (consumeFromWhere)"))
+    # null is the Java default, half an hour before the consumer was created: before any message here
+    consume_timestamp_ms: DurationMs | None = Field(None, description=(
+        "CONSUME_FROM_TIMESTAMP: simulated ms to start from (null: 30 min before start) (consumeTimestamp)"))
+    allocate_message_queue_strategy: AllocateStrategy = Field(AllocateStrategy.AVG, description=(
+        "how members split queues: AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, CONFIG, MACHINE_ROOM, MACHINE_ROOM_NEARBY "
+        "(allocateMessageQueueStrategy)"))
+    consume_thread_max: Int = Field(20, gt=0, le=1000, description=(
+        "listener threads (consumeThreadMin = consumeThreadMax)"))
+    consume_concurrently_max_span: Int = Field(2_000, gt=0, le=65_535, description=(
+        "offset span in a queue above which pulling pauses (consumeConcurrentlyMaxSpan)"))
+    pull_threshold_for_queue: Int = Field(1_000, gt=0, le=65_535, description=(
+        "cached messages per queue above which pulling pauses (pullThresholdForQueue)"))
+    pull_threshold_size_for_queue_mib: IntMiB = Field(100, gt=0, le=1024, description=(
+        "cached MiB per queue above which pulling pauses (pullThresholdSizeForQueue)"))
+    pull_batch_size: Int = Field(32, gt=0, le=1024, description="messages per pull request (pullBatchSize)")
+    pull_interval_ms: IntMs = Field(0, ge=0, le=65_535, description="ms between pulls of one queue (pullInterval)")
+    # orderly: Integer.MAX_VALUE, never
+    max_reconsume_times: Int = Field(-1, ge=-1, le=10_000, description=(
+        "retries before the DLQ; -1 means 16, ORDERLY: never (maxReconsumeTimes)"))
+    persist_consumer_offset_interval_ms: PositiveIntMs = Field(5_000, description=(
+        "ms between offset commits to the broker (persistConsumerOffsetInterval)"))
+    await_termination_millis_when_shutdown: NonNegativeIntMs = Field(0, description=(
+        "awaitTerminationMillisWhenShutdown"))
+    suspend_current_queue_time_millis: NonNegativeIntMs = Field(1_000, description=(
+        "ORDERLY: ms a failed queue waits before it is retried, used clamped to 10 .. 30000 "
+        "(suspendCurrentQueueTimeMillis)"))
+    consume_message_batch_max_size: Int = Field(1, gt=0, le=1024, description=(
+        "ORDERLY: messages per listener call; CONCURRENTLY takes 1 (consumeMessageBatchMaxSize)"))
+    consume_timeout_min: IntMin = Field(15, gt=0, le=MAX_TIME_MS // 60_000, description="consumeTimeout (minutes)")
+    pull_time_delay_mills_when_exception: NonNegativeIntMs = Field(1_000, description=(
+        "ms before retrying a failed pull (pullTimeDelayMillsWhenException)"))
+    heartbeat_broker_interval_ms: PositiveIntMs = Field(30_000, description=(
+        "ms between heartbeats to brokers (heartbeatBrokerInterval)"))
+    poll_name_server_interval_ms: PositiveIntMs = Field(30_000, description=(
+        "ms between route refreshes (pollNameServerInterval)"))
+    mq_client_api_timeout_ms: PositiveIntMs = Field(3_000, description=(
+        "ms timeout of name-server and broker requests (mqClientApiTimeout)"))
+    # AllocateMessageQueueConsistentHash.virtualNodeCnt
+    virtual_node_cnt: Int = Field(10, ge=0, le=10_000, description=(
+        "CONSISTENT_HASH: virtual nodes per member (virtualNodeCnt)"))
+    # AllocateMessageQueueByMachineRoom.consumeridcs
+    consumeridcs: list[str] = Field([], max_length=1_000, description=(
+        "MACHINE_ROOM: the rooms this group consumes (consumeridcs)"))
+    # AllocateMessageQueueByConfig.messageQueueList
+    message_queue_list: list[ConfiguredQueue] = Field([], max_length=10_000, description=(
+        "CONFIG: the queues every member consumes ({broker, queue_id, topic})"))
+    # AllocateMachineRoomNearby's inner strategy
+    machine_room_nearby_inner: AllocateStrategy = Field(AllocateStrategy.AVG, description=(
+        "MACHINE_ROOM_NEARBY: strategy inside a room"))
+    # AllocateMachineRoomNearby's resolver
+    machine_room_resolver: MachineRoomResolver = Field(MachineRoomResolver.ZONE, description=(
+        "MACHINE_ROOM_NEARBY: room of a node, ZONE (its zone) or NAMING (text before '@')"))
 
     @field_validator("machine_room_nearby_inner")
     @classmethod

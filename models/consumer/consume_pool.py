@@ -12,6 +12,8 @@ listener that ignores interrupts is not modelled. When no call is left, `_termin
 (the service's own last step, then the consumer's continuation).
 """
 
+# compiled with Cython: the C declarations of this module's classes are in consume_pool.pxd beside it
+
 from __future__ import annotations
 
 import itertools
@@ -22,9 +24,9 @@ from typing import Any
 class ConsumePool:
     """Mixin of a consume service with a `node` attribute; `init_pool()` in its constructor. (No
     class-level annotation of `node`: a compiled build makes this class an extension type,
-    scripts/extension_types.py.)"""
+    sim/kernel/compiled.py.)"""
 
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_await_timer", "_tokens", "busy", "queue", "running", "stopped", "stopping")
 
     def init_pool(self) -> None:

@@ -15,6 +15,8 @@ offset update, no send-back) — the listener did run, so the consumption is sti
 Simplified: the thread is released when the listener returns; the send-back RPC does not hold it.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in consume_service.pxd beside it
+
 from __future__ import annotations
 
 from collections.abc import Generator
@@ -39,7 +41,7 @@ from sim.kernel.trace import DIGEST_CHUNK
 
 
 class ConsumeService(ConsumePool):
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_chunk", "_cut", "_done_bound", "_time_block", "_times", "clock", "consume_time", "cov",
                  "consume_timeout_us", "consumer", "env", "failure_probability", "group", "max_reconsume_times",
                  "name", "node", "offsets", "send_back", "stream", "threads")

@@ -7,6 +7,8 @@ longer owned; broadcasting rewrites the local offsets file, which survives a cra
 carry the offset to the broker (commitOffset).
 """
 
+# compiled with Cython: the C declarations of this module's classes are in offset_store.pxd beside it
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -17,7 +19,7 @@ from models.protocol import UpdateConsumerOffset
 
 
 class OffsetStore:
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("broadcasting", "group", "local_file", "node", "offsets")
 
     def __init__(self, node: Any, group: str, broadcasting: bool) -> None:

@@ -7,6 +7,8 @@ is the smallest offset still cached, or one past the highest fetched when none i
 `long_consuming` holds the start times cleanExpiredMsg reads (see ConsumeService).
 """
 
+# compiled with Cython: the C declarations of this module's classes are in process_queue.pxd beside it
+
 from __future__ import annotations
 
 from typing import Any

@@ -21,6 +21,8 @@ falls back to a slave when the master is gone (pull_api.py). A broker's
 RESET_CONSUMER_CLIENT_OFFSET is handled by reset_offset.py.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in push_consumer.pxd beside it
+
 from __future__ import annotations
 
 from typing import Any
@@ -65,14 +67,14 @@ MIB = 1024 * 1024
 
 
 class PushConsumer:
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_flow_limits", "_on_pull_bound", "_pull_batch_size", "_pull_interval_us", "_routes_pending",
                  "_slave_reads", "broadcasting", "cfg", "client", "client_id", "clock", "consume", "cov",
                  "consume_timestamp_us", "group", "node", "offset_store", "process_queues", "pull_api",
                  "rebalancer", "subscribe_info", "subscriptions", "tag_codes", "v4")
 
-    consume_service_class: Any = ConsumeService  # ConsumeMessageConcurrentlyService; orderly: its subclass
-    process_queue_class: Any = ProcessQueue
+    consume_service_class = ConsumeService  # ConsumeMessageConcurrentlyService; orderly: its subclass
+    process_queue_class = ProcessQueue
 
     def __init__(self, env: Any, name: str, zone: str, group: str, topic: str, tags: list[str] | None,
                  cfg: PushConsumerConfig, namesrvs: list[str], consume_time: Any,

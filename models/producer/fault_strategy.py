@@ -35,6 +35,8 @@ list 5.x `pickOneAtLeast` shuffles, and (c) the order of the detector's calls. L
 out; the 5.x detector thread is the caller's (`detect_by_one_round` is one run of it).
 """
 
+# compiled with Cython: the C declarations of this module's classes are in fault_strategy.pxd beside it
+
 from __future__ import annotations
 
 import random
@@ -264,7 +266,7 @@ class TopicPublishInfo:
     index follows the 5.x rules. Every route change builds a new TopicPublishInfo in Java, so a new
     random start: build a new one here too, with the producer's stream as `rng`."""
 
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("client_version", "message_queue_list", "queue_datas", "send_which_queue_index")
 
     def __init__(self, message_queue_list: Iterable[MessageQueue], queue_datas: Iterable[QueueData] = (), *,

@@ -46,6 +46,8 @@ channel; GO_AWAY is handled as a retried response code (the remoting layer's rec
 on a fresh channel is not modelled; the brokers of this model never send it).
 """
 
+# compiled with Cython: the C declarations of this module's classes are in producer.pxd beside it
+
 from __future__ import annotations
 
 from collections.abc import Generator
@@ -94,7 +96,7 @@ class Producer:
     what the loop would return or throw if it ended now: None, a failure reason (str), or an
     earlier non-OK result `(status, queue)`."""
 
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_chunk", "_on_response_bound", "_waiting_route", "cfg", "client", "client_version", "clock", "cov",
                  "detail", "fault", "fault_on", "group", "max_message_size_bytes", "max_per_request_us", "name", "node",
                  "oneway", "publish", "remoting_reachable", "retry_codes", "selector", "send", "stream",

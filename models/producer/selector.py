@@ -10,6 +10,8 @@ The list is the TopicPublishInfo's (masters with write permission, sorted by bro
 selector send (`DefaultMQProducerImpl.sendSelectImpl`) is never retried on another queue.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in selector.pxd beside it
+
 from __future__ import annotations
 
 import random

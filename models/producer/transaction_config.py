@@ -25,21 +25,28 @@ class TransactionSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     # the application (TransactionListener)
-    local_transaction_ms: Dist = Constant(value=10)  # executeLocalTransaction's duration
-    commit_probability: Float = Field(0.9, ge=0, le=1)  # the local transaction commits (else it rolls back)
-    unknow_probability: Float = Field(0.0, ge=0, le=1)  # executeLocalTransaction returns UNKNOW although decided
-    exception_probability: Float = Field(0.0, ge=0, le=1)  # ... or throws after deciding (counts as UNKNOW)
-    log_lag_ms: Dist = Constant(value=0)  # the outcome reaches the transaction log this long after the decision
-    check_unknow_probability: Float = Field(0.0, ge=0, le=1)  # a check answers UNKNOW whatever the log says
-    check_time_ms: Dist = Constant(value=0)  # checkLocalTransaction's duration (on the check thread)
-    log_lost_on_crash: bool = False  # the log is each instance's memory: a crash loses it, other instances never see it
-    unknown_transaction_answer: LocalTransactionState = "UNKNOW"  # the answer for a transaction the log does not know
-    check_immunity_time_s: IntS | None = Field(None, ge=0, le=INTEGER_MAX_VALUE)  # CHECK_IMMUNITY_TIME_IN_SECONDS property
-    shutdown_ms: DurationMs | None = None  # the application shuts the producer down for good (producer.shutdown())
+    local_transaction_ms: Dist = Field(Constant(value=10), description="executeLocalTransaction's duration")
+    commit_probability: Float = Field(0.9, ge=0, le=1, description="the local transaction commits (else it rolls back)")
+    unknow_probability: Float = Field(0.0, ge=0, le=1, description=(
+        "executeLocalTransaction returns UNKNOW although decided"))
+    exception_probability: Float = Field(0.0, ge=0, le=1, description="... or throws after deciding (counts as UNKNOW)")
+    log_lag_ms: Dist = Field(Constant(value=0), description=(
+        "the outcome reaches the transaction log this long after the decision"))
+    check_unknow_probability: Float = Field(0.0, ge=0, le=1, description="a check answers UNKNOW whatever the log says")
+    check_time_ms: Dist = Field(Constant(value=0), description="checkLocalTransaction's duration (on the check thread)")
+    log_lost_on_crash: bool = Field(False, description=(
+        "the log is each instance's memory: a crash loses it, other instances never see it"))
+    unknown_transaction_answer: LocalTransactionState = Field("UNKNOW", description=(
+        "the answer for a transaction the log does not know"))
+    check_immunity_time_s: IntS | None = Field(None, ge=0, le=INTEGER_MAX_VALUE, description=(
+        "CHECK_IMMUNITY_TIME_IN_SECONDS property"))
+    shutdown_ms: DurationMs | None = Field(None, description=(
+        "the application shuts the producer down for good (producer.shutdown())"))
     # TransactionMQProducer
-    check_thread_pool_min_size: Int = Field(1, ge=1, le=1)  # checkThreadPoolMinSize (one check thread: modelled)
-    check_thread_pool_max_size: Int = Field(1, ge=1, le=1)  # checkThreadPoolMaxSize
-    check_request_hold_max: Int = Field(2_000, gt=0, le=INTEGER_MAX_VALUE)  # checkRequestHoldMax
+    check_thread_pool_min_size: Int = Field(1, ge=1, le=1, description=(
+        "checkThreadPoolMinSize (one check thread: modelled)"))
+    check_thread_pool_max_size: Int = Field(1, ge=1, le=1, description="checkThreadPoolMaxSize")
+    check_request_hold_max: Int = Field(2_000, gt=0, le=INTEGER_MAX_VALUE, description="checkRequestHoldMax")
 
     @model_validator(mode="after")
     def _probabilities(self) -> TransactionSpec:

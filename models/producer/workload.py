@@ -21,6 +21,8 @@ the application calls send(), as RocketMQ's bornTimestamp. The encoded record si
 here once per message, as the client encodes it once.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in workload.pxd beside it
+
 from __future__ import annotations
 
 from typing import Any
@@ -33,7 +35,7 @@ from sim.kernel.node import Node
 
 
 class Workload:
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_arrive_bound", "_bodies", "_body_block", "_gap_block", "_gaps", "_key_len", "_off_us", "_on_us",
                  "_shard_block", "_shards", "_tag_block", "_tags", "batch_size", "burst", "clock", "delay_level",
                  "header_bytes", "id_base", "node", "on_off", "on_until_us", "pending", "producer", "seq", "single",

@@ -1,5 +1,7 @@
 """The kernel: SimPy plus the substrates a message-queue model needs; no RocketMQ here.
 
+It imports nothing of models, checkers or the assembly edge: the layering rule is in sim/__init__.py.
+
 Modules
 - env.py      integer-µs clock (`SimEnv`), cheap scheduled callbacks
 - event_queue.py the event heap's push and pop (heapq's; entries compared on C integers when compiled)

@@ -1,169 +1,213 @@
-"""The per-message modules, compiled with Cython, and the guard that uses a build only for its own sources.
+"""The compiled modules: which they are, whether this process runs them, and the pure mode.
 
-`scripts/build_compiled.py` (run by scripts/setup.sh) compiles the modules in `HOT_MODULES` with
-Cython as plain Python: annotations are not taken as C types (`annotation_typing=False`), so
-integers stay unbounded Python ints and every operation keeps its Python meaning; functions are
-compiled without `binding` (cheaper calls; `inspect.signature` cannot read them). The build goes
-to `build/compiled/`, off `sys.path`, with `manifest.json` recording each module's source SHA-256.
+**Which.** A module of `sim`, `models` or `analysis` with a `.pxd` beside it is compiled by the
+packaging build (setup.py: setuptools' `build_ext` over `cythonize`), for `pip install .`,
+`pip wheel .` and the editable install scripts/setup.sh makes (whose binaries land beside the
+sources). The `.pxd` is Cython's augmenting declaration file, kept in git and read by whoever
+edits the module: each class declared there is an extension type whose attributes are the C
+fields listed, `cpdef` methods are called in C by compiled callers, and a field typed with an
+extension type, `dict` or `list` is one load and one C call away. The module stays plain Python
+(`annotation_typing=False`: annotations are documentation; integers stay unbounded Python ints,
+so every operation keeps its Python meaning) and runs unchanged when pure; a few hot functions
+also type their locals with `@cython.locals`, and `cython.cast(tuple, x) if cython.compiled else x`
+unpacks a NamedTuple in C (a local typed `tuple` would accept only an exact tuple). Rules for
+whoever edits a compiled module (each `.pxd` repeats them in one line):
+- an attribute assigned on `self` in a class declared in the `.pxd` must be declared there: a
+  slotted class has exactly its `__slots__`; an open one (no `__slots__`) also has an instance
+  dict, so an undeclared attribute works, but as a slow dict entry;
+- such a class takes no `@dataclass`, no decorator and no class-level annotation (Cython would
+  take it for a C attribute); a base in another module is cimported in the `.pxd`;
+- compiled, a declared field reads None before its first assignment (pure: AttributeError), and a
+  field, parameter or local typed with a type raises TypeError when given another (None aside):
+  pure, nothing checks it. tests/test_compiled.py runs compiled and pure runs side by side;
+- a method marked `@cython.ccall` is `cpdef` in the `.pxd` with the same parameters; an override
+  in a compiled subclass is `cpdef` too. Read off a typed field as a value (not called), a cpdef
+  method is converted by Cython 3.1 from its C function with the wrong signature, which the C
+  compiler's incompatible-pointer check in setup.py turns into a build error: such a read goes
+  through `getattr` (Broker._build_store).
+On the baseline scenario compiled runs about 2x faster than pure, with about 44 % fewer
+instructions per message (bench/); compiling without the extension types ran 1.25x faster but
+5 % *more* instructions, each `self.x` a generic attribute lookup where CPython specialises it.
 
-`install()` (called by the `sim`, `models` and `analysis` packages on import) puts `_Finder` first
-on `sys.meta_path`. For a module in the manifest it loads the compiled file only if the `.py`
-beside it is byte-identical to the source that was compiled, and so are the sources of the modules
-whose extension types it cimports; otherwise the `.py` is imported as usual, so an edited file is
-never shadowed by a stale binary, nor breaks the import of a binary compiled against it.
-`RMQSIM_PURE=1` turns compiled modules off. Either way a run is the same run:
-tests/test_compiled.py checks that a compiled and a pure run have one digest and one summary. The
-build also makes each module's plain classes extension types whose `self` attributes are object
-fields (scripts/extension_types.py); values keep their Python types, and a few hot functions type
-their locals (`cython.locals`); the event heap's push and pop compare entries on C integers
-(sim/kernel/event_queue.py). On the baseline scenario this runs about 2× faster than pure, with about
-44 % fewer instructions per message (bench/; typed fields, `cpdef` methods and closed classes:
-scripts/extension_types.py). Compiling without the extension types ran 1.25× faster but 5 % *more*
-instructions: each `self.x` became a generic attribute lookup where the interpreter specialises
-it.
+**Whether.** The build writes `compiled_build.json` beside `sim/__init__.py`: for each module its
+binary's file name and the digest of what was compiled (`module_digest`: its source, every `.pxd`,
+Cython's version and the compiler directives). `check_build()`, run by `import sim` before any
+compiled module is imported (`models` and `analysis` import `sim` first), compares it with the
+sources. Modules whose source changed since are rebuilt in place, once, by the first process that
+sees them (`setup.py build_ext --inplace` under a file lock; only the changed modules compile),
+with a line on stderr; where that is impossible (no setup.py beside the packages: an installed
+wheel; no compiler; `RMQSIM_REBUILD=0`), the process runs every module pure and says which were
+stale and how to rebuild. So a binary never runs for a source it was not compiled from.
+`status()` says which modules this process imported compiled (ground truth: the module's file).
 
-Spark executors import the project from the sweep driver's zip of `.py` files. The driver passes
-its build directory in `RMQSIM_COMPILED_DIR` (analysis/sweep.py); an executor uses it under the
-same rule, comparing the compiled sources with those in the zip: local masters and clusters that
-share the path and the interpreter run compiled, other executors pure.
+**Pure.** `RMQSIM_PURE=1` (or a stale build that could not be rebuilt) makes the project's
+package directories import only `.py` files, through a source-only `FileFinder` on
+`sys.path_hooks` for exactly those directories. A pure run is the same run: one digest, one
+summary (tests/test_compiled.py).
+
+This file is read by setup.py by path (it imports only the standard library).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.machinery
-import importlib.util
 import json
 import os
+import subprocess
 import sys
-import zipfile
+import warnings
 from pathlib import Path
-from typing import Any
 
-# the send → store → dispatch → pull → consume → ack path, the kernel under it and the ledger fed by
-# it; not sim.kernel.dist or the config modules: pydantic models want Python function objects
-HOT_MODULES = (
-    "sim.kernel.env", "sim.kernel.event_queue", "sim.kernel.network", "sim.kernel.node", "sim.kernel.trace", "sim.kernel.rng",
-    "models.broker.broker", "models.broker.commit_log", "models.broker.consume_queue",
-    "models.broker.message_store", "models.broker.long_polling", "models.broker.mapped_file",
-    "models.consumer.push_consumer", "models.consumer.consume_pool", "models.consumer.consume_service",
-    "models.consumer.process_queue", "models.consumer.offset_store",
-    "models.producer.producer", "models.producer.workload", "models.producer.selector",
-    "models.producer.fault_strategy", "models.client_instance", "models.broker.offsets",
-    "analysis.ledger",
-)
-ROOT = Path(__file__).resolve().parents[2]
-BUILD_DIR = ROOT / "build" / "compiled"
-MANIFEST = "manifest.json"
+PACKAGES = ("sim", "models", "analysis")
+ROOT = Path(__file__).resolve().parents[2]  # the directory holding the packages (a checkout or site-packages)
+MANIFEST = "compiled_build.json"  # beside sim/__init__.py
 PURE_ENV = "RMQSIM_PURE"
-DIR_ENV = "RMQSIM_COMPILED_DIR"  # a build directory elsewhere (a sweep's executors; module docstring)
+REBUILD_ENV = "RMQSIM_REBUILD"
+# Python semantics kept: annotations are documentation, not C types; functions without `binding`
+# (cheaper calls; `inspect.signature` cannot read them)
+DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": False}
+
+
+class StaleBuildWarning(UserWarning):
+    """Compiled modules whose sources changed could not be rebuilt: this process runs pure."""
+
+
+def compiled_modules(root: Path = ROOT) -> list[str]:
+    """Every module with a `.pxd` beside it, sorted."""
+    found = []
+    for package in PACKAGES:
+        for pxd in (root / package).rglob("*.pxd"):
+            if pxd.with_suffix(".py").is_file():
+                found.append(".".join(pxd.relative_to(root).with_suffix("").parts))
+    return sorted(found)
 
 
 def source_path(module: str, root: Path = ROOT) -> Path:
     return root.joinpath(*module.split(".")).with_suffix(".py")
 
 
-def source_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _declarations_digest(root: Path) -> bytes:
+    digest = hashlib.sha256()
+    for package in PACKAGES:
+        for pxd in sorted((root / package).rglob("*.pxd")):
+            digest.update(pxd.relative_to(root).as_posix().encode() + b"\0" + pxd.read_bytes() + b"\0")
+    return digest.digest()
 
 
-def _tree_source_sha256(root: Path, module: str) -> str:
-    """The SHA-256 of a module's source in a directory tree or, on an executor, in a zip of the tree."""
-    if root.is_file():
-        with zipfile.ZipFile(root) as zf:
-            return hashlib.sha256(zf.read(source_path(module, Path()).as_posix())).hexdigest()
-    return source_sha256(source_path(module, root))
+def module_digests(cython_version: str, root: Path = ROOT) -> dict[str, str]:
+    """module → the digest of what its binary is compiled from: its source, every `.pxd` (its own
+    and those it may cimport), Cython's version and the directives."""
+    common = _declarations_digest(root) + json.dumps([cython_version, DIRECTIVES], sort_keys=True).encode()
+    return {name: hashlib.sha256(common + source_path(name, root).read_bytes()).hexdigest()
+            for name in compiled_modules(root)}
 
 
-def _is_current(root: Path, build_dir: Path, module: str, modules: dict[str, dict[str, Any]]) -> bool:
-    """Whether the build's binary of `module` exists and was compiled from the source now in
-    `root`, and so were those of the modules whose extension types it cimports (`cimports` in
-    its manifest entry): a binary checks at import that those types are the ones it was compiled
-    against, so it cannot run beside an edited module imported pure."""
-    entry = modules.get(module)
+def read_manifest(root: Path = ROOT) -> dict | None:
+    """The build's manifest, or None without one for this interpreter."""
     try:
-        fresh = entry is not None and _tree_source_sha256(root, module) == entry["source_sha256"]
-    except (OSError, KeyError, zipfile.BadZipFile):
-        return False
-    return (fresh and (build_dir / entry["file"]).is_file()
-            and all(_is_current(root, build_dir, dep, modules) for dep in entry.get("cimports", ())))
+        manifest = json.loads((root / "sim" / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest if manifest.get("cache_tag") == sys.implementation.cache_tag else None
 
 
-def stale_modules(manifest: dict[str, Any], build_dir: Path = BUILD_DIR, root: Path = ROOT) -> list[str]:
-    """The manifest's modules whose binary is missing or whose source, or the source of a module
-    it cimports, changed since it was compiled."""
-    modules = manifest["modules"]
-    return sorted(name for name in modules if not _is_current(root, build_dir, name, modules))
+def stale_modules(root: Path = ROOT) -> list[str]:
+    """The compiled modules whose binary is missing or was compiled from other sources."""
+    manifest = read_manifest(root)
+    names = compiled_modules(root)
+    if manifest is None:
+        return names
+    digests = module_digests(manifest.get("cython", ""), root)
+    built = manifest.get("modules", {})
+    return [name for name in names if name not in built or built[name]["digest"] != digests[name]
+            or not (source_path(name, root).parent / built[name]["file"]).is_file()]
 
 
 def pure_requested() -> bool:
-    """RMQSIM_PURE set to anything but "" or "0": no compiled modules in this process."""
+    """RMQSIM_PURE set to anything but "" or "0"."""
     return os.environ.get(PURE_ENV, "") not in ("", "0")
 
 
-class _Finder:
-    """A `sys.meta_path` finder for the compiled build (module docstring)."""
-
-    def __init__(self, root: Path, build_dir: Path, modules: dict[str, dict[str, str]]) -> None:
-        self.root, self.build_dir = root, build_dir
-        self.modules = modules
-        self.loaded: list[str] = []
-        self.stale: list[str] = []
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        entry = self.modules.get(fullname)
-        if entry is None:
-            return None
-        if not _is_current(self.root, self.build_dir, fullname, self.modules):
-            _note(self.stale, fullname)
-            return None
-        _note(self.loaded, fullname)
-        return importlib.util.spec_from_file_location(fullname, self.build_dir / entry["file"])
-
-    def invalidate_caches(self) -> None:
-        pass
+_state: dict[str, list[str] | str | None] = {"pure": None, "stale": []}
 
 
-def _note(names: list[str], name: str) -> None:
-    """Record a module once (a module imported again, after `del sys.modules[...]`, counts once)."""
-    if name not in names:
-        names.append(name)
+def check_build() -> None:
+    """Run compiled modules only for their own sources (module docstring); once per process."""
+    if _state.get("checked"):
+        return
+    _state["checked"] = "yes"
+    if pure_requested():
+        _state["pure"] = f"{PURE_ENV}=1"
+        return _import_pure()
+    stale = stale_modules()
+    if stale and _can_rebuild():
+        stale = _rebuild(stale)
+    if stale:
+        _state["pure"], _state["stale"] = "stale build", stale
+        warnings.warn(f"rmqsim runs pure (about 2x slower): {len(stale)} compiled module(s) are older than their "
+                      f"sources ({', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''}); rebuild with "
+                      f"`scripts/setup.sh` or `{Path(sys.executable).name} setup.py build_ext --inplace`",
+                      StaleBuildWarning, stacklevel=2)
+        _import_pure()
+    return None
 
 
-_finder: _Finder | None = None
+def _can_rebuild() -> bool:
+    return (ROOT / "setup.py").is_file() and os.environ.get(REBUILD_ENV, "") != "0" and os.access(ROOT, os.W_OK)
 
 
-def read_manifest(build_dir: Path = BUILD_DIR) -> dict[str, Any] | None:
-    """The build's manifest, or None if there is no build usable by this interpreter."""
-    try:
-        manifest = json.loads((build_dir / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-    if manifest.get("cache_tag") != sys.implementation.cache_tag:
-        return None
+def _rebuild(stale: list[str]) -> list[str]:
+    """Rebuild in place under a file lock (another process may be doing it); the modules still stale after."""
+    (ROOT / "build").mkdir(exist_ok=True)
+    with open(ROOT / "build" / ".rebuild.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stale = stale_modules()  # another process may have rebuilt them meanwhile
+        if not stale:
+            return []
+        print(f"rmqsim: {len(stale)} compiled module(s) changed since they were built "
+              f"({', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''}); rebuilding: setup.py build_ext --inplace",
+              file=sys.stderr, flush=True)
+        done = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=ROOT,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            print("\n".join((done.stdout + done.stderr).splitlines()[-15:]), file=sys.stderr)
+        return stale_modules()
+
+
+def _import_pure() -> None:
+    """The project's package directories import `.py` files only (module docstring)."""
+    packages = tuple(str(ROOT / package) for package in PACKAGES)
+    source_only = importlib.machinery.FileFinder.path_hook(
+        (importlib.machinery.SourceFileLoader, importlib.machinery.SOURCE_SUFFIXES),
+        (importlib.machinery.SourcelessFileLoader, importlib.machinery.BYTECODE_SUFFIXES))
+
+    def hook(path: str) -> importlib.machinery.FileFinder:
+        if path in packages or path.startswith(tuple(p + os.sep for p in packages)):
+            return source_only(path)
+        raise ImportError("not a package directory of rmqsim")
+
+    sys.path_hooks.insert(0, hook)
+    for path in list(sys.path_importer_cache):
+        if path in packages or path.startswith(tuple(p + os.sep for p in packages)):
+            del sys.path_importer_cache[path]
+
+
+def status() -> dict[str, list[str] | str | None]:
+    """Which compiled modules this process imported compiled, which it imported pure, and why pure
+    (None, "RMQSIM_PURE=1" or "stale build")."""
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    modules = {name: entry for name, entry in manifest.get("modules", {}).items() if entry["file"].endswith(suffixes)}
-    return {**manifest, "modules": modules}
+    loaded = [name for name in compiled_modules() if name in sys.modules]
+    return {"compiled": [n for n in loaded if str(getattr(sys.modules[n], "__file__", "")).endswith(suffixes)],
+            "pure": [n for n in loaded if not str(getattr(sys.modules[n], "__file__", "")).endswith(suffixes)],
+            "why_pure": _state["pure"], "stale": list(_state["stale"] or [])}
 
 
-def install() -> None:
-    """Put the compiled build's finder on `sys.meta_path` (once; nothing if there is no build or RMQSIM_PURE=1)."""
-    global _finder
-    if _finder is not None or pure_requested():
-        return
-    build_dir = Path(os.environ.get(DIR_ENV) or BUILD_DIR)
-    manifest = read_manifest(build_dir)
-    if manifest is None or not manifest["modules"]:
-        return
-    _finder = _Finder(ROOT, build_dir, manifest["modules"])
-    sys.meta_path.insert(0, _finder)
-
-
-def status() -> dict[str, list[str]]:
-    """Which hot modules this process imported compiled, and which it imported pure because their build was stale."""
-    if _finder is None:
-        return {"compiled": [], "stale": []}
-    return {"compiled": sorted(_finder.loaded), "stale": sorted(_finder.stale)}
-
-
-check_build = install  # transitional name (issue 28)
+def main() -> int:
+    """scripts/setup.sh's check: rebuild what is stale; exit 1 if any module is not compiled from its source."""
+    check_build()
+    stale = stale_modules()
+    print(f"compiled modules: {len(compiled_modules()) - len(stale)} of {len(compiled_modules())} current"
+          + (f"; stale: {', '.join(stale)}" if stale else ""), file=sys.stderr)
+    return 1 if stale else 0

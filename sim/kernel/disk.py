@@ -27,11 +27,15 @@ class DiskConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    write_latency_ms: Dist = Constant(value=0.02)
-    fsync_latency_ms: Dist = Constant(value=2.0)
-    bandwidth_bytes_per_s: Int = Field(default=500 * 1024 * 1024, gt=0, le=MAX_BANDWIDTH_BYTES_PER_S)
-    dirty_expire_ms: PositiveIntMs = 30_000  # Linux vm.dirty_expire_centisecs (page cache writeback age)
-    dirty_writeback_ms: PositiveIntMs = 5_000  # Linux vm.dirty_writeback_centisecs (flusher wake-ups)
+    write_latency_ms: Dist = Field(Constant(value=0.02), description=(
+        "ms of a page-cache write (a distribution; simulator)"))
+    fsync_latency_ms: Dist = Field(Constant(value=2.0), description="ms of an fsync (a distribution; simulator)")
+    bandwidth_bytes_per_s: Int = Field(default=500 * 1024 * 1024, gt=0, le=MAX_BANDWIDTH_BYTES_PER_S, description=(
+        "disk bandwidth, bytes per second (simulator)"))
+    dirty_expire_ms: PositiveIntMs = Field(30_000, description=(
+        "Linux vm.dirty_expire_centisecs (page cache writeback age)"))
+    dirty_writeback_ms: PositiveIntMs = Field(5_000, description=(
+        "Linux vm.dirty_writeback_centisecs (flusher wake-ups)"))
 
 
 class Disk:

@@ -142,8 +142,8 @@ PositiveParam = Annotated[Float, BeforeValidator(_ms), Field(gt=0, le=MAX_DIST_V
 
 
 class Constant(_DistBase):
-    dist: Literal["constant"] = "constant"
-    value: Param
+    dist: Literal["constant"] = Field("constant", description="constant: always `value`")
+    value: Param = Field(description="the value (ms, or bytes for sizes)")
 
     def sample(self, stream: random.Random) -> float:
         return self.value
@@ -164,9 +164,9 @@ class Constant(_DistBase):
 
 
 class Uniform(_Batched):
-    dist: Literal["uniform"]
-    low: Param
-    high: Param
+    dist: Literal["uniform"] = Field(description="uniform between low and high")
+    low: Param = Field(description="lowest value (ms, or bytes)")
+    high: Param = Field(description="highest value (ms, or bytes)")
 
     @model_validator(mode="after")
     def _ordered(self) -> Uniform:
@@ -186,8 +186,8 @@ class Uniform(_Batched):
 
 
 class Exponential(_Batched):
-    dist: Literal["exponential"]
-    mean_value: PositiveParam = Field(alias="mean")
+    dist: Literal["exponential"] = Field(description="exponential with the given mean")
+    mean_value: PositiveParam = Field(alias="mean", description="mean (ms, or bytes)")
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
 
@@ -203,11 +203,12 @@ class Exponential(_Batched):
 
 
 class Lognormal(_Batched):
-    dist: Literal["lognormal"]
-    median: PositiveParam | None = None
-    sigma: Annotated[Float, Field(ge=0, le=MAX_LOGNORMAL_SIGMA)] | None = None
-    p50: PositiveParam | None = None
-    p99: PositiveParam | None = None
+    dist: Literal["lognormal"] = Field(description="lognormal: median + sigma, or p50 + p99")
+    median: PositiveParam | None = Field(None, description="median (ms, or bytes)")
+    sigma: Annotated[Float, Field(ge=0, le=MAX_LOGNORMAL_SIGMA)] | None = Field(None, description=(
+        "sigma of the underlying normal (no unit)"))
+    p50: PositiveParam | None = Field(None, description="median (ms, or bytes), with p99")
+    p99: PositiveParam | None = Field(None, description="99th percentile (ms, or bytes), with p50")
 
     @model_validator(mode="after")
     def _one_form(self) -> Lognormal:
@@ -245,8 +246,8 @@ class Lognormal(_Batched):
 
 
 class Empirical(_DistBase):
-    dist: Literal["empirical"]
-    values: list[Param] = Field(min_length=1)
+    dist: Literal["empirical"] = Field(description="empirical: each of `values` equally likely")
+    values: list[Param] = Field(min_length=1, description="the values (ms, or bytes)")
 
     def sample(self, stream: random.Random) -> float:
         return self.values[stream.randrange(len(self.values))]

@@ -40,6 +40,8 @@ field (`self.clock.now_us`: two loads); the run loop writes it once per event. L
 entry owner derives from `Owner`, so the loop reads `epoch` and `paused_until` as fields.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in env.pxd beside it
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -82,7 +84,7 @@ class Owner:
 
 class Clock:
     """`SimEnv`'s current time, `now_us` (integer µs; `SimEnv._now` reads and writes it). Hot code
-    holds it as a typed field (`self.clock: Clock = env.clock`, scripts/extension_types.py):
+    holds it as a typed field (`self.clock: Clock = env.clock`, sim/kernel/compiled.py):
     compiled, reading the time is then two field loads, where `env._now` is an attribute lookup on
     SimPy's Python class."""
 

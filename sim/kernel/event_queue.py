@@ -11,6 +11,8 @@ simulated message about six pushes and six pops). An entry whose time, priority 
 exact int, or not one that fits a C long long, is compared as a tuple, as `heapq` would.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in event_queue.pxd beside it
+
 from __future__ import annotations
 
 import heapq

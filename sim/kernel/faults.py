@@ -59,19 +59,27 @@ class FaultSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    at_ms: DurationMs
-    jitter_ms: DurationMs = 0  # the fault happens at at_ms + U[0, jitter_ms), seeded (module docstring)
-    kind: FaultKind
-    node: NodeName | None = None
-    groups: list[list[NodeName]] | None = None
-    one_way: bool = False
-    src: NodeName | None = None
-    dst: NodeName | None = None
-    both_ways: bool = True
-    duration_ms: PositiveDurationMs | None = None
-    factor: Float | None = Field(default=None, gt=0, le=MAX_SLOW_FACTOR)
-    extra_latency_ms: Dist | None = None
-    probability: Float | None = Field(default=None, gt=0, lt=1)
+    at_ms: DurationMs = Field(description="ms when it happens (before duration_ms)")
+    jitter_ms: DurationMs = Field(0, description=(
+        "the fault happens at at_ms + U[0, jitter_ms), seeded (module docstring)"))
+    kind: FaultKind = Field(description=(
+        "process_crash, power_loss, restart, partition, heal, link_latency, packet_loss, disk_slow, fsync_stall or "
+        "pause"))
+    node: NodeName | None = Field(None, description=(
+        "the node (process_crash, power_loss, restart, disk_slow, fsync_stall, pause)"))
+    groups: list[list[NodeName]] | None = Field(None, description=(
+        "partition: lists of nodes that can reach only their own group"))
+    one_way: bool = Field(False, description="partition: cut only the links from the first group to the others")
+    src: NodeName | None = Field(None, description="link_latency, packet_loss: sending node")
+    dst: NodeName | None = Field(None, description="link_latency, packet_loss: receiving node")
+    both_ways: bool = Field(True, description="link_latency, packet_loss: also dst -> src")
+    duration_ms: PositiveDurationMs | None = Field(None, description=(
+        "ms until it heals itself (required for fsync_stall and pause)"))
+    factor: Float | None = Field(default=None, gt=0, le=MAX_SLOW_FACTOR, description=(
+        "disk_slow: disk times multiplied by this"))
+    extra_latency_ms: Dist | None = Field(None, description="link_latency: ms added per message (a distribution)")
+    probability: Float | None = Field(default=None, gt=0, lt=1, description=(
+        "packet_loss: chance a segment is lost (0 .. <1)"))
 
     @model_validator(mode="after")
     def _required(self) -> FaultSpec:
@@ -95,14 +103,17 @@ class RandomFaultSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: Literal["process_crash", "power_loss", "partition", "link_latency", "packet_loss",
-                  "disk_slow", "fsync_stall", "pause"]
-    nodes: list[NodeName] = Field(min_length=1)
-    rate_per_hour: Float = Field(ge=MIN_FAULT_RATE_PER_HOUR, le=MAX_FAULT_RATE_PER_HOUR)
-    min_up_ms: DurationMs = 0
-    down_ms: Dist
-    factor: Float | None = Field(default=None, gt=0, le=MAX_SLOW_FACTOR)
-    extra_latency_ms: Dist | None = None
-    probability: Float | None = Field(default=None, gt=0, lt=1)
+                  "disk_slow", "fsync_stall", "pause"] = Field(description="any fault kind but restart and heal")
+    nodes: list[NodeName] = Field(min_length=1, description="candidates, one chosen uniformly per fault")
+    rate_per_hour: Float = Field(ge=MIN_FAULT_RATE_PER_HOUR, le=MAX_FAULT_RATE_PER_HOUR, description=(
+        "faults per simulated hour of healthy time, for the whole entry (not per node)"))
+    min_up_ms: DurationMs = Field(0, description=(
+        "ms each healthy phase lasts at least: max(min_up_ms, Exp(rate_per_hour))"))
+    down_ms: Dist = Field(description="ms each fault lasts (a distribution)")
+    factor: Float | None = Field(default=None, gt=0, le=MAX_SLOW_FACTOR, description=(
+        "disk_slow: disk times multiplied by this"))
+    extra_latency_ms: Dist | None = Field(None, description="link_latency: ms added per message (a distribution)")
+    probability: Float | None = Field(default=None, gt=0, lt=1, description="packet_loss: chance a segment is lost")
 
     @model_validator(mode="after")
     def _required(self) -> RandomFaultSpec:

@@ -36,6 +36,8 @@ Modelling choices:
   answered, not reset).
 """
 
+# compiled with Cython: the C declarations of this module's classes are in network.pxd beside it
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -151,7 +153,7 @@ class Link(Owner):
 
 
 class Network:
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_eid", "_emit", "_queue", "_watchers", "clock", "default_latency", "env", "graph", "links",
                  "nodes", "zone_latency")
 

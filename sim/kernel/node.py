@@ -22,6 +22,8 @@ closure saves a function object and a call per request. Handlers are registered 
 payload type and receive `(src, req_id, payload)`; `req_id` is 0 for oneway messages.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in node.pxd beside it
+
 from __future__ import annotations
 
 from collections import deque
@@ -51,7 +53,7 @@ Handler = Callable[[str, int, Any], None]
 
 
 class Node(Owner):
-    # no instance dict, which every method call on it would search when compiled (scripts/extension_types.py)
+    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_chunk", "_crash_hooks", "_deadlines", "_eid", "_emit", "_flush", "_next_req_id", "_pending",
                  "_power_hooks", "_queue", "_request", "_services", "_start_hooks", "booting", "clock", "disk", "env",
                  "handlers", "host_up", "name", "out_links", "reply", "serving", "startup_us", "stopped", "up",

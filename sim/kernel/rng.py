@@ -7,6 +7,8 @@ other component's draws unchanged (this also gives sweeps common random numbers)
 for the same name is an error: two owners sharing a stream would couple their draws.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in rng.pxd beside it
+
 from __future__ import annotations
 
 import hashlib

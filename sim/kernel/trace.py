@@ -28,6 +28,8 @@ observers in emission order like any record, but they are left out of the digest
 so a run has one digest and one summary whether it emitted them or not.
 """
 
+# compiled with Cython: the C declarations of this module's classes are in trace.pxd beside it
+
 from __future__ import annotations
 
 import hashlib

@@ -196,7 +196,7 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cause(facts: dict[str, Any] | None, reused: bool) -> str:
-    """The loss cause of a message from its facts (the definition in analysis/checks.py)."""
+    """The loss cause of a message from its facts (the definition in analysis/metrics.py)."""
     if facts is not None and facts["power"]:
         return "replica_not_synced" if facts["replicas"] and not facts["replicated"] else "unflushed_at_power_loss"
     if facts is not None and facts["crash"]:

@@ -112,7 +112,7 @@ UNIT_TOTALS = ("lost", "pending_retry", "pending_delay", "dlq", "duplicates", "d
 
 
 def assert_ledger_invariants(summary: dict[str, Any]) -> None:
-    """The ledger's own arithmetic (analysis/checks.py): totals over units, causes adding up."""
+    """The ledger's own arithmetic (analysis/metrics.py): totals over units, causes adding up."""
     s, groups = summary, list(summary["groups"].items())
     for name in UNIT_TOTALS:
         assert s[name] == sum(g[name] for _u, g in groups), (name, s[name], [(u, g[name]) for u, g in groups])

@@ -19,9 +19,9 @@ import pytest
 from pydantic import BaseModel, BeforeValidator, TypeAdapter, ValidationError
 
 from sim import schema
-from sim.field_docs import every_model
 from sim.kernel import config
 from sim.kernel.config import DURATION, SIZE, ConfigError, Units, render_path
+from sim.reference import every_model
 from sim.scenario import Scenario, from_data
 
 # the unit a field's name carries; independent of sim/kernel/config.py's tables on purpose

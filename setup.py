@@ -1,0 +1,74 @@
+"""The packaging build's compiled part: every module with a `.pxd` beside it, compiled with Cython.
+
+`pip install .` / `pip wheel .` put the binaries in the wheel beside the sources; the editable
+install (scripts/setup.sh, `uv sync`) and `python setup.py build_ext --inplace` put them beside the
+sources in the checkout. Either way `sim/compiled_build.json` records what each was compiled from,
+which `import sim` checks (sim/kernel/compiled.py: which modules, their `.pxd`, the rules).
+`RMQSIM_PURE_BUILD=1` builds without them (a pure install; rmqsim then says it runs pure).
+The rest of the package metadata is in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("_rmqsim_compiled", ROOT / "sim" / "kernel" / "compiled.py")
+compiled = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compiled)
+
+
+class CythonBuildExt(build_ext):
+    """build_ext over `cythonize`, recording each binary's digest (sim/kernel/compiled.py)."""
+
+    def finalize_options(self) -> None:
+        from Cython.Build import cythonize
+
+        os.chdir(ROOT)  # relative source paths: a compiled frame in a traceback names the file as in the tree
+        # only the modules whose source or declarations are newer than their C file are translated again
+        self.distribution.ext_modules = cythonize(
+            self.distribution.ext_modules or [], build_dir="build/cython", compiler_directives=compiled.DIRECTIVES,
+            quiet=True, nthreads=os.cpu_count() or 1)
+        super().finalize_options()
+        self.parallel = self.parallel or os.cpu_count() or 1
+
+    def run(self) -> None:
+        import Cython
+
+        before = compiled.module_digests(Cython.__version__, ROOT)
+        super().run()
+        if compiled.module_digests(Cython.__version__, ROOT) != before:
+            raise RuntimeError("sources changed during the build: run it again")
+        files = {ext.name: Path(self.get_ext_filename(ext.name)).name for ext in self.extensions}
+        manifest = {"cython": Cython.__version__, "cache_tag": sys.implementation.cache_tag,
+                    "modules": {name: {"digest": before[name], "file": files[name]} for name in sorted(files)}}
+        target = self._manifest_path()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}")
+        partial.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        partial.replace(target)
+
+    def _manifest_path(self) -> Path:
+        return (ROOT if self.inplace else Path(self.build_lib)) / "sim" / compiled.MANIFEST
+
+    def get_outputs(self) -> list[str]:
+        return [*super().get_outputs(), str(self._manifest_path())]
+
+
+def extensions() -> list[Extension]:
+    if os.environ.get("RMQSIM_PURE_BUILD", "") not in ("", "0"):
+        return []
+    # a C function pointer of the wrong type is an error, not a warning (sim/kernel/compiled.py: Broker._build_store)
+    return [Extension(name, [compiled.source_path(name, Path()).as_posix()],
+                      extra_compile_args=["-Werror=incompatible-pointer-types"])
+            for name in compiled.compiled_modules(ROOT)]
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": CythonBuildExt})
