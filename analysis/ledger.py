@@ -45,6 +45,7 @@ import numpy as np
 from analysis.ledger_codes import (
     ACKED,
     DESTROYED_CRASH,
+    DESTROYED_EXPIRED,
     DESTROYED_POWER,
     FAILED,
     GROUP_HAS_REPLICAS,
@@ -471,7 +472,8 @@ class Ledger:
         # (t, node, kind, msg_id, topic, queue_id, queue_offset, fault, replicas, replicated)
         for msg_id, topic, fault, replicas, replicated in zip(cols[3], cols[4], cols[7], cols[8], cols[9],
                                                               strict=True):
-            bits = (DESTROYED_POWER if fault == "power_loss" else DESTROYED_CRASH) | \
+            bits = (DESTROYED_POWER if fault == "power_loss" else DESTROYED_EXPIRED if fault == "expired"
+                    else DESTROYED_CRASH) | \
                 (GROUP_HAS_REPLICAS if replicas else 0) | (REPLICATED if replicated else 0)
             if topic.startswith(RETRY_PREFIX):
                 table = self.retry_destroyed.setdefault(topic[len(RETRY_PREFIX):], {})

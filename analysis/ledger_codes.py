@@ -5,7 +5,7 @@
 - per message, its send outcome bits (`ACKED`, `NOT_OK`, `FAILED`, `ONEWAY`, `SCHEDULED`) and its
   send latency, kept as uint32 µs with `NO_RT` for none;
 - per consumption unit and message, its retry-path mark (`IN_RETRY`, `IN_DLQ`);
-- per destroyed copy (sparse, by message id), its fact bits (`DESTROYED_POWER`, `DESTROYED_CRASH`,
+- per destroyed copy (sparse, by message id), its fact bits (`DESTROYED_POWER`, `DESTROYED_CRASH`, `DESTROYED_EXPIRED` (retention),
   `GROUP_HAS_REPLICAS`, `REPLICATED`).
 
 The Ledger (analysis/ledger.py) writes them; the code that judges its arrays (analysis/metrics.py,
@@ -24,7 +24,7 @@ RT_CAP_US = NO_RT - 1  # 71.6 min: longer send latencies read as this
 # retry path (per unit and message)
 IN_RETRY, IN_DLQ = 1, 2
 # destroyed-copy facts (per message id, sparse)
-DESTROYED_POWER, DESTROYED_CRASH, GROUP_HAS_REPLICAS, REPLICATED = 1, 2, 4, 8
+DESTROYED_POWER, DESTROYED_CRASH, GROUP_HAS_REPLICAS, REPLICATED, DESTROYED_EXPIRED = 1, 2, 4, 8, 16
 
 
 def display_key(msg_id: int, producer_names: list[str]) -> str:

@@ -18,7 +18,8 @@ message). For each unit, over the messages of its subscribed topic:
     uncommitted buffer, cut off by recovery at the committed position);
   - `offset_skipped_after_recovery`: stored at a queue offset assigned again after a
     truncation, which the consumer's offset had already passed;
-  - `expired_file_deleted`: removed by retention (not modelled: always 0);
+  - `expired_file_deleted`: deleted with its CommitLog file by retention or disk pressure before the
+    group consumed it (models/broker/clean_service.py);
   - `other`: none of these;
 - pending_retry: acknowledged, not consumed successfully, but a consumption failed and the
   message went back through %RETRY% / SCHEDULE_TOPIC_XXXX (or a local re-consumption): it is
@@ -89,6 +90,7 @@ from analysis.duplicates import Timeline, causes_by_second, count_causes, empty_
 from analysis.ledger_codes import (
     ACKED,
     DESTROYED_CRASH,
+    DESTROYED_EXPIRED,
     DESTROYED_POWER,
     GROUP_HAS_REPLICAS,
     IN_DLQ,
@@ -144,8 +146,8 @@ def loss_causes(bits: np.ndarray, reused: np.ndarray) -> np.ndarray:
     """The cause index (LOSS_CAUSES) of each lost message from its facts (module docstring)."""
     power = (bits & DESTROYED_POWER) != 0
     not_synced = power & ((bits & GROUP_HAS_REPLICAS) != 0) & ((bits & REPLICATED) == 0)
-    return np.select([not_synced, power, (bits & DESTROYED_CRASH) != 0, reused],
-                     [NOT_SYNCED, UNFLUSHED, TRUNCATED, SKIPPED], OTHER)
+    return np.select([not_synced, power, (bits & DESTROYED_CRASH) != 0, reused, (bits & DESTROYED_EXPIRED) != 0],
+                     [NOT_SYNCED, UNFLUSHED, TRUNCATED, SKIPPED, EXPIRED], OTHER)
 
 
 def _view(arr: Any, dtype: Any, length: int) -> np.ndarray:

@@ -36,6 +36,12 @@ CONSUMER_OFFSETS_LOADED = declare("broker.offsets_loaded", entries=int, source=s
 BROKER_BUSY = declare("broker.busy", msg_id=int, reason=str)  # SYSTEM_BUSY answer (fast_failure.py)
 # ground truth for loss causes (commit_log.py): a record a fault destroyed on a master, and a
 # queue offset assigned again after a truncation
+# retention (clean_service.py): a CommitLog file deleted (`forced`: before it expired, the disk
+# above diskSpaceCleanForciblyRatio; `unconsumed`: the destroyed facts it gave), and the store's
+# disk-full flag changing (`used_pct` of DiskConfig.size_bytes)
+COMMIT_LOG_EXPIRED_DELETED = declare("commit_log.expired_deleted", file_from=int, records=int, forced=bool,
+                                     unconsumed=int)
+BROKER_DISK_STATE = declare("broker.disk_state", full=bool, used_pct=int)
 COMMIT_LOG_DESTROYED = declare("commit_log.destroyed", msg_id=int, topic=str, queue_id=int, queue_offset=int,
                                fault=str, replicas=int, replicated=bool)
 OFFSET_REUSED = declare("consume_queue.offset_reused", msg_id=int, topic=str, queue_id=int, queue_offset=int)

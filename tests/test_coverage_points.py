@@ -81,6 +81,10 @@ RUNS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "async_backpressure": ("partition_broker", 1, (
         "producers[0].send_mode=ASYNC", "producers[0].client.enable_backpressure_for_async_mode=true",
         "producers[0].client.back_pressure_for_async_send_num=10")),
+    # retention deletes the files a lagging group has not read yet (deleteWhen hour, fileReservedTime)
+    "retention_lagging_consumer": ("retention_lagging_consumer", 1, ()),
+    # the disk above 90 %: marked full (sends refused), files deleted whatever their age
+    "disk_full": ("disk_full", 1, ()),
 }
 
 # every declared point → the run that reaches it (at least once)
@@ -132,6 +136,9 @@ REACHED_BY: dict[str, str] = {
     "txn_op_batch_lost_in_crash": "txn_power_loss",
     "txn_end_refused": "txn_late_ends",
     "txn_half_lost_power_loss": "txn_power_loss",
+    "commit_log_file_expired": "retention_lagging_consumer",
+    "commit_log_file_deleted_forcibly": "disk_full",
+    "disk_full_send_refused": "disk_full",
 }
 
 

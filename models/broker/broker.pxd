@@ -17,11 +17,13 @@ cdef class Broker:
     cdef public object broker_id
     cdef public object broker_name
     cdef public object cfg
+    cdef public object clean
     cdef public Clock clock
     cdef public CommitLog commit_log
     cdef public object commit_service
     cdef public object consumers
     cdef public list cov
+    cdef public object disk_full
     cdef public object flush_service
     cdef public object group_commit
     cdef public object ha

@@ -39,6 +39,7 @@ from typing import Any
 
 import cython
 
+from models.broker.clean_service import CleanService
 from models.broker.commit_log import PUT_OK, QUEUE_ID_BITS, CommitLog
 from models.broker.config import (
     MASTER_ID,
@@ -95,6 +96,7 @@ from models.protocol import (
     PULL_OFFSET_MOVED,
     PULL_RETRY_IMMEDIATELY,
     QUERY_NOT_FOUND,
+    SERVICE_NOT_AVAILABLE,
     SUCCESS,
     SYSTEM_ERROR,
     TOPIC_NOT_EXIST,
@@ -121,7 +123,12 @@ from models.protocol import (
 )
 from models.protocol import SLAVE_NOT_AVAILABLE as CODE_SLAVE_NOT_AVAILABLE
 from models.records import BROKER_REGISTERED, BROKER_SEND_REJECTED, BROKER_STORED
-from sim.kernel.coverage import COV_DLQ_BY_RETRY_SEND, COV_DLQ_BY_SEND_BACK, COV_SERVER_SIDE_RESET_TAKEN
+from sim.kernel.coverage import (
+    COV_DISK_FULL_SEND_REFUSED,
+    COV_DLQ_BY_RETRY_SEND,
+    COV_DLQ_BY_SEND_BACK,
+    COV_SERVER_SIDE_RESET_TAKEN,
+)
 from sim.kernel.disk import Disk, DiskConfig
 from sim.kernel.dist import Constant
 from sim.kernel.env import Clock, ms
@@ -138,8 +145,8 @@ STORE_CODES = {PUT_OK: SUCCESS, "FLUSH_DISK_TIMEOUT": CODE_FLUSH_DISK_TIMEOUT,
 
 class Broker:
     # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
-    __slots__ = ("_chunk", "_compose", "broker_id", "broker_name", "cfg", "clock", "commit_log", "commit_service",
-                 "consumers", "cov", "flush_service", "group_commit", "ha", "ha_client", "hold", "locks",
+    __slots__ = ("_chunk", "_compose", "broker_id", "broker_name", "cfg", "clean", "clock", "commit_log",
+                 "commit_service", "consumers", "cov", "disk_full", "flush_service", "group_commit", "ha", "ha_client", "hold", "locks",
                  "long_polling_enable", "max_message_size_bytes", "name", "namesrvs", "node", "offsets",
                  "producers", "reput", "reset_offset", "role", "schedule", "send_executor", "short_polling_us",
                  "slave", "slave_processors", "store", "store_cfg", "topics", "transaction", "version", "waits")
@@ -179,6 +186,8 @@ class Broker:
         self.schedule = ScheduleMessageService(node, store_cfg.message_delay_level, self.store,
                                                self.put_no_wait, store_cfg.flush_delay_offset_interval_ms,
                                                self.version, active=not self.slave)
+        self.disk_full = False  # RunningFlags' DISK_FULL_BIT, set by the clean service
+        self.clean = CleanService(self, store_cfg, disk_cfg, not self.slave, self._set_disk_full)
         self.store.reput.schedule_listener = self.schedule.on_dispatched
         self.store.reput.delivery_us = self.schedule.delivery_us
         self.reset_offset = ResetOffsetService(self)
@@ -315,6 +324,8 @@ class Broker:
         queue_nums = self.topics.get(topic)
         if queue_nums is None or not 0 <= queue_id < queue_nums or size > self.max_message_size_bytes:
             return self._reject(src, req_id, msg, queue_nums)
+        if self.disk_full:
+            return self._refuse_disk_full(src, req_id, msg)
         if reconsume_times:  # only retry messages re-sent by a client carry RECONSUME_TIME
             msg, req = self._retry_or_dlq(msg, req)
             queue_id, topic, size, delay_level, props = req.queue_id, msg.topic, msg.size_bytes, msg.delay_level, \
@@ -380,6 +391,8 @@ class Broker:
         if queue_nums is None or not 0 <= req.queue_id < queue_nums or size > self.max_message_size_bytes \
                 or any(m.delay_level > 0 or m.topic != first.topic for m in msgs):
             return self._reject(src, req_id, first, queue_nums, size)
+        if self.disk_full:
+            return self._refuse_disk_full(src, req_id, first)
         phys = end = queue_offset = -1
         for m in msgs:
             p, offset = self.put_message(m.msg_id, m.topic, req.queue_id, m.size_bytes, m.body_bytes, m.tags,
@@ -391,6 +404,16 @@ class Broker:
             return self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
         self._wait_store(src, req_id, queue_offset, phys, end)
         return None
+
+    def _set_disk_full(self, full: bool) -> None:
+        self.disk_full = full
+
+    def _refuse_disk_full(self, src: str, req_id: int, msg: Any) -> None:
+        """checkStoreStatus with the disk full: PutMessageStatus.SERVICE_NOT_AVAILABLE (the producer
+        retries it on another broker: a retryResponseCode)."""
+        self.cov[COV_DISK_FULL_SEND_REFUSED] += 1
+        self.node.trace(BROKER_SEND_REJECTED, msg.msg_id, msg.topic, SERVICE_NOT_AVAILABLE)
+        self.node.reply(src, req_id, SendResponse(SERVICE_NOT_AVAILABLE))
 
     def _reject(self, src: str, req_id: int, msg: Any, queue_nums: int | None, size: int | None = None) -> None:
         size = msg.size_bytes if size is None else size

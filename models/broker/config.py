@@ -120,6 +120,35 @@ class MessageStoreConfig(BaseModel):
     max_filter_message_size_bytes: IntBytes = Field(MAX_SCAN_BYTES, gt=0, le=INTEGER_MAX_VALUE, description=(
         "maxFilterMessageSize"))
 
+    # retention and disk pressure (models/broker/clean_service.py; DefaultMessageStore.CleanCommitLogService)
+    file_reserved_time_ms: PositiveIntMs = Field(72 * 3_600_000, description=(
+        "how long a CommitLog file is kept after its last write (fileReservedTime, 72 h; Java in hours)"))
+    delete_when: str = Field("04", description=(
+        "hours of the simulated day (00-23, `;`-separated; run time 0 is 00:00) when expired files are "
+        "deleted (deleteWhen)"))
+    disk_max_used_space_ratio: Int = Field(75, ge=10, le=95, description=(
+        "percent of the disk used above which expired files are deleted at any hour (diskMaxUsedSpaceRatio)"))
+    disk_space_clean_forcibly_ratio: Int = Field(85, ge=1, le=100, description=(
+        "percent above which files are deleted whatever their age (diskSpaceCleanForciblyRatio; Java "
+        "clamps it to 30..85)"))
+    disk_space_warning_level_ratio: Int = Field(90, ge=1, le=100, description=(
+        "percent above which the store refuses writes, SERVICE_NOT_AVAILABLE (diskSpaceWarningLevelRatio; "
+        "Java clamps it to 35..90)"))
+    clean_file_forcibly_enable: bool = Field(True, description="cleanFileForciblyEnable")
+    clean_resource_interval_ms: PositiveIntMs = Field(10_000, description=(
+        "period of the deletion task, first run 60 s after start (cleanResourceInterval)"))
+    delete_commit_log_files_interval_ms: NonNegativeIntMs = Field(100, description=(
+        "pause between two file deletions of one run (deleteCommitLogFilesInterval)"))
+    delete_file_batch_max: Int = Field(10, gt=0, le=1000, description="files deleted per run at most (deleteFileBatchMax)")
+
+    @field_validator("delete_when")
+    @classmethod
+    def _hours(cls, value: str) -> str:
+        hours = [h.strip() for h in value.split(";")]
+        if not all(h.isdigit() and 0 <= int(h) <= 23 for h in hours):
+            raise ValueError("hours 00..23 separated by ';', e.g. '04' or '00;12'")
+        return value
+
     @field_validator("message_delay_level")
     @classmethod
     def _delay_levels(cls, spec: str) -> str:

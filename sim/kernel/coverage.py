@@ -134,6 +134,13 @@ POINTS: tuple[Point, ...] = (
           "EndTransactionProcessor.checkPrepareMessage / rejectCommitOrRollback"),
     Point("txn_half_lost_power_loss", "a power loss destroyed an unresolved half message's newest copy",
           "TransactionalMessageBridge (half topic data past the last fsync)"),
+    # --- retention and disk pressure
+    Point("commit_log_file_expired", "a CommitLog file past fileReservedTime was deleted",
+          "DefaultMessageStore.CleanCommitLogService → MappedFileQueue.deleteExpiredFileByTime"),
+    Point("commit_log_file_deleted_forcibly", "a CommitLog file not yet expired was deleted: disk above "
+          "diskSpaceCleanForciblyRatio", "CleanCommitLogService.isSpaceToDelete (cleanImmediately)"),
+    Point("disk_full_send_refused", "a send was refused because the store's disk is full: SERVICE_NOT_AVAILABLE",
+          "DefaultMessageStore.checkStoreStatus (RunningFlags DISK_FULL_BIT)"),
 )
 
 COV_POWER_LOSS_UNFLUSHED_TAIL = 0
@@ -183,6 +190,9 @@ COV_TXN_CHECK_NO_PRODUCER = 43
 COV_TXN_OP_BATCH_LOST_IN_CRASH = 44
 COV_TXN_END_REFUSED = 45
 COV_TXN_HALF_LOST_POWER_LOSS = 46
+COV_COMMIT_LOG_FILE_EXPIRED = 47
+COV_COMMIT_LOG_FILE_DELETED_FORCIBLY = 48
+COV_DISK_FULL_SEND_REFUSED = 49
 
 NAMES: tuple[str, ...] = tuple(p.name for p in POINTS)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sim.kernel.config import Int, PositiveIntMs
+from sim.kernel.config import Int, IntBytes, PositiveIntMs
 from sim.kernel.dist import Constant, Dist
 from sim.kernel.env import ms
 from sim.kernel.page_cache import PageCache
@@ -36,6 +36,9 @@ class DiskConfig(BaseModel):
         "Linux vm.dirty_expire_centisecs (page cache writeback age)"))
     dirty_writeback_ms: PositiveIntMs = Field(5_000, description=(
         "Linux vm.dirty_writeback_centisecs (flusher wake-ups)"))
+    size_bytes: IntBytes | None = Field(None, gt=0, le=1 << 60, description=(
+        "the store's disk partition size, bytes; its CommitLog and ConsumeQueue data fill it (null: never "
+        "full; models/broker/clean_service.py)"))
 
 
 class Disk:
