@@ -146,8 +146,10 @@ def _own_facts(r: tuple, ctx: Context) -> list[Fact]:
     if kind == rec.COMMIT_LOG_DESTROYED:
         _m, topic, qid, qoff, fault, replicas, replicated = r[3:]
         held = "; a slave holds a copy" if replicated else "; no slave holds a copy" if replicas else ""
-        return [Fact(t, "destroyed", f"{fault} of {node} destroyed this copy ({topic} q{qid} @{qoff}): it was beyond "
-                                     f"what the broker had flushed{held}",
+        why = "its CommitLog file was deleted by retention (clean service) before every group had consumed it" \
+            if fault == "expired" else f"it was beyond what the broker had flushed{held}"
+        who = f"retention on {node}" if fault == "expired" else f"{fault} of {node}"
+        return [Fact(t, "destroyed", f"{who} destroyed this copy ({topic} q{qid} @{qoff}): {why}",
                      {"node": node, "fault": fault, "topic": topic, "queue_id": qid, "queue_offset": qoff,
                       "replicated": replicated})]
     if kind == rec.OFFSET_REUSED:

@@ -28,7 +28,8 @@ RULES = {
     "truncated_on_recovery": "a process crash destroyed it (the transient store pool's uncommitted buffer)",
     "offset_skipped_after_recovery": "stored at a queue offset the broker assigned again after a truncation, which "
                                      "the consumer's offset had already passed",
-    "expired_file_deleted": "removed by retention (not modelled)",
+    "expired_file_deleted": "deleted with its CommitLog file by retention (fileReservedTime) or disk pressure "
+                            "before the group consumed it",
     "other": "none of the known mechanisms applies",
     "producer_retry": "another stored copy was delivered: the brokers stored the message twice (a retried send)",
     "txn_double_commit": "another stored copy was delivered: its half was committed twice",
@@ -134,6 +135,14 @@ def lost_verdict(f: Any, unit: str, msg_id: int, cause: str, records: list[tuple
         return Verdict(unit, msg_id, "lost", cause, f"{where}; {tail}", d[0], d[1])
     if cause == "offset_skipped_after_recovery":
         return _skipped(f, unit, msg_id, records)
+    if cause == "expired_file_deleted" and destroyed:
+        d = destroyed[-1]
+        stored = [r for r in records or () if r[2] == rec.BROKER_STORED and r[3] == msg_id and r[1] == d[1]
+                  and r[0] <= d[0]]
+        when = f" at {seconds(stored[-1][0])}" if stored else ""
+        return Verdict(unit, msg_id, "lost", cause, f"stored{when} as {f.run_broker(d[1])} {d[4]} q{d[5]} @{d[6]}; "
+                                                    f"{d[1]} deleted its CommitLog file at {seconds(d[0])} before "
+                                                    f"{unit} had consumed it", d[0], d[1])
     return Verdict(unit, msg_id, "lost", cause, "acknowledged and stored, never consumed successfully, and no fault "
                                                 "destroyed it or reused its offset")
 

@@ -239,3 +239,21 @@ def test_orderly_send_side_violation() -> None:
     keyed = sent.set_index("msg_key")
     assert keyed.loc[key].shard == keyed.loc[overtaker].shard and keyed.loc[key].node == keyed.loc[overtaker].node
     assert int(key.rsplit("-", 1)[1]) < int(overtaker.rsplit("-", 1)[1])
+
+
+def test_loss_by_retention_names_the_deleted_file() -> None:
+    """A message the lagging group never read: stored, then its CommitLog file deleted by the clean
+    service at least fileReservedTime (20 s) later; the group that kept up consumed it."""
+    d = run_dir("retention_lagging_consumer", 1)
+    summary = sim.load(d).summary
+    key = summary["lost_sample"]["expired_file_deleted"][0]
+    a = explain(d, key)
+    v = verdict(a, "lost")
+    assert v["cause"] == "expired_file_deleted" and v["unit"] == "archive"
+    (s,) = facts(a, "stored")
+    (gone,) = facts(a, "destroyed")
+    assert gone["fault"] == "expired" and gone["t_us"] - s["t_us"] >= 20_000_000
+    deleted = frame(d, "commit_log.expired_deleted")
+    assert gone["t_us"] in set(deleted.t_us)  # the deletion of its file, not any other moment
+    assert f"deleted its CommitLog file at {gone['t_us'] / 1e6:.3f} s before archive had consumed it" in v["reason"]
+    assert verdict(a, "delivered")["unit"] == "audit"
