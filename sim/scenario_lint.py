@@ -347,6 +347,35 @@ def _settle_before_reregister(sc: Any) -> list[Finding]:
 
 # --- expectations ------------------------------------------------------------------------------------
 
+def _disk_holds_few_files(sc: Any) -> list[Finding]:
+    out = []
+    for g in _groups(sc):
+        size, file = g.spec.disk.size_bytes, g.spec.store.mapped_file_size_commit_log_bytes
+        warning = min(max(g.spec.store.disk_space_warning_level_ratio, 35), 90)  # clean_service.clamp_ratio
+        if size is not None and 2 * file * 100 > size * warning:
+            out.append((f"cluster.brokers[{g.index}].disk.size_bytes",
+                        f"{g.name!r}'s disk ({size} bytes) holds fewer than two CommitLog files ({file} bytes each) "
+                        f"below its disk-full mark ({warning} %): the clean task never deletes the file being written, "
+                        "so once the disk is marked full nothing frees it and every send is refused"))
+    return out
+
+
+def _retention_never_runs(sc: Any) -> list[Finding]:
+    out = []
+    hours_run = {h % 24 for h in range(int(sc.duration_ms // 3_600_000) + 1)}
+    for g in _groups(sc):
+        store = g.spec.store
+        if "file_reserved_time_ms" not in store.model_fields_set or store.file_reserved_time_ms >= sc.duration_ms \
+                or g.spec.disk.size_bytes is not None:
+            continue
+        if not {int(h) for h in store.delete_when.split(";")} & hours_run:
+            out.append((f"cluster.brokers[{g.index}].store.delete_when",
+                        f"file_reserved_time_ms is {_t(store.file_reserved_time_ms)} but expired files are deleted only "
+                        f"in the hours {store.delete_when!r} of the simulated day (the run starts at 00:00 and lasts "
+                        f"{_t(sc.duration_ms)}), and no disk size can force it: no file is ever deleted"))
+    return out
+
+
 def _loss_stated(sc: Any) -> bool:
     """Does `expect` say acknowledged messages may be lost (at_least_once: break, or a `lost` bound
     that allows some)?"""
@@ -463,6 +492,14 @@ LINT_CHECKS: tuple[LintCheck, ...] = (
               "rebalance after a broker restart: the counts depend on when the run ends", "use settle_ms: auto, "
               "or settle one heartbeat and one rebalance round (50 s by default) past the last broker restart",
               _settle_before_reregister),
+    LintCheck("disk-holds-few-files", "a disk (disk.size_bytes) smaller than two CommitLog files below its "
+              "disk-full mark: the file being written is never deleted, so a full disk stays full",
+              "make store.mapped_file_size_commit_log_bytes at most a tenth of the disk (1MiB for a 16MiB disk), "
+              "or enlarge disk.size_bytes", _disk_holds_few_files),
+    LintCheck("retention-never-runs", "a shortened file_reserved_time_ms while the run never reaches a delete_when "
+              "hour (run time 0 is 00:00) and no disk size forces deletion: retention deletes nothing",
+              "add the run's hours to store.delete_when (e.g. '00'), or give the broker a disk.size_bytes",
+              _retention_never_runs),
     LintCheck("expected-loss-not-stated", "a fault that loses acknowledged messages by design (power loss under "
               "ASYNC_FLUSH, a crash with the transient store pool) without an expectation saying so",
               "state it (expect: {guarantees: {at_least_once: break}}), or use SYNC_FLUSH / a SYNC_MASTER that "

@@ -67,6 +67,10 @@ CASES = [
     ("settle-before-reregister", "settle_ms: 10s\n" + FLOW + CRASH_A, "settle_ms"),
     ("expected-loss-not-stated", FLOW + "faults: [{at_ms: 20s, kind: power_loss, node: broker-a, duration_ms: 5s}]\n",
      "faults[0]"),
+    ("disk-holds-few-files", "cluster:\n  brokers:\n    - {name: broker-a, disk: {size_bytes: 1GiB}}\n",
+     "cluster.brokers[0].disk.size_bytes"),
+    ("retention-never-runs", "cluster:\n  brokers:\n    - {name: broker-a, store: {file_reserved_time_ms: 20s}}\n",
+     "cluster.brokers[0].store.delete_when"),
     ("expected-loss-not-stated", "cluster:\n  brokers:\n    - {name: broker-a, store: {transient_store_pool_enable: true}}\n"
      + FLOW + CRASH_A, "faults[0]"),
 ]
@@ -98,6 +102,12 @@ NEAR_MISSES = [
      "expect: {guarantees: {at_least_once: break}}\n"),
     ("expected-loss-not-stated", "cluster:\n  brokers:\n    - {name: broker-a, store: {flush_disk_type: SYNC_FLUSH}}\n"
      + FLOW + "faults: [{at_ms: 20s, kind: power_loss, node: broker-a, duration_ms: 5s}]\n"),
+    ("disk-holds-few-files", "cluster:\n  brokers:\n    - {name: broker-a, disk: {size_bytes: 1GiB}, "
+     "store: {mapped_file_size_commit_log_bytes: 64MiB}}\n"),
+    ("retention-never-runs", "cluster:\n  brokers:\n    - {name: broker-a, store: {file_reserved_time_ms: 20s, "
+     "delete_when: '00'}}\n"),
+    ("retention-never-runs", "cluster:\n  brokers:\n    - {name: broker-a, store: {file_reserved_time_ms: 20s}, "
+     "disk: {size_bytes: 64GiB}}\n"),
 ]
 
 # The traps the bundled scenarios fall into (file, check id): the lint's own findings on our files.
