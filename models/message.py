@@ -26,6 +26,7 @@ T = TypeVar("T", bound=tuple)
 
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
+TIMER_TOPIC = "rmq_sys_wheel_timer"  # TimerMessageStore.TIMER_TOPIC (5.x)
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 UNIQ_KEY_CHARS = 32  # 16-byte IPv4 client id, hex encoded
 FIXED_RECORD_BYTES = 91  # MessageExtEncoder.calMsgLength, IPv4 hosts, v1 format
@@ -36,6 +37,8 @@ PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
 PROPERTY_REAL_TOPIC = "REAL_TOPIC"
 PROPERTY_REAL_QUEUE_ID = "REAL_QID"
 PROPERTY_DELAY_TIME_LEVEL = "DELAY"
+PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"  # MessageConst (Message.setDeliverTimeMs); here in sim µs
+PROPERTY_TIMER_OUT_MS = "TIMER_OUT_MS"  # the wheel slot a parked timer message waits in; here in sim µs
 PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 
 SEQ_BITS = 32  # msg_id = producer_index << SEQ_BITS | seq (analysis/ledger.py reads it the same way)

@@ -51,6 +51,12 @@ HA_DIVERGED = declare("ha.diverged", position=int, torn_bytes=int)  # a slave's 
 SLAVE_SYNCED = declare("broker.slave_synced", entries=int)
 ADMIN_OFFSET_RESET = declare("admin.offset_reset", group=str, topic=str, queues=int, server_side=bool)
 BROKER_CONSUMER_IDS_CHANGED = declare("broker.consumer_ids_changed", group=str, members=int, reason=str)
+# timer messages (5.x TimerMessageStore, models/broker/timer_store.py): a message parked in
+# rmq_sys_wheel_timer for the requested absolute delivery time `deliver_us` (slot `slot_us`: the
+# wheel's slot it waits in), and each time the timer puts it back into its real topic (`replay`:
+# from a slot read again after a restart, the timer's at-least-once delivery)
+TIMER_ENQUEUED = declare("timer.enqueued", msg_id=int, topic=str, deliver_us=int, slot_us=int)
+TIMER_DELIVERED = declare("timer.delivered", msg_id=int, topic=str, slot_us=int, replay=bool)
 SCHEDULE_DELIVERED = declare("schedule.delivered", msg_id=int, topic=str, delay_level=int)
 
 # namesrv
