@@ -7,6 +7,10 @@ offset, reconsume times). Its cause, `CAUSES`:
 - a delivery of *another stored copy* than the first successful one:
   - `send_back`: either copy came through the retry path (reconsume times > 0): a send-back or
     inner-producer re-send whose answer was lost, a local resubmission, cleanExpiredMsg;
+  - `timer_redelivered`: a 5.x timer message the timer put back into its real topic more than
+    once (two or more `timer.delivered`: after a crash or a power loss the timer reads again the
+    wheel slots read since its last checkpoint; models/broker/timer_store.py), parked once by its
+    send (parked twice, the second delivery is the retried send's: `producer_retry`);
   - `producer_retry`: the producer's send was retried and the brokers stored the message twice;
   - `txn_double_commit`: the same for a transactional producer, whose real messages are written
     by commits: one half committed twice (a late endTransaction plus a check answer, or a half
@@ -46,6 +50,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from analysis.ledger_codes import PARKED_TWICE, TIMER_TWICE
 from models.records import (
     BROKER_OFFSET_BEHIND_REPLICA,
     BROKER_OFFSET_ROLLED_BACK,
@@ -57,7 +62,7 @@ from models.records import (
 from sim.kernel.trace import NODE_CRASHED
 
 CAUSES = ("producer_retry", "rebalance", "consumer_crash", "consumer_shutdown", "broker_offset_rollback",
-          "offset_reset", "failover", "send_back", "txn_double_commit", "other")
+          "offset_reset", "failover", "send_back", "txn_double_commit", "timer_redelivered", "other")
 _OFFSET_MASK = 0xFFFFFFFF
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX (analysis reads only record schemas from models)
 
@@ -163,7 +168,7 @@ def cause_and_evidence(unit: Any, ledger: Any, copies: list[np.ndarray], timelin
     (`rmqsim explain` prints them): `t_first`/`first_node` (the first successful consumption),
     `offset` (the queue offset re-read), `t0` (start of the re-reading consumer's ownership), and the one fact that decided it —
     `moved_us`, `rolled_back` (t, from, to), `behind` (t, answered, held), `end` (t, reason) —
-    or, for another stored copy, `first_reconsume` and `copies`."""
+    or, for another stored copy, `first_reconsume`, `copies` and `timer_twice` (the timer delivered it twice)."""
     first_pos = unit.first_pos[p][seq]
     position = (((ledger.brokers[broker] << 12 | qid) << 8 | min(reconsume, 255)) << 32) | (offset & _OFFSET_MASK)
     t_first = unit.first_ok_us[p][seq]
@@ -176,6 +181,10 @@ def cause_and_evidence(unit: Any, ledger: Any, copies: list[np.ndarray], timelin
         why["copies"] = int(copies[p][seq]) if seq < len(copies[p]) else 0
         if reconsume > 0 or first_reconsume > 0:
             return "send_back", why
+        state = ledger.state[p][seq] if seq < len(ledger.state[p]) else 0
+        why["timer_twice"] = bool(state & TIMER_TWICE) and not state & PARKED_TWICE
+        if why["timer_twice"]:  # the timer put it back twice, not a second send
+            return "timer_redelivered", why
         if why["copies"] > 1:  # a transactional message's copies are commits
             return ("txn_double_commit" if getattr(ledger.producers[p], "transactional", False)
                     else "producer_retry"), why

@@ -22,7 +22,7 @@ import models.records as rec
 from analysis.ledger_codes import display_key
 from sim.kernel import trace
 
-INTERNAL_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS", "TRANS_CHECK_MAX_TIME_TOPIC")
+INTERNAL_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS", "rmq_sys_", "TRANS_CHECK_MAX_TIME_TOPIC")
 _STAGE = {rec.BROKER_OFFSET_COMMITTED: "commit", rec.BROKER_OFFSET_FILE_WRITTEN: "file",
           rec.BROKER_OFFSET_LOADED: "reload", rec.BROKER_OFFSET_SYNCED: "slave_sync"}
 
@@ -180,6 +180,8 @@ def _stored(r: tuple) -> Fact:
         text = f"parked on {node} in SCHEDULE_TOPIC_XXXX q{qid} (delay level {qid + 1}), commit-log position {phys}"
     elif topic == "RMQ_SYS_TRANS_HALF_TOPIC":
         text = f"half message stored on {node}: {where}"
+    elif topic == "rmq_sys_wheel_timer":
+        text = f"parked on {node} in rmq_sys_wheel_timer (a timer message) @{qoff}, commit-log position {phys}"
     elif topic.startswith(INTERNAL_PREFIXES):
         text = f"stored on {node} in {topic}"
     else:
@@ -210,6 +212,16 @@ def _delivery_facts(r: tuple) -> list[Fact]:
         _m, topic, level = r[3:]
         return [Fact(t, "scheduled", f"{node} moved it from SCHEDULE_TOPIC_XXXX (level {level}) to {topic}",
                      {"topic": topic, "delay_level": level})]
+    if kind == rec.TIMER_ENQUEUED:
+        _m, topic, deliver_us, slot_us = r[3:]
+        return [Fact(t, "timer", f"{node}'s timer took it for {topic}, to deliver at {seconds(deliver_us)} "
+                                 f"(wheel slot {seconds(slot_us)})",
+                     {"topic": topic, "deliver_us": deliver_us, "slot_us": slot_us})]
+    if kind == rec.TIMER_DELIVERED:
+        _m, topic, slot_us, replay = r[3:]
+        again = " again (a slot read again after a restart)" if replay else ""
+        return [Fact(t, "scheduled", f"{node}'s timer put it back into {topic}{again} (wheel slot {seconds(slot_us)})",
+                     {"topic": topic, "slot_us": slot_us, "replay": replay})]
     if kind in (rec.BROKER_SEND_REJECTED, rec.BROKER_BUSY):
         detail = f"code {r[5]}" if kind == rec.BROKER_SEND_REJECTED else f"SYSTEM_BUSY {r[4]}"
         return [Fact(t, "rejected", f"{node} refused the send: {detail}", {"node": node})]

@@ -33,6 +33,9 @@ RULES = {
     "other": "none of the known mechanisms applies",
     "producer_retry": "another stored copy was delivered: the brokers stored the message twice (a retried send)",
     "txn_double_commit": "another stored copy was delivered: its half was committed twice",
+    "timer_redelivered": "another stored copy was delivered: the 5.x timer put the message back into its real "
+                         "topic more than once (a wheel slot read again after a broker restart, from its last "
+                         "checkpoint), its send having parked it once",
     "send_back": "another stored copy was delivered and one of them came through the retry path",
     "rebalance": "the same copy re-read after its queue was handed over (or owned twice) before the first "
                  "consumer's offset reached the broker",
@@ -109,7 +112,8 @@ def _outcome(f: Any, unit: Any, p: int, seq: int, msg_id: int, records: list[tup
             "the send returned another status than SEND_OK" if bits else "it was never sent"
         return Verdict(unit.name, msg_id, "not_acknowledged", None, f"{why}: not judged by at-least-once")
     texts = {"pending_retry": "consumption failed; on its way back through the retry topic when the run ended",
-             "pending_delay": "a delayed message still waiting in SCHEDULE_TOPIC_XXXX when the run ended",
+             "pending_delay": "a delayed or timer message still waiting in SCHEDULE_TOPIC_XXXX or "
+                              "rmq_sys_wheel_timer when the run ended",
              "dlq": "moved to the dead-letter queue after its retries"}
     if state in texts:
         return Verdict(unit.name, msg_id, state, None, texts[state])
@@ -121,7 +125,8 @@ def lost_verdict(f: Any, unit: str, msg_id: int, cause: str, records: list[tuple
     destroyed = f.rare_by_msg.get((rec.COMMIT_LOG_DESTROYED, msg_id), [])
     if cause in ("unflushed_at_power_loss", "replica_not_synced", "truncated_on_recovery") and destroyed:
         d = destroyed[-1]
-        what = "its retry copy" if d[4].startswith("%RETRY%") else "it"
+        what = "its retry copy" if d[4].startswith("%RETRY%") else \
+            "its parked copy (not yet put back by the timer)" if d[4] == "rmq_sys_wheel_timer" else "it"
         stored = [r for r in records or () if r[2] == rec.BROKER_STORED and r[3] == msg_id and r[1] == d[1]
                   and r[4] == d[4] and r[6] == d[6] and r[0] <= d[0]]
         when = f" at {seconds(stored[-1][0])}" if stored else ""
@@ -185,8 +190,13 @@ def duplicate_verdict(f: Any, d: Any, records: list[tuple] | None = None) -> Ver
         text = {"producer_retry": f"the brokers stored it {why['copies']} times (a retried send whose answer the "
                                   f"producer did not get); {first}, {again} from {broker} q{qid} @{offset}",
                 "txn_double_commit": f"its half was committed {why['copies']} times; {first}, {again}",
+                "timer_redelivered": f"the timer put it back into its topic more than once (a slot read again "
+                                     f"after a broker restart): {why['copies']} stored copies; {first}, {again} "
+                                     f"from {broker} q{qid} @{offset}",
                 "send_back": f"{first}; {again} from a retry-path copy (reconsume {reconsume})"}.get(
                     cause, f"{first}; {again} from another stored copy")
+        if cause == "timer_redelivered":  # the timer's re-read follows its broker's restart: on that broker
+            return Verdict(d.unit, d.msg_id, "duplicate", cause, text, t_us, broker)
         born = f.born_us(d.msg_id)
         return Verdict(d.unit, d.msg_id, "duplicate", cause, text, born if cause != "send_back" else t_us)
     text = f"{first}; {again} from the same copy ({broker} q{qid} @{offset}) in an ownership that started at " \

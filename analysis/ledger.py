@@ -5,8 +5,11 @@ only a few facts; the `Ledger` keeps exactly those, in arrays indexed by the mes
 number, one set per producer (message ids are `producer_index << 32 | seq`, models/message.py):
 
 - per message: the send() call's time (`born_us`), the send outcome (SEND_OK, another store
-  status, failed, oneway), whether it was parked in SCHEDULE_TOPIC_XXXX (a delayed message), how
-  many copies the brokers stored under the user topic and when the first was stored;
+  status, failed, oneway), whether it was parked by its send — in SCHEDULE_TOPIC_XXXX (a delay
+  level) or in rmq_sys_wheel_timer (a 5.x timer message) — and whether twice, whether the timer
+  put it back into its real topic once or more (`timer.delivered`: the duplicate cause
+  `timer_redelivered`), how many copies the brokers stored under the user topic and when the
+  first was stored;
 - per message: its send latency (RT = outcome time - born_us) when the send returned a result
   (not ONEWAY, not failed), 4 bytes; per run, counts of send outcomes by status, by failure
   reason, by broker and second of birth (the per-broker send share), retried and steered-away
@@ -21,7 +24,8 @@ That is 14 bytes a message (the two times take 4 bytes each while they fit, anal
 4 more with an orderly group: the sharding key) plus 21 per consumed message and unit, instead of
 the records themselves. The facts behind loss causes arrive only with faults and are kept sparse, by message
 id: copies a fault destroyed on a master (`commit_log.destroyed`: the fault, whether the group
-had slaves and whether one held the copy), a group's retry-path copy destroyed and not stored
+had slaves and whether one held the copy; a user-topic copy, or the rmq_sys_wheel_timer copy of
+a timer message the timer had not put back), a group's retry-path copy destroyed and not stored
 again since, and messages stored at a queue offset reused after a truncation
 (`consume_queue.offset_reused`). `Tracer` hands each chunk of records to `feed`; `results()` computes every metric at
 the end with NumPy over the arrays (see `results` for the definitions).
@@ -54,11 +58,14 @@ from analysis.ledger_codes import (
     NO_RT,
     NOT_OK,
     ONEWAY,
+    PARKED_TWICE,
     REPLICATED,
     RT_CAP_US,
     SCHEDULED,
     SEQ_BITS,
     SEQ_MASK,
+    TIMER_ONCE,
+    TIMER_TWICE,
 )
 from analysis.ledger_codes import display_key as display_key  # re-exported: readers of the ledger's ids
 from analysis.metrics import DELIVERY_COUNT_CAP as DELIVERY_COUNT_CAP  # re-exported: the ledger's tests
@@ -79,16 +86,21 @@ from models.records import (
     OFFSET_REUSED,
     PRODUCER_SEND_FAILED,
     PRODUCER_SENT,
+    TIMER_DELIVERED,
 )
 from sim.kernel.trace import NODE_CRASHED
 
 GROW = 4096  # arrays grow in steps of this many messages
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TIMER_TOPIC = "rmq_sys_wheel_timer"  # TimerMessageStore.TIMER_TOPIC (5.x; models/message.py has it too)
+PARKING_TOPICS = (SCHEDULE_TOPIC, TIMER_TOPIC)  # where a send parks a message until its delivery time
 RETRY_PREFIX = "%RETRY%"
 SCHEDULE_PREFIX = "SCHEDULE_"
-INTERNAL_TOPIC_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS", "TRANS_CHECK_MAX_TIME_TOPIC")
+# system topics (TopicValidator): not user topics; the timer's is lower case (rmq_sys_wheel_timer)
+INTERNAL_TOPIC_PREFIXES = ("%", "SCHEDULE_", "RMQ_SYS", "rmq_sys_", "TRANS_CHECK_MAX_TIME_TOPIC")
 DLQ_PREFIX = "%DLQ%"
 _KIND = itemgetter(2)
+_MSG_ID = itemgetter(3)
 # (kind, handler, the record positions it reads; () for a handler given the records whole); a kind's code is its index here
 _HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED, "_stored", (0, 3, 4, 9)),
             (CONSUMER_CONSUMED, "_consumed", (0, 1, 3, 4, 6, 7, 8, 9, 10)),
@@ -99,7 +111,9 @@ _HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED
             (CONSUMER_SHUTDOWN, "_event", ()), (NODE_CRASHED, "_event", ()),
             (CONSUMER_OFFSET_MOVED, "_event", ()), (BROKER_OFFSET_ROLLED_BACK, "_event", ()),
             (CONSUMER_REBALANCED, "_event", ()), (BROKER_LOCK_GRANTED, "_event", ()),
-            (BROKER_OFFSET_BEHIND_REPLICA, "_event", ()))
+            (BROKER_OFFSET_BEHIND_REPLICA, "_event", ()),
+            # per-message timer facts, not kept: `_event` turns them into state bits
+            (TIMER_DELIVERED, "_event", ()))
 _KIND_CODES = {kind: code for code, (kind, _h, _c) in enumerate(_HANDLED)}
 _DESTROYED_CODE = _KIND_CODES[COMMIT_LOG_DESTROYED]
 _NO_CODES = itertools.repeat(-1)
@@ -217,6 +231,15 @@ def _indices(names: list, table: dict[str, int], register: Callable[[str], int],
         return np.fromiter(map(table.__getitem__, names), dtype, len(names))
 
 
+def _mark_again(state: np.ndarray, seqs: np.ndarray, once: int, again: int) -> None:
+    """state[seqs] |= once, and |= again where it was set before or `seqs` holds the message twice."""
+    seen, n = np.unique(seqs, return_counts=True)
+    twice = seen[((state[seen] & once) != 0) | (n > 1)]
+    state[seen] |= once
+    if len(twice):
+        state[twice] |= again
+
+
 def _grow(arr: Any, seq: int, fill: int) -> None:
     """Make `arr[seq]` valid (new slots hold `fill`)."""
     missing = seq + GROW - len(arr)
@@ -324,6 +347,11 @@ class Ledger:
             getattr(self, handler)(_Columns(records))
 
     def _event(self, records: tuple) -> None:
+        if records[0][2] == TIMER_DELIVERED:  # the records of one kind: the timer put messages back
+            ids = np.fromiter(map(_MSG_ID, records), np.int64, len(records))
+            for p, _sel, seqs in self._by_producer(ids):
+                _mark_again(np.frombuffer(self.state[p], np.uint8), seqs, TIMER_ONCE, TIMER_TWICE)
+            return
         self.events.extend(records)
 
     def _broker_index(self, name: str) -> int:
@@ -456,8 +484,12 @@ class Ledger:
             elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
                 self._count_copies(ids[of_topic & first_copy], cols.ints(0)[of_topic & first_copy])
                 continue
-            if topic == SCHEDULE_TOPIC:  # a delayed send parked by its send, or a retry copy on its way
+            if topic in PARKING_TOPICS:  # a delayed or timer message parked by its send, or a retry copy on its way
                 self._mark_scheduled(ids[of_topic & first_copy])
+            if topic == TIMER_TOPIC and self.destroyed:  # parked again (a retried send): on its way again
+                for msg_id in ids[of_topic & first_copy].tolist():
+                    if self.copies[msg_id >> SEQ_BITS][msg_id & SEQ_MASK] == 0:
+                        self.destroyed.pop(msg_id, None)
             if self.retry_destroyed and topic.startswith((RETRY_PREFIX, SCHEDULE_PREFIX)):
                 self._retry_restored(ids[of_topic].tolist())
 
@@ -478,6 +510,10 @@ class Ledger:
             if topic.startswith(RETRY_PREFIX):
                 table = self.retry_destroyed.setdefault(topic[len(RETRY_PREFIX):], {})
                 table[msg_id] = table.get(msg_id, 0) | bits
+            elif topic == TIMER_TOPIC:  # a parked timer message's only copy, if the timer had not put it back
+                p, seq = msg_id >> SEQ_BITS, msg_id & SEQ_MASK
+                if p < len(self.copies) and seq < len(self.copies[p]) and self.copies[p][seq] == 0:
+                    self.destroyed[msg_id] = self.destroyed.get(msg_id, 0) | bits
             elif not topic.startswith(INTERNAL_TOPIC_PREFIXES):
                 self.destroyed[msg_id] = self.destroyed.get(msg_id, 0) | bits
 
@@ -490,11 +526,12 @@ class Ledger:
                 self.reused[msg_id] = None
 
     def _mark_scheduled(self, ids: np.ndarray) -> None:
-        """A delayed message parked by its send (not a consumer's retry: reconsume_times 0)."""
+        """A delayed or timer message parked by its send (not a consumer's retry: reconsume_times 0);
+        parked a second time: a retried send stored twice (PARKED_TWICE)."""
         if not len(ids):
             return
         for p, _sel, seqs in self._by_producer(ids):
-            np.bitwise_or.at(np.frombuffer(self.state[p], np.uint8), seqs, SCHEDULED)
+            _mark_again(np.frombuffer(self.state[p], np.uint8), seqs, SCHEDULED, PARKED_TWICE)
 
     def _count_copies(self, ids: np.ndarray, times: np.ndarray) -> None:
         if not len(ids):

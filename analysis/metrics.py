@@ -32,8 +32,9 @@ message). For each unit, over the messages of its subscribed topic:
   redelivery after the listener itself failed is a retry, not a duplicate. `duplicates_by_cause`
   gives every duplicate delivery its mechanism (analysis/duplicates.py: producer_retry,
   rebalance, consumer_crash, consumer_shutdown, broker_offset_rollback, offset_reset, failover,
-  send_back, txn_double_commit, other) and adds up to `duplicates`. The older two-way split
-  `duplicate_causes` (`producer_retry` when the brokers stored the message more than once, else
+  send_back, txn_double_commit, timer_redelivered, other) and adds up to `duplicates`. The older
+  two-way split `duplicate_causes` (`producer_retry` when the brokers stored the message more than
+  once, else `redelivery`; a timer message the 5.x timer put back twice, parked once, is a
   `redelivery`) is kept for sweeps and stored results. Per group, `duplicates_by_second` gives
   the same causes over time (cause → [[second, duplicates], ...], seconds with any; the per-run
   report's "duplicates over time by cause" figure);
@@ -47,9 +48,12 @@ message). For each unit, over the messages of its subscribed topic:
   later-sent message (ties in consumption time are taken in message-id order);
   `order_violations_by_cause` labels each (analysis/order.py: send_side, retry_path,
   broker_lost_locks, lock_expired, other) and adds up to it;
-- pending_delay: acknowledged, not consumed, and so far stored only in SCHEDULE_TOPIC_XXXX (a
-  delayed message whose delay had not run out when the run ended, or whose scheduled copy was
-  never delivered): not counted as lost;
+- pending_delay: acknowledged, not consumed, and so far stored only in SCHEDULE_TOPIC_XXXX or
+  rmq_sys_wheel_timer (a delayed or 5.x timer message whose delay had not run out when the run
+  ended, or whose parked copy was never delivered): not counted as lost — except a timer message
+  whose parked copy a fault destroyed before the timer put it back (and no retried send parked it
+  again): nothing will deliver it, and it is lost with the fault's cause (`commit_log.destroyed`
+  of its rmq_sys_wheel_timer copy; a destroyed SCHEDULE_TOPIC_XXXX copy is not told apart);
 - unconsumed: only in a run stopped at a bound (`stopped`; 0 otherwise): acknowledged, not yet
   consumed, and destroyed by nothing the simulator knows of (a loss of cause `other` in a whole
   run) — the run ended before it could be, so it is not lost; a message a fault destroyed stays
@@ -97,9 +101,11 @@ from analysis.ledger_codes import (
     IN_RETRY,
     NO_RT,
     ONEWAY,
+    PARKED_TWICE,
     REPLICATED,
     SCHEDULED,
     SEQ_BITS,
+    TIMER_TWICE,
     display_key,
 )
 from analysis.message_causes import MessageCauses
@@ -231,7 +237,9 @@ def _judge_unit(ledger: Any, unit: Any, prods: _Producers, details: dict[str, An
         c["consumed_ok_distinct"] += int(consumed.sum())
         c["duplicates"] += int(extra.sum())
         c["duplicated_messages"] += int((ok > 1).sum())
-        stored_twice = prods.copies[p] > 1
+        # a timer message the timer put back twice (parked once) is redelivered, not sent twice
+        timer_twice = ((prods.state[p] & TIMER_TWICE) != 0) & ((prods.state[p] & PARKED_TWICE) == 0)
+        stored_twice = (prods.copies[p] > 1) & ~timer_twice
         # a transactional producer's real messages are written by commits: two copies = two commits
         c["txn_double_commit" if prods.transactional[p] else "producer_retry"] += int(extra[stored_twice].sum())
         c["redelivery"] += int(extra[~stored_twice].sum())
@@ -240,6 +248,9 @@ def _judge_unit(ledger: Any, unit: Any, prods: _Producers, details: dict[str, An
         acked = (prods.state[p] & ACKED) != 0
         missing = acked & ~consumed
         delayed = ((prods.state[p] & SCHEDULED) != 0) & (prods.copies[p] == 0) & (retry == 0)
+        if len(facts.destroyed_ids):  # a timer message whose parked copy a fault destroyed: nothing will deliver it
+            parked = np.nonzero(delayed)[0]
+            delayed[parked[facts.bits((np.int64(p) << SEQ_BITS) | parked.astype(np.int64)) != 0]] = False
         lost = missing & (retry == 0) & ~delayed
         lost_causes = _causes(facts, p, np.nonzero(lost)[0])
         if stopped:  # the run ended early: what nothing destroyed may yet be consumed (module docstring)

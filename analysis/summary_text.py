@@ -1,7 +1,7 @@
 """The run summary `rmqsim run` prints: what a person reads first (summary.json holds everything).
 
 Sections in a fixed order (`SECTIONS`): sends, store, consumption, guarantees, latency,
-transactions, quiescence, coverage; then the verdict with its failures. How it reads:
+transactions, timer, quiescence, coverage; then the verdict with its failures. How it reads:
 
 - every count says what it counts: *messages* (distinct: a message consumed twice counts once),
   *deliveries* (successful listener calls: a duplicate counts again), *copies* (stored copies in
@@ -12,8 +12,9 @@ transactions, quiescence, coverage; then the verdict with its failures. How it r
   requests equal to the sends, deliveries equal to the messages consumed, a group's own lost and
   duplicate counts when it is the only group: the totals are its counts);
 - a section that does not apply is one line saying so (`transactions: none (no transactional
-  producer)`); `quiescence` and `coverage` print nothing when summary.json lacks their key;
-- duplicates are split only by their ten mechanisms (`duplicates_by_cause`, analysis/duplicates.py);
+  producer)`); `timer` (one line: 5.x timer messages, analysis/timer_checker.py) prints nothing
+  when `timer` is null or absent, `quiescence` and `coverage` nothing when summary.json lacks their key;
+- duplicates are split only by their eleven mechanisms (`duplicates_by_cause`, analysis/duplicates.py);
   the older two-way `duplicate_causes` stays in summary.json and the sweep columns, unprinted;
 - lines stay within `WIDTH` characters: lists wrap between items.
 """
@@ -25,7 +26,8 @@ from typing import Any
 
 from analysis import fmt
 
-SECTIONS = ("sends", "store", "consumption", "guarantees", "latency", "transactions", "quiescence", "coverage")
+SECTIONS = ("sends", "store", "consumption", "guarantees", "latency", "transactions", "timer", "quiescence",
+            "coverage")
 WIDTH = 100  # the longest line printed
 NAME_WIDTH = 22  # the row-name column
 PERCENTILE_COLUMNS = (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
@@ -141,7 +143,7 @@ def _store(s: dict[str, Any]) -> list[str]:
         text = f"{_n(stored, 'message')}, one copy each (user topics)"
     rows: list[Row] = [("stored", text, [])]
     if s["pending_delay"]:
-        rows.append(("waiting out a delay", f"{_n(s['pending_delay'], 'message')} in SCHEDULE_TOPIC_XXXX", []))
+        rows.append(("waiting out a delay", f"{_n(s['pending_delay'], 'message')} parked (delay level or timer)", []))
     if s["oneway_unstored"]:
         rows.append(("ONEWAY never stored", _n(s["oneway_unstored"], "message"), []))
     return _section("store", rows)
@@ -253,6 +255,22 @@ def _transactions(s: dict[str, Any]) -> list[str]:
     return _section("transactions", rows)
 
 
+def _timer(s: dict[str, Any]) -> list[str]:
+    """`timer` and `timer_delay_error_ms` (analysis/timer_checker.py): one line, only with timer messages."""
+    t = s.get("timer")
+    if not t:
+        return []
+    items = [f"{fmt.count(t['delivered'])} delivered", f"{fmt.count(t['pending'])} pending"]
+    if t["delivered_twice"]:
+        replays = f" ({_n(t['replays'], 'replay')})" if t["replays"] else ""
+        items.append(f"{fmt.count(t['delivered_twice'])} delivered twice{replays}")
+    error = s.get("timer_delay_error_ms") or {}
+    if error.get("p50") is not None:  # `a, b, c; delay error p50 x, p99 y, max z`
+        items[-1] += f"; delay error p50 {fmt.duration_ms(error['p50'])}"
+        items += [f"p99 {fmt.duration_ms(error['p99'])}", f"max {fmt.duration_ms(error['max'])}"]
+    return _wrap(f"timer: {_n(t['messages'], 'message')}:", items, 2)
+
+
 def _quiescence(s: dict[str, Any]) -> list[str]:
     """`quiescence` (sim/quiescence.py): was the cluster quiet when the run ended?"""
     q = s.get("quiescence")
@@ -287,5 +305,6 @@ def _coverage(s: dict[str, Any]) -> list[str]:
 
 SECTION_LINES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "sends": _sends, "store": _store, "consumption": _consumption, "guarantees": _guarantees,
-    "latency": _latency, "transactions": _transactions, "quiescence": _quiescence, "coverage": _coverage,
+    "latency": _latency, "transactions": _transactions, "timer": _timer, "quiescence": _quiescence,
+    "coverage": _coverage,
 }

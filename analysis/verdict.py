@@ -79,6 +79,10 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "txn.rolled_back_hidden", "txn.committed_lost", "txn.rolled_back_visible", "txn.pending", "txn.discarded",
     "txn.double_commits", "txn.checks", "txn.checks_p50", "txn.checks_max", "txn.resolution_ms_p50",
     "txn.resolution_ms_p99", "txn.checks_per_s_max",
+    # timer messages (analysis/timer_checker.py)
+    "timer.messages", "timer.delivered", "timer.pending", "timer.delivered_twice", "timer.replays",
+    "timer_delay_error_ms.p50", "timer_delay_error_ms.p90", "timer_delay_error_ms.p99", "timer_delay_error_ms.max",
+    "timer_delay_error_ms.min",
 )
 # metrics keyed by a broker name: `send_share_by_broker.<broker>` (a broker of the scenario)
 EXPECTABLE_BROKER_METRICS: tuple[str, ...] = ("send_share_by_broker", "send_share_by_broker_in_faults")

@@ -14,7 +14,7 @@ layers, lowest first:
 1. the kernel, sim/kernel/: imports nothing of models, checkers or the assembly edge;
 2. the models, models/: import only the kernel; models/records.py is the record schema they emit;
 3. the checkers, analysis/: ledger, checks, metrics, verdict, duplicates, order, txn_checker,
-   consumer_metrics and the helpers they need (message_causes, time_column, faults_applied,
+   timer_checker, consumer_metrics and the helpers they need (message_causes, time_column, faults_applied,
    run_rows, ...; trace_store and frames: the trace's files and frames): import no models;
    models/records.py, the record schema, is the one module of models the checkers (and all of
    analysis above them) may import;

@@ -6,9 +6,10 @@ time events then run in that order) → start → run `duration_ms` with faults 
 facts; wall time and versions go to `RunResult.meta`.
 
 Records stream through the Tracer (sim/kernel/trace.py) to the run digest and to the chunk observers
-wired here: the Ledger (analysis/ledger.py, the checkers' ground truth), the fault log, and on
-request a Parquet trace writer or a caller's own observers. Nothing per message is kept unless
-the caller asks (`keep_records`).
+wired here: the Ledger (analysis/ledger.py, the checkers' ground truth), the transaction and timer
+checkers where a producer sends such messages (analysis/txn_checker.py, analysis/timer_checker.py),
+the fault log, and on request a Parquet trace writer or a caller's own observers. Nothing per
+message is kept unless the caller asks (`keep_records`).
 
 Bounds: `max_events` (events processed; default `sim.kernel.limits.DEFAULT_MAX_EVENTS`) and
 `max_wall_s` (wall time) are checked between slices of simulated time; the watchdog
@@ -37,6 +38,7 @@ from analysis.faults_applied import faults_applied
 from analysis.ledger import Ledger, ProducerInfo
 from analysis.metrics import judge_units, send_metrics_in_faults
 from analysis.run_rows import fault_windows
+from analysis.timer_checker import TimerChecker
 from analysis.txn_checker import TxnLedger
 from analysis.verdict import guarantees_for, judge
 from models.admin import MQAdmin
@@ -300,12 +302,12 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     with _watchdog(sc, bounds) as watchdog:
         try:
             world = build(sc, seed, keep_records, detail or trace_dir is not None)
-            ledger, txn_ledger, writer = _observe(world, observers, trace_dir, progress is not None)
+            ledger, txn_ledger, timer, writer = _observe(world, observers, trace_dir, progress is not None)
         except (RunInterrupted, MemoryError) as exc:
             result = _stopped_in_setup(sc, seed, _stop_of(watchdog, exc, None, sc), bounds, keep_records)
         else:
-            result = _simulate(world, seed, watchdog, bounds, (ledger, txn_ledger, writer), details, progress,
-                               trace_dir)
+            result = _simulate(world, seed, watchdog, bounds, (ledger, txn_ledger, timer, writer), details,
+                               progress, trace_dir)
     result.explainer = explainer
     return result
 
@@ -326,26 +328,30 @@ def _watchdog(sc: Scenario, bounds: _Bounds) -> Watchdog:
 
 
 def _observe(world: World, observers: tuple, trace_dir: str | Path | None,
-             count_rt: bool) -> tuple[Ledger, TxnLedger, Any]:
-    """The checkers' ledgers and the trace writer, fed every chunk of records."""
+             count_rt: bool) -> tuple[Ledger, TxnLedger, TimerChecker | None, Any]:
+    """The checkers' ledgers and the trace writer, fed every chunk of records (the transaction and
+    timer checkers only where a producer sends such messages: no timer checker, `timer` is null)."""
     ledger = make_ledger(world)
     ledger.count_rt = count_rt  # the progress line's Max/Average RT
     txn_ledger = TxnLedger(world.producers)
+    timer = TimerChecker() if any(p.deliver_time_ms is not None for p in world.scenario.producers) else None
     writer = None
     if trace_dir is not None:  # pyarrow (~50 MB resident) is imported only for a traced run
         from analysis.trace_store import TraceWriter
         writer = TraceWriter(Path(trace_dir))
-    world.env.tracer.observers += [ledger.feed, *([txn_ledger.feed] if txn_ledger.enabled else []), *observers,
+    world.env.tracer.observers += [ledger.feed, *([txn_ledger.feed] if txn_ledger.enabled else []),
+                                   *([timer.feed] if timer is not None else []), *observers,
                                    *([writer] if writer is not None else [])]
-    return ledger, txn_ledger, writer
+    return ledger, txn_ledger, timer, writer
 
 
-def _simulate(world: World, seed: int, watchdog: Watchdog, bounds: _Bounds, feeds: tuple[Ledger, TxnLedger, Any],
+def _simulate(world: World, seed: int, watchdog: Watchdog, bounds: _Bounds,
+              feeds: tuple[Ledger, TxnLedger, TimerChecker | None, Any],
               details: bool, progress: Callable[[dict[str, Any]], None] | None,
               trace_dir: str | Path | None) -> RunResult:
     """Start, run to the end or to a bound, summarize."""
     sc, env, tracer = world.scenario, world.env, world.env.tracer
-    ledger, txn_ledger, writer = feeds
+    ledger, txn_ledger, timer, writer = feeds
     wall_start = bounds.wall_start
     end_us = ms(sc.duration_ms) + ms(sc.settle_max_ms)
     watch = QuietWatch(world, ledger, ms(window_ms(sc)), "auto" if sc.settle_auto else "fixed", txn_ledger)
@@ -372,7 +378,7 @@ def _simulate(world: World, seed: int, watchdog: Watchdog, bounds: _Bounds, feed
         facts: dict[str, Any] | None = {} if details else None
         quiet = watch.verdict(env.now, stopped=stop is not None)
         summary = summarize(world, seed, ledger, digest, tracer.count, env.now, stop.bound if stop else None, facts,
-                            txn_ledger, stop, quiet)
+                            txn_ledger, stop, quiet, timer)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -482,10 +488,11 @@ def _run(env: SimEnv, end_us: int, wall_start: float, max_events: int | None, ma
 def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int, now_us: int,
               stopped_by: str | None, details: dict[str, Any] | None = None,
               txn_ledger: TxnLedger | None = None, stop: Stop | None = None,
-              quiescence: dict[str, Any] | None = None) -> dict[str, Any]:
+              quiescence: dict[str, Any] | None = None, timer: TimerChecker | None = None) -> dict[str, Any]:
     sc = world.scenario
     metrics = judge_units(ledger, details, stopped=stopped_by is not None)  # = ledger.results, told of a stop
     metrics.update((txn_ledger or TxnLedger(world.producers)).results(ledger))  # txn, txn_violations
+    metrics.update((timer or TimerChecker()).results())  # timer, timer_delay_error_ms
     windows = fault_windows(world.injector.log, now_us / 1000) if world.injector is not None else []
     metrics.update(send_metrics_in_faults(ledger, windows))
     metrics["faults_applied"] = [] if world.injector is None else \

@@ -246,6 +246,9 @@ class ProducerSpec(BaseModel):
         "MessageQueueSelector on the sharding key)"))
     selector: Literal["hash", "random"] | None = Field(None, description=(
         "MessageQueueSelector (sendSelectImpl); None: sendDefaultImpl"))
+    deliver_time_ms: Dist | None = Field(None, description=(
+        "timer messages (5.x): each message asks to be delivered this many ms after its send() "
+        "(Message.setDeliverTimeMs(now + this)); a distribution; null: none (4.x brokers deliver at once)"))
     delay_level: Int = Field(0, ge=0, le=64, description=(
         "DELAY property (0: none; the broker caps it at its highest level)"))
     batch_size: Int = Field(1, gt=0, le=10_000, description="messages per send (> 1: MessageBatch)")

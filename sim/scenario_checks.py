@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import re
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -179,8 +180,18 @@ def _check_expect(data: dict, ctx: Context) -> list[str]:
                 if len(key) <= SHOWN_KEY_CHARS else []
             problems.append(f"{where}: not a metric an expectation can bound" +
                             (f" (did you mean {hint[0]!r}?)" if hint else
-                             f" (metrics: {', '.join(EXPECTABLE_METRICS)})"))
+                             f" (metrics: {_grouped(EXPECTABLE_METRICS)})"))
     return problems
+
+
+def _grouped(metrics: Iterable[str]) -> str:
+    """The metric paths, those under one prefix written once: `latency_ms.{p50, p99, max}`."""
+    groups: dict[str, list[str]] = {}
+    for metric in metrics:
+        head, _, rest = metric.partition(".")
+        groups.setdefault(head, []).append(rest)
+    return ", ".join(head if rests == [""] else f"{head}.{{{', '.join(r for r in rests if r)}}}"
+                     for head, rests in groups.items())
 
 
 def _check_expected_guarantees(section: Any, data: dict, ctx: Context) -> list[str]:

@@ -106,7 +106,7 @@ def test_expect_on_an_unknown_metric_is_bad_input_with_the_key_path(tmp_path) ->
     assert done.stderr.startswith(f"2 problem(s) in {path}:")  # all at once; `lost` is a metric
     problems = [line.strip().removeprefix(f"{path}: ") for line in done.stderr.splitlines()[1:]]
     assert [p.split(":")[0] for p in problems] == ["expect.dupes", "expect.p99"]
-    assert "(did you mean 'duplicates'?)" in problems[0] and "latency_ms.p99" in problems[1]
+    assert "(did you mean 'duplicates'?)" in problems[0] and "latency_ms.{p50, p90, p99, p999, max}" in problems[1]
 
 
 def test_expected_break_exits_0_and_the_summary_keeps_the_guarantee_result(tmp_path) -> None:

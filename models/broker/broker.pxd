@@ -47,6 +47,7 @@ cdef class Broker:
     cdef public object slave_processors
     cdef public MessageStore store
     cdef public object store_cfg
+    cdef public object timer
     cdef public object topics
     cdef public object transaction
     cdef public object version

@@ -73,6 +73,7 @@ from models.broker.rebalance_lock_manager import RebalanceLockManager
 from models.broker.reset_offset import ResetOffsetService
 from models.broker.schedule import ScheduleMessageService
 from models.broker.slave_read import SlaveProcessors
+from models.broker.timer_store import TimerMessageStore
 from models.broker.transient_store_pool import CommitRealTimeService
 from models.message import (
     PROPERTY_DELAY_TIME_LEVEL,
@@ -80,6 +81,7 @@ from models.message import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
     PROPERTY_RETRY_TOPIC,
+    PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_TRANSACTION_PREPARED,
     RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
@@ -149,7 +151,8 @@ class Broker:
                  "commit_service", "consumers", "cov", "disk_full", "flush_service", "group_commit", "ha", "ha_client", "hold", "locks",
                  "long_polling_enable", "max_message_size_bytes", "name", "namesrvs", "node", "offsets",
                  "producers", "reput", "reset_offset", "role", "schedule", "send_executor", "short_polling_us",
-                 "slave", "slave_processors", "store", "store_cfg", "topics", "transaction", "version", "waits")
+                 "slave", "slave_processors", "store", "store_cfg", "timer", "topics", "transaction", "version",
+                 "waits")
 
     def __init__(self, env: Any, name: str, zone: str, store_cfg: MessageStoreConfig,
                  broker_cfg: BrokerConfig, disk_cfg: DiskConfig, topics: dict[str, int],
@@ -188,6 +191,9 @@ class Broker:
                                                self.version, active=not self.slave)
         self.disk_full = False  # RunningFlags' DISK_FULL_BIT, set by the clean service
         self.clean = CleanService(self, store_cfg, disk_cfg, not self.slave, self._set_disk_full)
+        # 5.x timer messages, on masters (timer_store.py)
+        self.timer = TimerMessageStore(self, store_cfg) if (
+            not self.slave and self.version is Version.V5 and store_cfg.timer_wheel_enable) else None
         self.store.reput.schedule_listener = self.schedule.on_dispatched
         self.store.reput.delivery_us = self.schedule.delivery_us
         self.reset_offset = ResetOffsetService(self)
@@ -431,6 +437,12 @@ class Broker:
                     tags: str | None, reconsume_times: int, props: dict | None) -> tuple[int, int]:
         """CommitLog.asyncPutMessage: a delay level re-routes the message to SCHEDULE_TOPIC_XXXX
         (queue level−1) with its real topic and queue as properties. Returns (phys, queue offset)."""
+        if props and PROPERTY_TIMER_DELIVER_MS in props and self.timer is not None and \
+                PROPERTY_DELAY_TIME_LEVEL not in props:  # HookUtils: a delay level wins over a delivery time
+            moved = self.timer.transform(msg_id, topic, queue_id, props)
+            if moved is not None:
+                topic, queue_id, props = moved
+                size = record_bytes(topic, body_bytes, tags, 0, props, reconsume_times)
         if props and PROPERTY_DELAY_TIME_LEVEL in props:
             level = min(props[PROPERTY_DELAY_TIME_LEVEL], self.schedule.max_level())
             props = dict(props, **{PROPERTY_DELAY_TIME_LEVEL: level, PROPERTY_REAL_TOPIC: topic,

@@ -141,6 +141,14 @@ class MessageStoreConfig(BaseModel):
         "pause between two file deletions of one run (deleteCommitLogFilesInterval)"))
     delete_file_batch_max: Int = Field(10, gt=0, le=1000, description="files deleted per run at most (deleteFileBatchMax)")
 
+    # timer messages (5.x; models/broker/timer_store.py, TimerMessageStore)
+    timer_wheel_enable: bool = Field(True, description="timerWheelEnable (5.x: messages with a delivery time "
+                                                        "wait in the timer wheel; 4.x has no timer)")
+    timer_precision_ms: PositiveIntMs = Field(1_000, description=(
+        "width of a timer wheel slot: a message is delivered within one of its time (timerPrecisionMs)"))
+    timer_flush_interval_ms: PositiveIntMs = Field(1_000, description=(
+        "period of the timer checkpoint (timerFlushIntervalMs): what a restart delivers again"))
+
     @field_validator("delete_when")
     @classmethod
     def _hours(cls, value: str) -> str:

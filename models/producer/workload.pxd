@@ -10,6 +10,7 @@ cdef class Workload:
     cdef public object _arrive_bound
     cdef public list _bodies
     cdef public object _body_block
+    cdef public object _deliver
     cdef public object _gap_block
     cdef public list _gaps
     cdef public object _key_len

@@ -27,17 +27,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.message import SEQ_BITS, new_message, record_bytes
+from models.message import PROPERTY_TIMER_DELIVER_MS, SEQ_BITS, new_message, properties_bytes, record_bytes
 from models.producer.producer import Producer, batch_of
 from sim.kernel.dist import Constant, Exponential, index_sampler, zipf_index_sampler
 from sim.kernel.env import Clock
 from sim.kernel.node import Node
 
+# a delivery-time property's bytes in the record (TIMER_DELIVER_MS=<13-digit ms>)
+TIMER_PROPERTY_BYTES = properties_bytes(None, 0, {PROPERTY_TIMER_DELIVER_MS: 10**12}) - properties_bytes(None, 0, None)
+
 
 class Workload:
     # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_arrive_bound", "_bodies", "_body_block", "_gap_block", "_gaps", "_key_len", "_off_us", "_on_us",
-                 "_shard_block", "_shards", "_tag_block", "_tags", "batch_size", "burst", "clock", "delay_level",
+                 "_deliver", "_shard_block", "_shards", "_tag_block", "_tags", "batch_size", "burst", "clock", "delay_level",
                  "header_bytes", "id_base", "node", "on_off", "on_until_us", "pending", "producer", "seq", "single",
                  "start_us", "stop_us", "stream", "tags", "topic")
 
@@ -68,6 +71,9 @@ class Workload:
             self._shard_block = zipf_index_sampler(stream, spec.keys, spec.key_skew) if spec.key_skew else \
                 index_sampler(stream, spec.keys, blocks=True)
         self._key_len = spec.key_bytes.sampler_int(stream) if spec.key_bytes is not None else None
+        # a timer message's delivery time (ms after send, drawn from a stream of its own)
+        self._deliver = None if spec.deliver_time_ms is None else \
+            spec.deliver_time_ms.sampler_us(node.env.rng.stream(f"{node.name}.timer"))
         self.on_off = spec.arrival == "on_off"
         if self.on_off:
             self._on_us, self._off_us = spec.on_ms.sampler_us(stream), spec.off_ms.sampler_us(stream)
@@ -82,7 +88,8 @@ class Workload:
         self.header_bytes[-1] = record_bytes(topic, 0) + extra
         self.seq = 0
         self.pending = 0  # arrivals waiting for their batch
-        self.single = self.burst == 1 and self.batch_size == 1 and self._shard_block is None and self._key_len is None
+        self.single = self.burst == 1 and self.batch_size == 1 and self._shard_block is None and \
+            self._key_len is None and self._deliver is None
         # bound once: reading a method off `self` makes a new bound-method object each time
         self._arrive_bound = self._arrive
         node.on_start(self._schedule_first)
@@ -163,7 +170,11 @@ class Workload:
                 size += 7 + len(str(shard))  # KEYS=k<shard>
         if self._key_len is not None:
             size += 6 + self._key_len()  # KEYS=<key_bytes>
-        return new_message((self.id_base | seq, self.topic, tag, shard, body, now, size, 0, self.delay_level, None))
+        props = None
+        if self._deliver is not None:  # Message.setDeliverTimeMs: a property (its bytes in the record)
+            props = {PROPERTY_TIMER_DELIVER_MS: now + self._deliver()}
+            size += TIMER_PROPERTY_BYTES
+        return new_message((self.id_base | seq, self.topic, tag, shard, body, now, size, 0, self.delay_level, props))
 
     @staticmethod
     def _refill(draws: list[int], block: Any) -> int:

@@ -19,6 +19,7 @@ from models.records import (
     CONSUMER_QUEUE_STARTED,
     CONSUMER_SHUTDOWN,
     PRODUCER_SENT,
+    TIMER_DELIVERED,
 )
 from sim.kernel.trace import NODE_CRASHED
 
@@ -103,6 +104,16 @@ def test_a_rollback_that_does_not_cover_the_message_is_not_blamed():
 def test_another_stored_copy_is_a_producer_retry():
     recs = base(copies=2) + [started(5, "c-1"), consumed(10, "c-1", 5), consumed(11, "c-1", 6)]
     assert by_cause(recs) == {"producer_retry": 1}
+
+
+def test_another_copy_the_timer_put_back_is_timer_redelivered():
+    """A timer message parked once in rmq_sys_wheel_timer, put back into `orders` twice (its slot read
+    again after a broker restart): two stored copies, as a retried send would leave, but not one."""
+    recs = base(copies=2) + [(0, "broker-a", BROKER_STORED, MSG, "rmq_sys_wheel_timer", 0, 0, 50, 200, 0),
+                             (1, "broker-a", TIMER_DELIVERED, MSG, "orders", 0, False),
+                             (2, "broker-a", TIMER_DELIVERED, MSG, "orders", 0, True),
+                             started(5, "c-1"), consumed(10, "c-1", 5), consumed(11, "c-1", 6)]
+    assert by_cause(recs) == {"timer_redelivered": 1}
 
 
 def test_a_retry_copy_is_send_back():

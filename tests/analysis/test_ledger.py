@@ -8,8 +8,9 @@ written for clarity, not speed: it is the definition the Ledger's NumPy arrays m
 
 Hypothesis generates record streams shaped like a run's: several producers and topics; SEND_OK,
 other store statuses, ONEWAY, send failures and sends still in flight at the end; stores of one
-message once, twice (a producer retry) or not at all; %RETRY%, SCHEDULE_TOPIC_XXXX and %DLQ%
-copies after failed consumptions; failed and repeated consumptions by several groups, one of
+message once, twice (a producer retry) or not at all; delayed and timer messages parked in
+SCHEDULE_TOPIC_XXXX or rmq_sys_wheel_timer (a timer message parked once or twice, put back by the
+timer up to twice); %RETRY%, SCHEDULE_TOPIC_XXXX and %DLQ% copies after failed consumptions; failed and repeated consumptions by several groups, one of
 them BROADCASTING (judged per member) and one orderly; records in time order with ties. The
 stream is fed to the Ledger in chunks of random sizes, as the Tracer feeds it.
 """
@@ -35,11 +36,13 @@ from models.records import (
     OFFSET_REUSED,
     PRODUCER_SEND_FAILED,
     PRODUCER_SENT,
+    TIMER_DELIVERED,
 )
 from sim.kernel.trace import KINDS
 
 PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
-INTERNAL = ("%", "SCHEDULE_", "RMQ_SYS")
+INTERNAL = ("%", "SCHEDULE_", "RMQ_SYS", "rmq_sys_")
+PARKING = ("SCHEDULE_TOPIC_XXXX", "rmq_sys_wheel_timer")
 LOST_SAMPLE = 10
 
 
@@ -67,7 +70,8 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
     counts = {"sent_attempts": 0, "sent_ok": 0, "sent_not_ok": 0, "send_failed": 0}
     acked: dict[str, dict[int, tuple[int, int]]] = defaultdict(dict)  # topic -> id -> (born, shard)
     copies: dict[int, int] = defaultdict(int)  # stores under a user topic with reconsume_times 0
-    scheduled: set[int] = set()  # parked in SCHEDULE_TOPIC_XXXX by their send (reconsume_times 0)
+    scheduled: dict[int, int] = defaultdict(int)  # parked by their send (reconsume_times 0): times
+    timer: dict[int, int] = defaultdict(int)  # timer.delivered records
     oneway: set[int] = set()
     status: dict[str, int] = defaultdict(int)
     reasons: dict[str, int] = defaultdict(int)
@@ -112,8 +116,13 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
             if topic.startswith("%RETRY%"):
                 old = retry_gone.get((topic[7:], msg_id))
                 retry_gone[(topic[7:], msg_id)] = facts if old is None else _merge(old, facts)
+            elif topic == "rmq_sys_wheel_timer":  # a timer message's parked copy, not yet put back: its only one
+                if not copies.get(msg_id):
+                    destroyed[msg_id] = _merge(destroyed[msg_id], facts) if msg_id in destroyed else facts
             elif not topic.startswith(INTERNAL):
                 destroyed[msg_id] = _merge(destroyed[msg_id], facts) if msg_id in destroyed else facts
+        elif kind == TIMER_DELIVERED:
+            timer[_field(r, "msg_id")] += 1
         elif kind == OFFSET_REUSED:
             topic = _field(r, "topic")
             if topic.startswith("%RETRY%"):
@@ -127,8 +136,10 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
                     del retry_gone[key]
             if topic.startswith("%DLQ%"):
                 dlq.add((topic[len("%DLQ%"):], _field(r, "msg_id")))
-            elif topic == "SCHEDULE_TOPIC_XXXX" and _field(r, "reconsume_times") == 0:
-                scheduled.add(_field(r, "msg_id"))
+            elif topic in PARKING and _field(r, "reconsume_times") == 0:
+                scheduled[_field(r, "msg_id")] += 1
+                if topic == "rmq_sys_wheel_timer" and not copies.get(_field(r, "msg_id")):
+                    destroyed.pop(_field(r, "msg_id"), None)  # parked again: on its way again
             elif not topic.startswith(INTERNAL) and _field(r, "reconsume_times") == 0:
                 copies[_field(r, "msg_id")] += 1
         elif kind == CONSUMER_CONSUMED:
@@ -147,6 +158,8 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
     histogram = [0] * (DELIVERY_COUNT_CAP + 1)
     samples: list[tuple] = []
     names = [p.name for p in producers]
+    # put back twice by the timer, parked once: stored twice, but redelivered, not a producer retry
+    timer_twice = {m for m, n in timer.items() if n > 1 and scheduled.get(m, 0) < 2}
     for unit in sorted(units):
         group = unit.split("/", 1)[0]
         result, latencies = _oracle_unit(unit, units[unit], acked[subscriptions[group]], copies,
@@ -154,7 +167,7 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
                                          lambda m: _cause(destroyed.get(m), m in reused),
                                          lambda m, g=group: ((g, m) in retry_gone or (g, m) in retry_reused,
                                                              _cause(retry_gone.get((g, m)), (g, m) in retry_reused)),
-                                         scheduled)
+                                         scheduled, timer_twice, destroyed)
         groups[unit] = result
         all_latencies += latencies
         for msg_id, (born, _shard) in acked[subscriptions[group]].items():
@@ -206,7 +219,8 @@ def _cause(facts: dict[str, Any] | None, reused: bool) -> str:
 
 def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[int, int]], copies: dict[int, int],
                  dlq: set[tuple[str, int]], orderly: bool, names: list[str], cause_of: Any,
-                 retry_gone: Any, scheduled: set[int]) -> tuple[dict[str, Any], list[int]]:
+                 retry_gone: Any, scheduled: dict[int, int], timer_twice: set[int],
+                 destroyed: dict[int, Any]) -> tuple[dict[str, Any], list[int]]:
     duplicates = duplicated = distinct = attempts = 0
     causes = {"producer_retry": 0, "redelivery": 0}
     for msg_id, (ok, _first, tries, _failed) in consumed.items():
@@ -216,7 +230,8 @@ def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[in
         if ok > 1:
             duplicates += ok - 1
             duplicated += 1
-            causes["producer_retry" if copies.get(msg_id, 0) > 1 else "redelivery"] += ok - 1
+            twice = copies.get(msg_id, 0) > 1 and msg_id not in timer_twice
+            causes["producer_retry" if twice else "redelivery"] += ok - 1
     lost, pending, dead, delayed = [], 0, 0, 0
     by_cause = dict.fromkeys(LOSS_CAUSES, 0)
     latencies = []
@@ -233,7 +248,7 @@ def _oracle_unit(unit: str, consumed: dict[int, list], acked: dict[int, tuple[in
                 by_cause[cause] += 1
             else:
                 pending += 1
-        elif msg_id in scheduled and not copies.get(msg_id):
+        elif msg_id in scheduled and not copies.get(msg_id) and msg_id not in destroyed:  # a fact: lost
             delayed += 1
         else:
             lost.append(msg_id)
@@ -319,7 +334,17 @@ def message_records(g: Genome, p: int, seq: int) -> list[tuple]:
         out.append(_rec(t, info.name, PRODUCER_SENT, msg_id, info.topic, shard, broker, 1, outcome, attempts,
                         born, steered))
     if g.int(0, 5) == 0:  # a delayed message: parked in SCHEDULE_TOPIC_XXXX (maybe never delivered)
-        out.append(_rec(born, "broker-a", BROKER_STORED, msg_id, "SCHEDULE_TOPIC_XXXX", 1, seq, 0, 150, 0))
+        if g.int(0, 2) == 0:  # a timer message: parked once or twice, put back by the timer up to twice
+            out.append(_rec(born, "broker-a", BROKER_STORED, msg_id, "rmq_sys_wheel_timer", 0, seq, 0, 150, 0))
+            if g.int(0, 2) == 0:  # a fault destroyed the parked copy (lost, unless put back or parked again)
+                out.append(_rec(born + 1, "broker-a", COMMIT_LOG_DESTROYED, msg_id, "rmq_sys_wheel_timer", 0, seq,
+                                g.pick(["power_loss", "process_crash"]), g.pick([0, 1]), g.pick([False, True])))
+            if g.int(0, 2) == 0:  # parked again by a retried send
+                out.append(_rec(born + 1, "broker-a", BROKER_STORED, msg_id, "rmq_sys_wheel_timer", 0, seq, 0, 150, 0))
+            for i in range(g.pick([0, 1, 2, 2])):
+                out.append(_rec(born + 2 + i, "broker-a", TIMER_DELIVERED, msg_id, info.topic, 0, i > 0))
+        else:
+            out.append(_rec(born, "broker-a", BROKER_STORED, msg_id, "SCHEDULE_TOPIC_XXXX", 1, seq, 0, 150, 0))
     for i in range(g.pick([1, 1, 1, 2, 0, 3])):  # 2+ copies: a send retried after a lost response
         reconsume = g.pick([0, 0, 0, 1])
         out.append(_rec(born + i, "broker-a", BROKER_STORED, msg_id, info.topic, 1, seq, 100 * seq, 150, reconsume))
@@ -418,6 +443,7 @@ def test_ledger_equals_the_record_scan_oracle():
         records, chunk_sizes = stream
         expected, expected_details = oracle(records, SUBSCRIPTIONS, PRODUCERS, BROADCASTING, ORDERLY, MEMBERS)
         got, details = ledger_results(records, chunk_sizes)
+        seen["timer_twice"] += _timer_twice_stored_twice(records)
         assert _without_causes(got) == expected
         assert details.get("delivery_counts", [0] * (DELIVERY_COUNT_CAP + 1)) == expected_details["delivery_counts"]
         assert _samples(details) == expected_details["samples"]
@@ -434,7 +460,20 @@ def test_ledger_equals_the_record_scan_oracle():
                                              "unknown_member", "chunks", "oneway_unstored", "send_steered_away",
                                              "unflushed_at_power_loss", "replica_not_synced",
                                              "truncated_on_recovery", "offset_skipped_after_recovery",
-                                             "other")), dict(seen)
+                                             "other", "timer_twice")), dict(seen)
+
+
+def _timer_twice_stored_twice(records: list[tuple]) -> bool:
+    """A message the timer put back twice, parked once, stored twice in its topic: its duplicates
+    are redeliveries in the two-way split, not producer retries."""
+    count: dict[tuple[str, int], int] = defaultdict(int)
+    for r in records:
+        if r[2] == TIMER_DELIVERED:
+            count["timer", r[3]] += 1
+        elif r[2] == BROKER_STORED and _field(r, "reconsume_times") == 0:
+            count["parked" if r[4] in PARKING else "stored", r[3]] += 1
+    return any(n > 1 and count["parked", m] < 2 and count["stored", m] > 1 for (what, m), n in list(count.items())
+               if what == "timer")
 
 
 CONSUMER_KEYS = ("consume_latency_ms", "lag_max", "rebalances", "unowned_queue_s")

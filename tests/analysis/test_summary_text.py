@@ -14,6 +14,8 @@ from tests.conftest import short_baseline
 
 PCT = {"p50": 2.5, "p90": 5.7, "p99": 10.3, "p999": 14.9, "max": 28.8}
 NONE_PCT = dict.fromkeys(PCT)
+TIMER = {"messages": 9000, "delivered": 8990, "pending": 10, "delivered_twice": 5, "replays": 3}
+TIMER_ERROR = {"p50": 512.25, "p90": 900.0, "p99": 990.5, "max": 4200.0, "min": 0.0}
 
 
 def _summary(**changes: object) -> dict:
@@ -32,7 +34,8 @@ def _summary(**changes: object) -> dict:
         "send_latency_ms_in_faults": None, "warmup_ms": 5000, "sim_time_ms": 80_000,
         "groups": {"billing": {"consumed_ok_distinct": 1000, "lost": 0, "duplicates": 0, "dlq": 0,
                                "latency_ms": dict(PCT)}},
-        "txn": None, "txn_violations": None, "expectations": [], "verdict": "valid", "failures": [],
+        "txn": None, "txn_violations": None, "timer": None, "timer_delay_error_ms": None,
+        "expectations": [], "verdict": "valid", "failures": [],
     }
     for key, value in changes.items():
         node = s
@@ -44,14 +47,14 @@ def _summary(**changes: object) -> dict:
 
 
 def _full() -> dict:
-    """Every section present: a transactional producer, quiescence and coverage."""
+    """Every section present: a transactional producer, timer messages, quiescence and coverage."""
     txn = {"transactions": 500, "committed_visible": 450, "rolled_back_hidden": 50, "committed_lost": 0,
            "committed_lost_causes": {"half_lost": 0}, "rolled_back_visible": 0,
            "rolled_back_visible_causes": {"commit_by_check": 0}, "pending": 0, "discarded": 0, "double_commits": 0,
            "checks": 900, "checks_p50": 2, "checks_max": 5, "check_answers": {"COMMIT_MESSAGE": 450, "UNKNOW": 450},
            "checks_per_second": [[30, 400], [60, 500]], "checks_per_s_max": 500,
            "resolution_ms_p50": 60_000.0, "resolution_ms_p99": 90_000.0, "resolution_ms_max": 95_000.0}
-    return _summary(txn=txn, txn_violations=0,
+    return _summary(txn=txn, txn_violations=0, timer=dict(TIMER), timer_delay_error_ms=dict(TIMER_ERROR),
                     quiescence={"reached": True, "at_ms": 2000, "window_ms": 60_000, "settle": "auto",
                                 "checked_at_ms": 80_000, "unsettled": {}},
                     coverage={"power_loss_unflushed_tail": 3, "recovery_truncated": 0, "pick_one_at_least": 12})
@@ -154,6 +157,21 @@ def test_quiescence_quiet_and_not_quiet() -> None:
     assert not lines[at + 2].startswith("  ")  # one line of advice
     q |= {"unsettled": {"quiet_for_ms": 30_000}}
     assert "NOT quiet at the end (40 s, window 60 s): quiet for only 30 s" in summary_text(_summary(quiescence=q))
+
+
+def test_the_timer_line_only_with_timer_messages() -> None:
+    text = summary_text(_full())
+    at = text.index("timer: ")
+    line = " ".join(text[at:].split("\n", 2)[:2]).split("quiescence")[0]  # the line and its continuation
+    assert line.startswith("timer: 9,000 messages: 8,990 delivered, 10 pending,"), line
+    assert "5 delivered twice (3 replays); delay error p50 512 ms, p99 990 ms, max 4.20 s" in line, line
+    once = summary_text(_summary(timer=TIMER | {"delivered_twice": 0, "replays": 0}, timer_delay_error_ms=TIMER_ERROR))
+    assert "timer: 9,000 messages: 8,990 delivered, 10 pending; delay error p50 512 ms, p99 990 ms, max 4.20 s" \
+        in _lines(once)
+    none = summary_text(_summary(timer=TIMER | {"delivered": 0, "pending": 9000, "delivered_twice": 0, "replays": 0},
+                                 timer_delay_error_ms=dict.fromkeys(TIMER_ERROR)))
+    assert "timer: 9,000 messages: 0 delivered, 9,000 pending" in _lines(none)
+    assert not any(line.startswith("timer") for line in _lines(summary_text(_summary())))  # timer null: nothing
 
 
 def test_coverage_counts_the_points_reached_and_names_them() -> None:
