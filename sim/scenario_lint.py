@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from models.broker.clean_service import clamp_ratio, delete_hours
 from models.consumer.config import BROKER_SUSPEND_MAX_TIME_US, REBALANCE_WAIT_INTERVAL_US, MessageModel
 from sim import scenario_warnings as useless
 
@@ -351,7 +352,7 @@ def _disk_holds_few_files(sc: Any) -> list[Finding]:
     out = []
     for g in _groups(sc):
         size, file = g.spec.disk.size_bytes, g.spec.store.mapped_file_size_commit_log_bytes
-        warning = min(max(g.spec.store.disk_space_warning_level_ratio, 35), 90)  # clean_service.clamp_ratio
+        warning = round(clamp_ratio(g.spec.store.disk_space_warning_level_ratio, 35, 90) * 100)
         if size is not None and 2 * file * 100 > size * warning:
             out.append((f"cluster.brokers[{g.index}].disk.size_bytes",
                         f"{g.name!r}'s disk ({size} bytes) holds fewer than two CommitLog files ({file} bytes each) "
@@ -368,7 +369,7 @@ def _retention_never_runs(sc: Any) -> list[Finding]:
         if "file_reserved_time_ms" not in store.model_fields_set or store.file_reserved_time_ms >= sc.duration_ms \
                 or g.spec.disk.size_bytes is not None:
             continue
-        if not {int(h) for h in store.delete_when.split(";")} & hours_run:
+        if not delete_hours(store) & hours_run:
             out.append((f"cluster.brokers[{g.index}].store.delete_when",
                         f"file_reserved_time_ms is {_t(store.file_reserved_time_ms)} but expired files are deleted only "
                         f"in the hours {store.delete_when!r} of the simulated day (the run starts at 00:00 and lasts "

@@ -61,6 +61,11 @@ def clamp_ratio(percent: int, low: int, high: int) -> float:
     return min(max(percent, low), high) / 100.0
 
 
+def delete_hours(cfg: MessageStoreConfig) -> frozenset[int]:
+    """The hours of the simulated day `deleteWhen` names."""
+    return frozenset(int(h) for h in cfg.delete_when.split(";"))
+
+
 class CleanService:
     """CleanCommitLogService + CleanConsumeQueueService of one broker's store (module docstring)."""
 
@@ -74,7 +79,7 @@ class CleanService:
         self.warning = clamp_ratio(cfg.disk_space_warning_level_ratio, 35, 90)
         self.forcibly = clamp_ratio(cfg.disk_space_clean_forcibly_ratio, 30, 85)
         self.max_used = cfg.disk_max_used_space_ratio / 100.0
-        self.hours = frozenset(int(h) for h in cfg.delete_when.split(";"))
+        self.hours = delete_hours(cfg)
         self.reserved_us = ms(cfg.file_reserved_time_ms)
         self.node.add_service(self.loop)
 
