@@ -7,9 +7,9 @@ base file and the row's `--set` items, and its digest checked against the row's)
 metric names (`lost_by_cause_unflushed_at_power_loss`, as in a sweep's runs table:
 analysis/results_store.py), so a run directory compares with a sweep point; a name one side lacks
 (a summary's per-group tree, a row's rates) is not compared. Identity (scenario, seed, digests,
-verdict) is printed first for each side; wall times, message-id samples and the per-second and
-histogram lists are left out; so is the older two-way duplicate split (`duplicate_causes`: the ten
-mechanisms say it).
+verdict) is printed first for each side; wall times, message-id samples, the per-second and
+histogram lists and the controller's `elections` are left out; so is the older two-way duplicate
+split (`duplicate_causes`: the ten mechanisms say it).
 
 Input that is not one of those is a `DiffError` (the CLI's exit 2, one line): a missing path, a
 directory that is neither, a damaged file, a run id the sweep does not have or a run that failed.
@@ -37,7 +37,8 @@ SKIPPED = frozenset(("scenario", "seed", "scenario_sha256", "trace_sha256", "wal
                      "sweep", "sweep_digest", "point", "point_key", "output_files", "params_json", "status", "error",
                      "repro", "lat_hist_bucket", "lat_hist_count", "delivery_hist", "tl_second", "tl_p50_ms",
                      "tl_p99_ms", "tl_max_ms", "fault_windows", "txn_checks_second", "txn_checks_count",
-                     "txn_checks_hist", "txn_checks_per_second", "txn_checks_histogram", "verdict_failures"))
+                     "txn_checks_hist", "txn_checks_per_second", "txn_checks_histogram", "verdict_failures",
+                     "elections"))
 SKIPPED_PREFIXES = ("duplicate_causes", "dup_rate_", "lost_sample", "duplicate_sample", "order_violation_sample")
 # section → flat-name prefixes, in print order (the first matching section takes a name)
 SECTIONS = (
@@ -49,6 +50,7 @@ SECTIONS = (
                      "groups")),
     ("latency", ("latency_ms", "warmup_ms")),
     ("transactions", ("txn", "transaction")),
+    ("failover", ("failovers", "unwritable_s", "unwritable_at_end", "two_masters_s")),
     ("quiescence", ("quiescence",)),
     ("coverage", ("coverage",)),
     ("run", ("records", "sim_time_ms", "faults_applied", "livelock")),

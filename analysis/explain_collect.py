@@ -2,7 +2,8 @@
 
 A `Collector` is a chunk observer fed every record of the run (from its trace or a replay,
 analysis/explain_source.py). It always keeps the *rare* records whole — faults, crashes and
-restarts, recoveries, destroyed copies and reused offsets, queue ownership, rebalances, locks,
+restarts, recoveries, destroyed copies and reused offsets, elections, role changes and truncations
+of controller mode, queue ownership, rebalances, locks,
 offset rollbacks and resets, membership and route changes — and the send outcomes that were not
 SEND_OK (with every failed attempt): a run has few of them, and they are the facts behind every
 cause and behind a fault's recovery time. Asked about one message (`msg_id`), it also keeps:
@@ -38,7 +39,8 @@ RARE = frozenset((
     rec.BROKER_LOCK_GRANTED, rec.BROKER_LOCK_REFUSED, rec.BROKER_UNLOCKED, rec.CONSUMER_LOCK_LOST,
     rec.BROKER_OFFSET_ROLLED_BACK, rec.BROKER_OFFSET_BEHIND_REPLICA, rec.TXN_DISCARDED, rec.TXN_HALF_LOST,
     rec.CONSUMER_OFFSET_RESET, rec.PRODUCER_ROUTE_UPDATED, rec.CLIENT_ROUTE_UPDATED, rec.BROKER_CLIENT_REGISTERED,
-    rec.BROKER_CLIENT_UNREGISTERED, rec.PRODUCER_ATTEMPT_FAILED, rec.PRODUCER_SEND_FAILED))
+    rec.BROKER_CLIENT_UNREGISTERED, rec.PRODUCER_ATTEMPT_FAILED, rec.PRODUCER_SEND_FAILED,
+    rec.CONTROLLER_ELECTED, rec.BROKER_ROLE, rec.HA_TRUNCATED))
 OFFSET_KINDS = frozenset((rec.BROKER_OFFSET_COMMITTED, rec.BROKER_OFFSET_FILE_WRITTEN, rec.BROKER_OFFSET_LOADED,
                           rec.BROKER_OFFSET_SYNCED))
 # position of `msg_id` in a record tuple, per kind that has one

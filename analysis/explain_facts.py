@@ -3,7 +3,8 @@
 `message_facts(records, ...)` turns the message's own records (born, each send attempt and its
 outcome, each stored copy, flush, replication, dispatch, deliveries, send-backs, transaction
 steps, a copy destroyed or an offset reused) and the records around it (faults; crashes and
-restarts of the nodes it passed through; ownership changes of its queues; clients joining or
+restarts of the nodes it passed through; in controller mode, their groups' elections, role changes
+and truncations to the epochs' consistent point; ownership changes of its queues; clients joining or
 leaving its groups; the route its producer used) into `Fact`s sorted by simulated time.
 
 Offset records (a client's commit reaching a broker, consumerOffset.json written, reloaded after a
@@ -147,8 +148,12 @@ def _own_facts(r: tuple, ctx: Context) -> list[Fact]:
         _m, topic, qid, qoff, fault, replicas, replicated = r[3:]
         held = "; a slave holds a copy" if replicated else "; no slave holds a copy" if replicas else ""
         why = "its CommitLog file was deleted by retention (clean service) before every group had consumed it" \
-            if fault == "expired" else f"it was beyond what the broker had flushed{held}"
-        who = f"retention on {node}" if fault == "expired" else f"{fault} of {node}"
+            if fault == "expired" else \
+            "it was beyond the consistent point of the epochs it shared with the new master, which never had it" \
+            if fault == "failover_truncated" else f"it was beyond what the broker had flushed{held}"
+        who = f"retention on {node}" if fault == "expired" else \
+            f"{node}'s CommitLog truncation on rejoining as a slave" if fault == "failover_truncated" else \
+            f"{fault} of {node}"
         return [Fact(t, "destroyed", f"{who} destroyed this copy ({topic} q{qid} @{qoff}): {why}",
                      {"node": node, "fault": fault, "topic": topic, "queue_id": qid, "queue_offset": qoff,
                       "replicated": replicated})]
@@ -291,6 +296,16 @@ def _context_fact(r: tuple, ctx: Context, nodes: set[str], crashed: set[str]) ->
         return Fact(t, "crashed", f"{node} {'lost power' if r[3] else 'crashed (kill -9)'}", {"node": node})
     if node in nodes and kind == trace.NODE_RESTARTED:
         return Fact(t, "restarted", f"{node} {'restarted' if node in crashed else 'started'}", {"node": node})
+    if kind == rec.CONTROLLER_ELECTED and r[3] in {ctx.broker_of.get(n) for n in nodes}:
+        chosen = f"elected {r[4]} master" if r[4] else "found no member of the SyncStateSet alive: no master"
+        return Fact(t, "elected", f"controller {node} {chosen} of {r[3]} (epoch {r[6]}, {r[7]}"
+                                  + (f"; was {r[5]})" if r[5] else ")"),
+                    {"broker": r[3], "master": r[4], "old_master": r[5], "epoch": r[6]})
+    if node in nodes and kind == rec.BROKER_ROLE:
+        return Fact(t, "role", f"{node} is now {r[4]} of {r[3]} (epoch {r[5]})", {"node": node, "role": r[4]})
+    if node in nodes and kind == rec.HA_TRUNCATED:
+        return Fact(t, "ha_truncated", f"{node} truncated its CommitLog at {r[3]} ({r[4]} records) to the consistent "
+                                       f"point of its epochs (epoch {r[5]})", {"node": node, "position": r[3]})
     if node in nodes and kind == rec.BROKER_RECOVERED:
         return Fact(t, "recovered", f"{node} recovered its commit log: {r[3]} records, wrote position {r[4]}, "
                                     f"flushed position {r[5]}", {"node": node})

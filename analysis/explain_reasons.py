@@ -25,6 +25,9 @@ RULES = {
                                "(and if the group has slaves, one of them held it: no failover brings it back)",
     "replica_not_synced": "a power loss destroyed the acknowledged copy on its master beyond the last flush, and no "
                           "slave of the group held it (replication lag)",
+    "truncated_on_failover": "a broker rejoining its group as a slave after a failover (controller mode) cut its "
+                             "CommitLog to the consistent point of its epochs, and the copy it cut was the last one: "
+                             "the new master never had it",
     "truncated_on_recovery": "a process crash destroyed it (the transient store pool's uncommitted buffer)",
     "offset_skipped_after_recovery": "stored at a queue offset the broker assigned again after a truncation, which "
                                      "the consumer's offset had already passed",
@@ -125,11 +128,7 @@ def lost_verdict(f: Any, unit: str, msg_id: int, cause: str, records: list[tuple
     destroyed = f.rare_by_msg.get((rec.COMMIT_LOG_DESTROYED, msg_id), [])
     if cause in ("unflushed_at_power_loss", "replica_not_synced", "truncated_on_recovery") and destroyed:
         d = destroyed[-1]
-        what = "its retry copy" if d[4].startswith("%RETRY%") else \
-            "its parked copy (not yet put back by the timer)" if d[4] == "rmq_sys_wheel_timer" else "it"
-        stored = [r for r in records or () if r[2] == rec.BROKER_STORED and r[3] == msg_id and r[1] == d[1]
-                  and r[4] == d[4] and r[6] == d[6] and r[0] <= d[0]]
-        when = f" at {seconds(stored[-1][0])}" if stored else ""
+        what, when = _destroyed_copy(d, msg_id, records)
         where = f"stored{when} as {f.run_broker(d[1])} {d[4]} q{d[5]} @{d[6]}"
         if cause == "truncated_on_recovery":
             tail = f"{d[7]} of {d[1]} at {seconds(d[0])} destroyed {what} in the uncommitted transient store pool"
@@ -138,6 +137,8 @@ def lost_verdict(f: Any, unit: str, msg_id: int, cause: str, records: list[tuple
                 "; no slave of the group held it (replication lag)" if d[8] else ""
             tail = f"{d[7]} of {d[1]} at {seconds(d[0])} destroyed {what} before flush{slaves}"
         return Verdict(unit, msg_id, "lost", cause, f"{where}; {tail}", d[0], d[1])
+    if cause == "truncated_on_failover" and destroyed:
+        return _failover_truncated(f, unit, msg_id, destroyed, records)
     if cause == "offset_skipped_after_recovery":
         return _skipped(f, unit, msg_id, records)
     if cause == "expired_file_deleted" and destroyed:
@@ -150,6 +151,34 @@ def lost_verdict(f: Any, unit: str, msg_id: int, cause: str, records: list[tuple
                                                     f"{unit} had consumed it", d[0], d[1])
     return Verdict(unit, msg_id, "lost", cause, "acknowledged and stored, never consumed successfully, and no fault "
                                                 "destroyed it or reused its offset")
+
+
+def _destroyed_copy(d: tuple, msg_id: int, records: list[tuple] | None) -> tuple[str, str]:
+    """Which copy a `commit_log.destroyed` record `d` names ("it", its retry or parked copy) and
+    " at <when it was stored>" ("" without the records)."""
+    what = "its retry copy" if d[4].startswith("%RETRY%") else \
+        "its parked copy (not yet put back by the timer)" if d[4] == "rmq_sys_wheel_timer" else "it"
+    stored = [r for r in records or () if r[2] == rec.BROKER_STORED and r[3] == msg_id and r[1] == d[1]
+              and r[4] == d[4] and r[6] == d[6] and r[0] <= d[0]]
+    return what, f" at {seconds(stored[-1][0])}" if stored else ""
+
+
+def _failover_truncated(f: Any, unit: str, msg_id: int, destroyed: list[tuple],
+                        records: list[tuple] | None) -> Verdict:
+    """The copy a rejoining slave's truncation cut (fault `failover_truncated`), with the election
+    before it that gave its group another master."""
+    cuts = [d for d in destroyed if d[7] == "failover_truncated"] or destroyed
+    d = cuts[-1]
+    what, when = _destroyed_copy(d, msg_id, records)
+    group = f.run_broker(d[1])
+    elected = [r for r in f.collector.rare if r[2] == rec.CONTROLLER_ELECTED and r[3] == group and r[4]
+               and r[4] != d[1] and r[0] <= d[0]]
+    after = f" after the controller elected {elected[-1][4]} master of {group} at {seconds(elected[-1][0])} " \
+            f"(epoch {elected[-1][6]}, {elected[-1][7]})" if elected else ""
+    return Verdict(unit, msg_id, "lost", "truncated_on_failover",
+                   f"stored{when} as {group} {d[4]} q{d[5]} @{d[6]} on {d[1]}; {d[1]} rejoined as a slave{after} and "
+                   f"at {seconds(d[0])} truncated its CommitLog to the consistent point of its epochs, destroying "
+                   f"{what}: the new master never had it", d[0], d[1])
 
 
 def _skipped(f: Any, unit: str, msg_id: int, records: list[tuple] | None) -> Verdict:

@@ -15,6 +15,7 @@ cdef class Ledger:
     cdef public object counts
     cdef public dict destroyed
     cdef public list events
+    cdef public list rare_observers
     cdef public object last_us
     cdef public list node_names
     cdef public dict nodes

@@ -23,7 +23,9 @@ number, one set per producer (message ids are `producer_index << 32 | seq`, mode
 That is 14 bytes a message (the two times take 4 bytes each while they fit, analysis/time_column.py;
 4 more with an orderly group: the sharding key) plus 21 per consumed message and unit, instead of
 the records themselves. The facts behind loss causes arrive only with faults and are kept sparse, by message
-id: copies a fault destroyed on a master (`commit_log.destroyed`: the fault, whether the group
+id: copies a fault destroyed on a master (`commit_log.destroyed`: the fault — or
+`failover_truncated`, a broker rejoining as a slave that cut its CommitLog to the epochs'
+consistent point —, whether the group
 had slaves and whether one held the copy; a user-topic copy, or the rmq_sys_wheel_timer copy of
 a timer message the timer had not put back), a group's retry-path copy destroyed and not stored
 again since, and messages stored at a queue offset reused after a truncation
@@ -50,6 +52,7 @@ from analysis.ledger_codes import (
     ACKED,
     DESTROYED_CRASH,
     DESTROYED_EXPIRED,
+    DESTROYED_FAILOVER,
     DESTROYED_POWER,
     FAILED,
     GROUP_HAS_REPLICAS,
@@ -75,6 +78,7 @@ from models.records import (
     BROKER_LOCK_GRANTED,
     BROKER_OFFSET_BEHIND_REPLICA,
     BROKER_OFFSET_ROLLED_BACK,
+    BROKER_ROLE,
     BROKER_STORED,
     COMMIT_LOG_DESTROYED,
     CONSUMER_CONSUMED,
@@ -83,12 +87,13 @@ from models.records import (
     CONSUMER_QUEUE_STARTED,
     CONSUMER_REBALANCED,
     CONSUMER_SHUTDOWN,
+    CONTROLLER_ELECTED,
     OFFSET_REUSED,
     PRODUCER_SEND_FAILED,
     PRODUCER_SENT,
     TIMER_DELIVERED,
 )
-from sim.kernel.trace import NODE_CRASHED
+from sim.kernel.trace import NODE_CRASHED, NODE_RESTARTED
 
 GROW = 4096  # arrays grow in steps of this many messages
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -113,8 +118,12 @@ _HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED
             (CONSUMER_REBALANCED, "_event", ()), (BROKER_LOCK_GRANTED, "_event", ()),
             (BROKER_OFFSET_BEHIND_REPLICA, "_event", ()),
             # per-message timer facts, not kept: `_event` turns them into state bits
-            (TIMER_DELIVERED, "_event", ()))
+            (TIMER_DELIVERED, "_event", ()),
+            # master availability facts: only mark the chunk for `rare_observers` (with NODE_CRASHED)
+            (NODE_RESTARTED, "_ignore", ()), (BROKER_ROLE, "_ignore", ()), (CONTROLLER_ELECTED, "_ignore", ()))
 _KIND_CODES = {kind: code for code, (kind, _h, _c) in enumerate(_HANDLED)}
+# the kinds that hand a chunk to `Ledger.rare_observers` (analysis/failover_checker.py)
+_RARE_CODES = tuple(_KIND_CODES[k] for k in (NODE_CRASHED, NODE_RESTARTED, BROKER_ROLE, CONTROLLER_ELECTED))
 _DESTROYED_CODE = _KIND_CODES[COMMIT_LOG_DESTROYED]
 _NO_CODES = itertools.repeat(-1)
 
@@ -268,6 +277,7 @@ class Ledger:
         self.top_seq = [0] * n
         self.units: dict[str, _Unit] = {}
         self.events: list[tuple] = []  # the rare ownership records, whole, in time order
+        self.rare_observers: list[Callable[[list[tuple]], None]] = []  # see `_tell_rare`
         self.last_us = 0  # the latest record's time (the end of the lag series)
         self.brokers: dict[str, int] = {}  # broker name → index in position keys
         self.nodes: dict[str, int] = {}  # consumer node name → index (first_node)
@@ -317,8 +327,12 @@ class Ledger:
                 for code, records in enumerate(by_kind):
                     if records:
                         self._handle(code, tuple(records))
+                if self.rare_observers and any(by_kind[c] for c in _RARE_CODES):
+                    self._tell_rare(chunk)
                 return
         codes = np.fromiter(map(_KIND_CODES.get, map(_KIND, chunk), _NO_CODES), np.int8, len(chunk))
+        if self.rare_observers and np.isin(codes, _RARE_CODES).any():
+            self._tell_rare(chunk)
         destroyed = codes == _DESTROYED_CODE
         if not destroyed.any():
             self._feed_kinds(chunk, codes)
@@ -345,6 +359,15 @@ class Ledger:
             getattr(self, handler)(records)
         else:  # the columns the handler reads, each extracted when first read
             getattr(self, handler)(_Columns(records))
+
+    def _tell_rare(self, chunk: list[tuple]) -> None:
+        """A chunk holding a rare fact of `_RARE_CODES`' kinds goes whole, in emission order, to the
+        observers that read only those (a chunk observer of its own would scan every chunk)."""
+        for observe in self.rare_observers:
+            observe(chunk)
+
+    def _ignore(self, records: tuple) -> None:
+        """Kinds read by `rare_observers` only."""
 
     def _event(self, records: tuple) -> None:
         if records[0][2] == TIMER_DELIVERED:  # the records of one kind: the timer put messages back
@@ -505,7 +528,7 @@ class Ledger:
         for msg_id, topic, fault, replicas, replicated in zip(cols[3], cols[4], cols[7], cols[8], cols[9],
                                                               strict=True):
             bits = (DESTROYED_POWER if fault == "power_loss" else DESTROYED_EXPIRED if fault == "expired"
-                    else DESTROYED_CRASH) | \
+                    else DESTROYED_FAILOVER if fault == "failover_truncated" else DESTROYED_CRASH) | \
                 (GROUP_HAS_REPLICAS if replicas else 0) | (REPLICATED if replicated else 0)
             if topic.startswith(RETRY_PREFIX):
                 table = self.retry_destroyed.setdefault(topic[len(RETRY_PREFIX):], {})

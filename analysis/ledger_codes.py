@@ -7,7 +7,8 @@
   as uint32 µs with `NO_RT` for none;
 - per consumption unit and message, its retry-path mark (`IN_RETRY`, `IN_DLQ`);
 - per destroyed copy (sparse, by message id), its fact bits (`DESTROYED_POWER`, `DESTROYED_CRASH`, `DESTROYED_EXPIRED` (retention),
-  `GROUP_HAS_REPLICAS`, `REPLICATED`).
+  `DESTROYED_FAILOVER` (a rejoining slave's truncation to the epochs' consistent point, controller
+  mode), `GROUP_HAS_REPLICAS`, `REPLICATED`).
 
 The Ledger (analysis/ledger.py) writes them; the code that judges its arrays (analysis/metrics.py,
 message_causes.py) reads them from here, below the ledger, whose `results()` calls that code.
@@ -30,6 +31,9 @@ RT_CAP_US = NO_RT - 1  # 71.6 min: longer send latencies read as this
 IN_RETRY, IN_DLQ = 1, 2
 # destroyed-copy facts (per message id, sparse)
 DESTROYED_POWER, DESTROYED_CRASH, GROUP_HAS_REPLICAS, REPLICATED, DESTROYED_EXPIRED = 1, 2, 4, 8, 16
+# fault "failover_truncated": a broker rejoining its group as a slave (controller mode) cut its CommitLog
+# to the consistent point of its epochs, and the copy cut was the last one (the cause truncated_on_failover)
+DESTROYED_FAILOVER = 32
 
 
 def display_key(msg_id: int, producer_names: list[str]) -> str:

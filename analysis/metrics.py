@@ -9,11 +9,16 @@ message). For each unit, over the messages of its subscribed topic:
 
 - lost: acknowledged SEND_OK, never consumed successfully, and not in the retry path or the DLQ
   when the run ended; each lost message gets a cause (`lost_by_cause`, adding up to `lost`), from
-  the simulator's ground truth, first match wins:
+  the simulator's ground truth, first match wins (`truncated_on_failover` first):
   - `unflushed_at_power_loss`: a power loss destroyed the acknowledged copy on its master
     (beyond the flushed position) and, if the group has slaves, one of them held it (no
     failover brings it back: it stays on the slave);
   - `replica_not_synced`: as above, and no slave of the group held it (replication lag);
+  - `truncated_on_failover`: a broker rejoining its group as a slave after a failover (controller
+    mode) cut its CommitLog to the consistent point of its epochs and the copy cut was the last
+    one (`commit_log.destroyed` with fault `failover_truncated`: the new master never had it).
+    It takes precedence over every other cause: whatever happened before, that truncation
+    removed the last surviving copy;
   - `truncated_on_recovery`: a process crash destroyed it (the transient store pool's
     uncommitted buffer, cut off by recovery at the committed position);
   - `offset_skipped_after_recovery`: stored at a queue offset assigned again after a
@@ -95,6 +100,7 @@ from analysis.ledger_codes import (
     ACKED,
     DESTROYED_CRASH,
     DESTROYED_EXPIRED,
+    DESTROYED_FAILOVER,
     DESTROYED_POWER,
     GROUP_HAS_REPLICAS,
     IN_DLQ,
@@ -116,9 +122,9 @@ from analysis.percentiles import percentiles_ms
 DELIVERY_COUNT_CAP = 10  # delivery-count histograms put 10 and more in the last bin
 LOST_SAMPLE = 10
 
-LOSS_CAUSES = ("unflushed_at_power_loss", "replica_not_synced", "truncated_on_recovery",
+LOSS_CAUSES = ("unflushed_at_power_loss", "replica_not_synced", "truncated_on_failover", "truncated_on_recovery",
                "offset_skipped_after_recovery", "expired_file_deleted", "other")
-(UNFLUSHED, NOT_SYNCED, TRUNCATED, SKIPPED, EXPIRED, OTHER) = range(len(LOSS_CAUSES))
+(UNFLUSHED, NOT_SYNCED, FAILOVER, TRUNCATED, SKIPPED, EXPIRED, OTHER) = range(len(LOSS_CAUSES))
 
 
 class _Facts:
@@ -149,11 +155,13 @@ def _lookup(keys: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.ndarray
 
 
 def loss_causes(bits: np.ndarray, reused: np.ndarray) -> np.ndarray:
-    """The cause index (LOSS_CAUSES) of each lost message from its facts (module docstring)."""
+    """The cause index (LOSS_CAUSES) of each lost message from its facts (module docstring): a
+    failover truncation first (it removed the last surviving copy), then the order of LOSS_CAUSES."""
     power = (bits & DESTROYED_POWER) != 0
     not_synced = power & ((bits & GROUP_HAS_REPLICAS) != 0) & ((bits & REPLICATED) == 0)
-    return np.select([not_synced, power, (bits & DESTROYED_CRASH) != 0, reused, (bits & DESTROYED_EXPIRED) != 0],
-                     [NOT_SYNCED, UNFLUSHED, TRUNCATED, SKIPPED, EXPIRED], OTHER)
+    return np.select([(bits & DESTROYED_FAILOVER) != 0, not_synced, power, (bits & DESTROYED_CRASH) != 0, reused,
+                      (bits & DESTROYED_EXPIRED) != 0],
+                     [FAILOVER, NOT_SYNCED, UNFLUSHED, TRUNCATED, SKIPPED, EXPIRED], OTHER)
 
 
 def _view(arr: Any, dtype: Any, length: int) -> np.ndarray:

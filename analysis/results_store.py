@@ -129,6 +129,7 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields += [("acked_deliveries", pa.int64()), ("warmup_ms", pa.float64())]
     fields += [("coverage", pa.map_(pa.string(), pa.int64())), ("quiescence", QUIESCENCE_STRUCT),
                ("quiescence_unsettled", pa.map_(pa.string(), pa.int64()))]
+    fields += [("failovers", pa.int64()), ("unwritable_s", pa.map_(pa.string(), pa.float64()))]
     return flatten_schema(pa.schema(fields))
 
 

@@ -25,7 +25,9 @@ analysis/results_store.py), the point's parameters as columns, verdicts, `acked_
   `quiescence_at_ms`, `quiescence_window_ms` and `quiescence_unsettled` (map: what still moved →
   count). A map, not a column per point: the points are the simulator's to add, and a map keeps
   the table's schema one thing across simulator versions. Summaries without these keys (an
-  older rmqsim) give nulls.
+  older rmqsim) give nulls;
+- master availability (analysis/failover_checker.py): `failovers` (null without controllers) and
+  `unwritable_s` (map: broker group → seconds without a master).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ RESERVED_COLUMNS = frozenset(
                                           "consume_latency_ms") + SEND_COLUMNS
     + ("acked_deliveries", "warmup_ms") + tuple(f"latency_ms_{k}" for k in LATENCY_KEYS)
     + tuple(f"duplicate_causes_{c}" for c in CAUSES) + ("coverage", "quiescence", "quiescence_unsettled")
-    + tuple(f"quiescence_{k}" for k in QUIESCENCE_KEYS))
+    + tuple(f"quiescence_{k}" for k in QUIESCENCE_KEYS) + ("failovers", "unwritable_s"))
 # faults whose effect lasts until a later `restart` of the same node
 UNTIL_RESTART = ("process_crash", "power_loss")
 INSTANT = ("restart", "heal")
@@ -159,14 +161,18 @@ def runs_row(summary: dict[str, Any], details: dict[str, Any], fault_records: li
 
 
 def end_state_columns(summary: dict[str, Any]) -> dict[str, Any]:
-    """`coverage`, `quiescence` (its scalars) and `quiescence_unsettled`; null where the summary
-    lacks them (an older rmqsim)."""
+    """`coverage`, `quiescence` (its scalars), `quiescence_unsettled`, `failovers` (null without
+    controllers) and `unwritable_s` (map: broker group → seconds without a master); null where the
+    summary lacks them (an older rmqsim)."""
     coverage = summary.get("coverage")
     q = summary.get("quiescence") or {}
     unsettled = q.get("unsettled")
+    unwritable = summary.get("unwritable_s")
     return {"coverage": None if coverage is None else {str(k): int(v) for k, v in coverage.items()},
             "quiescence": {k: q.get(k) for k in QUIESCENCE_KEYS},
-            "quiescence_unsettled": None if unsettled is None else {str(k): int(v) for k, v in unsettled.items()}}
+            "quiescence_unsettled": None if unsettled is None else {str(k): int(v) for k, v in unsettled.items()},
+            "failovers": summary.get("failovers"),
+            "unwritable_s": None if unwritable is None else {str(k): float(v) for k, v in unwritable.items()}}
 
 
 def txn_columns(summary: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The run summary `rmqsim run` prints: what a person reads first (summary.json holds everything).
 
 Sections in a fixed order (`SECTIONS`): sends, store, consumption, guarantees, latency,
-transactions, timer, quiescence, coverage; then the verdict with its failures. How it reads:
+transactions, timer, failover, quiescence, coverage; then the verdict with its failures. How it reads:
 
 - every count says what it counts: *messages* (distinct: a message consumed twice counts once),
   *deliveries* (successful listener calls: a duplicate counts again), *copies* (stored copies in
@@ -13,7 +13,9 @@ transactions, timer, quiescence, coverage; then the verdict with its failures. H
   duplicate counts when it is the only group: the totals are its counts);
 - a section that does not apply is one line saying so (`transactions: none (no transactional
   producer)`); `timer` (one line: 5.x timer messages, analysis/timer_checker.py) prints nothing
-  when `timer` is null or absent, `quiescence` and `coverage` nothing when summary.json lacks their key;
+  when `timer` is null or absent, `failover` (one line: elections and time without a writable
+  master, analysis/failover_checker.py) nothing when `failovers` is null and every group always had
+  a writable master, `quiescence` and `coverage` nothing when summary.json lacks their key;
 - duplicates are split only by their eleven mechanisms (`duplicates_by_cause`, analysis/duplicates.py);
   the older two-way `duplicate_causes` stays in summary.json and the sweep columns, unprinted;
 - lines stay within `WIDTH` characters: lists wrap between items.
@@ -26,8 +28,8 @@ from typing import Any
 
 from analysis import fmt
 
-SECTIONS = ("sends", "store", "consumption", "guarantees", "latency", "transactions", "timer", "quiescence",
-            "coverage")
+SECTIONS = ("sends", "store", "consumption", "guarantees", "latency", "transactions", "timer", "failover",
+            "quiescence", "coverage")
 WIDTH = 100  # the longest line printed
 NAME_WIDTH = 22  # the row-name column
 PERCENTILE_COLUMNS = (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
@@ -271,6 +273,21 @@ def _timer(s: dict[str, Any]) -> list[str]:
     return _wrap(f"timer: {_n(t['messages'], 'message')}:", items, 2)
 
 
+def _failover(s: dict[str, Any]) -> list[str]:
+    """`failovers`, `unwritable_s`, `two_masters_s`, `unwritable_at_end` (analysis/failover_checker.py):
+    one line, only in controller mode (`failovers` not null) or when a group lost its writable master."""
+    failovers, unwritable = s.get("failovers"), s.get("unwritable_s") or {}
+    if failovers is None and not any(unwritable.values()):
+        return []
+    items = [_n(failovers, "failover") if failovers is not None else "no controller"]
+    items += [f"{group} without a writable master {fmt.duration_ms(sec * 1000)}"
+              for group, sec in unwritable.items() if sec]
+    items += [f"{group} with two masters {fmt.duration_ms(sec * 1000)}"
+              for group, sec in (s.get("two_masters_s") or {}).items() if sec]
+    items += [f"{group} without one at the end" for group in s.get("unwritable_at_end") or ()]
+    return _wrap("failover:", items, 2)
+
+
 def _quiescence(s: dict[str, Any]) -> list[str]:
     """`quiescence` (sim/quiescence.py): was the cluster quiet when the run ended?"""
     q = s.get("quiescence")
@@ -305,6 +322,6 @@ def _coverage(s: dict[str, Any]) -> list[str]:
 
 SECTION_LINES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "sends": _sends, "store": _store, "consumption": _consumption, "guarantees": _guarantees,
-    "latency": _latency, "transactions": _transactions, "timer": _timer, "quiescence": _quiescence,
-    "coverage": _coverage,
+    "latency": _latency, "transactions": _transactions, "timer": _timer, "failover": _failover,
+    "quiescence": _quiescence, "coverage": _coverage,
 }

@@ -67,8 +67,8 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "consume_latency_ms.p50", "consume_latency_ms.p90", "consume_latency_ms.p99", "consume_latency_ms.p999",
     "consume_latency_ms.max",
     "lost_by_cause.unflushed_at_power_loss", "lost_by_cause.replica_not_synced",
-    "lost_by_cause.truncated_on_recovery", "lost_by_cause.offset_skipped_after_recovery",
-    "lost_by_cause.expired_file_deleted", "lost_by_cause.other",
+    "lost_by_cause.truncated_on_failover", "lost_by_cause.truncated_on_recovery",
+    "lost_by_cause.offset_skipped_after_recovery", "lost_by_cause.expired_file_deleted", "lost_by_cause.other",
     # send side (analysis/metrics.py)
     "sends", "send_retried", "send_steered_away", "oneway_unstored", "pending_delay",
     "send_latency_ms.p50", "send_latency_ms.p90", "send_latency_ms.p99", "send_latency_ms.p999",
@@ -83,9 +83,14 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "timer.messages", "timer.delivered", "timer.pending", "timer.delivered_twice", "timer.replays",
     "timer_delay_error_ms.p50", "timer_delay_error_ms.p90", "timer_delay_error_ms.p99", "timer_delay_error_ms.max",
     "timer_delay_error_ms.min",
+    # master availability and elections (analysis/failover_checker.py)
+    "failovers",
 )
-# metrics keyed by a broker name: `send_share_by_broker.<broker>` (a broker of the scenario)
-EXPECTABLE_BROKER_METRICS: tuple[str, ...] = ("send_share_by_broker", "send_share_by_broker_in_faults")
+# metrics keyed by a broker name: `send_share_by_broker.<broker>` (a broker of the scenario);
+# `unwritable_s.<group>` and `two_masters_s.<group>` by a broker group's name (its brokerName, which
+# is also its configured master's node name: analysis/failover_checker.py)
+EXPECTABLE_BROKER_METRICS: tuple[str, ...] = ("send_share_by_broker", "send_share_by_broker_in_faults",
+                                              "unwritable_s", "two_masters_s")
 
 
 def metric_value(summary: dict[str, Any], path: str) -> Any:

@@ -4,6 +4,11 @@ Brokers register every 30 s; a broker whose last registration is older than 120 
 a scan every 5 s (`scanNotActiveBrokerInterval`). When a broker *process* dies the NameServer's
 TCP channel closes and the broker is unregistered at once (BrokerHousekeepingService); after a
 power loss or a partition it lingers until expiry. Clients learn of changes only when they poll.
+
+One address per (brokerName, brokerId) (`brokerAddrsMap`): a registration at an id another live
+address holds replaces it, unless the holder's DataVersion stateVersion — the master epoch, in
+controller mode — is higher: then the newcomer is ignored (5.3.3 registerBroker), so a deposed
+master still calling itself brokerId 0 cannot take the route back from the elected one.
 """
 
 from __future__ import annotations
@@ -41,11 +46,25 @@ class NameServer:
         node.on_crash(self.last_update_us.clear)
 
     def on_register(self, src: str, req_id: int, req: RegisterBroker) -> None:
+        holder = self._holder(req)
+        if holder is not None:
+            if self.brokers[holder].state_version > req.state_version:  # a stale master: ignored
+                self._unregister(req.addr, "stale_state_version")
+                self.node.reply(src, req_id, CodeResponse(SUCCESS))
+                return
+            self._unregister(holder, "replaced")
         if req.addr not in self.brokers:
             self.node.env.network.watch(self.node, req.addr, self.channel_closed)
         self.brokers[req.addr] = req
         self.last_update_us[req.addr] = self.node.env._now
         self.node.reply(src, req_id, CodeResponse(SUCCESS))
+
+    def _holder(self, req: RegisterBroker) -> str | None:
+        """The other address registered at the request's (brokerName, brokerId), if any."""
+        for addr, reg in self.brokers.items():
+            if addr != req.addr and reg.broker_name == req.broker_name and reg.broker_id == req.broker_id:
+                return addr
+        return None
 
     def channel_closed(self, addr: str) -> None:
         self._unregister(addr, "channel_closed")

@@ -13,6 +13,12 @@ from models.message import Message, MessageExt, MessageQueue, fast_constructor
 
 # ResponseCode / RemotingSysResponseCode
 SUCCESS, SYSTEM_ERROR, SYSTEM_BUSY = 0, 1, 2
+# controller (ResponseCode 2000+): the request reached a controller that is not the Raft leader;
+# the master named is not the current one / its epoch is stale; no alive candidate
+CONTROLLER_NOT_LEADER, CONTROLLER_INVALID_MASTER, CONTROLLER_FENCED_MASTER_EPOCH = 2007, 2002, 2000
+CONTROLLER_MASTER_NOT_AVAILABLE, CONTROLLER_ELECT_MASTER_FAILED = 2004, 2012
+CONTROLLER_ALTER_SYNC_STATE_SET_FAILED, CONTROLLER_MASTER_STILL_EXIST = 2013, 2011
+CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH, CONTROLLER_BROKER_NOT_ALIVE = 2001, 2006
 FLUSH_DISK_TIMEOUT, SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT = 10, 11, 12
 MESSAGE_ILLEGAL, SERVICE_NOT_AVAILABLE, NO_PERMISSION, TOPIC_NOT_EXIST = 13, 14, 16, 17
 PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED, QUERY_NOT_FOUND = 19, 20, 21, 22
@@ -55,6 +61,7 @@ class RegisterBroker(NamedTuple):
     broker_id: int
     addr: str
     topics: tuple[tuple[str, int, int], ...]  # (topic, read queues, write queues)
+    state_version: int = 0  # DataVersion.stateVersion: the master epoch in controller mode (0: classic)
 
 
 class GetRouteInfo(NamedTuple):
@@ -222,10 +229,94 @@ class HaTransfer(NamedTuple):
     offset: int
     records: tuple = ()
     torn_bytes: int = 0
+    epoch: int = 0  # controller mode (AutoSwitchHAConnection header): the master epoch of `offset`,
+    epoch_start: int = 0  # that epoch's start offset, and the master's confirm offset
+    confirm: int = -1
 
 
 class HaClose(NamedTuple):
     """The HA connection is closed by this end (housekeeping or an offset mismatch)."""
+
+
+class HaHandshake(NamedTuple):
+    """Controller mode, AutoSwitchHAConnection.buildHandshakeBuffer: the master's answer to a
+    slave's handshake: its max offset and every entry of its epoch file ((epoch, start offset), in
+    epoch order). The slave truncates to the consistent point before it reports (auto_switch_ha.py)."""
+
+    code: int
+    max_offset: int = 0
+    epochs: tuple[tuple[int, int], ...] = ()
+
+
+# --- controller mode (controller.ControllerManager / ReplicasManager requests) ------------------
+class BrokerHeartbeatToController(NamedTuple):
+    """BROKER_HEARTBEAT (oneway, to every controller): liveness and election facts."""
+
+    broker_name: str
+    broker_id: int  # the controller-assigned id (≥ 1)
+    addr: str
+    epoch: int  # last epoch of the broker's epoch file
+    max_offset: int  # CommitLog max physical offset
+    timeout_us: int  # controllerHeartBeatTimeoutMills
+    priority: int  # brokerElectionPriority
+
+
+class RegisterBrokerToController(NamedTuple):
+    """CONTROLLER_REGISTER_BROKER: the answer names the master only if it is alive."""
+
+    broker_name: str
+    broker_id: int
+    addr: str
+
+
+class GetReplicaInfo(NamedTuple):
+    """CONTROLLER_GET_REPLICA_INFO (read: served from the leader's memory)."""
+
+    broker_name: str
+
+
+class ElectMaster(NamedTuple):
+    """CONTROLLER_ELECT_MASTER from a broker (`broker_id`) that found no master."""
+
+    broker_name: str
+    broker_id: int
+
+
+class AlterSyncStateSet(NamedTuple):
+    """CONTROLLER_ALTER_SYNC_STATE_SET from the master."""
+
+    broker_name: str
+    master_id: int
+    master_epoch: int
+    members: tuple[int, ...]
+    sync_state_set_epoch: int
+
+
+class ReplicaInfo(NamedTuple):
+    """The controller's answer (and NOTIFY_BROKER_ROLE_CHANGED's body): the group's master (id 0 /
+    "" when none), its epoch, the SyncStateSet and its epoch; `code` SUCCESS or a controller code."""
+
+    code: int
+    master_id: int = 0
+    master_addr: str = ""
+    master_epoch: int = 0
+    members: tuple[int, ...] = ()
+    sync_state_set_epoch: int = 0
+
+
+class GetControllerMetadata(NamedTuple):
+    """CONTROLLER_GET_METADATA_INFO: which controller is the Raft leader."""
+
+
+class ControllerMetadata(NamedTuple):
+    code: int
+    leader: str = ""  # the leader's node name, "" when none is known
+
+
+class NotifyBrokerRoleChanged(NamedTuple):
+    """NOTIFY_BROKER_ROLE_CHANGED (oneway, controller → every active broker of the group)."""
+
+    info: ReplicaInfo
 
 
 # --- slave metadata, offsets by time, reset ------------------------------------------------------

@@ -59,6 +59,20 @@ TIMER_ENQUEUED = declare("timer.enqueued", msg_id=int, topic=str, deliver_us=int
 TIMER_DELIVERED = declare("timer.delivered", msg_id=int, topic=str, slot_us=int, replay=bool)
 SCHEDULE_DELIVERED = declare("schedule.delivered", msg_id=int, topic=str, delay_level=int)
 
+# controller mode (5.x automatic failover, models/controller.py, models/broker/replicas_manager.py):
+# an election on the controller leader (`master`: the new master's node, "" when no member of the
+# SyncStateSet was alive; `old_master` likewise; `epoch`: the new master epoch), a SyncStateSet the
+# controller accepted (members' node names joined by ","), a broker's role change (`role`: master,
+# slave, fenced — fenced: started, not yet told its role by the controller, takes no writes), the
+# controller leadership (`leader` "" when no controller reaches a majority), and a slave's CommitLog
+# cut at the consistent point of its epochs (AutoSwitchHAClient.doTruncate; `records`: how many)
+CONTROLLER_ELECTED = declare("controller.elected", broker_name=str, master=str, old_master=str, epoch=int,
+                             reason=str)
+CONTROLLER_SYNC_STATE_SET = declare("controller.sync_state_set", broker_name=str, members=str, epoch=int)
+CONTROLLER_LEADER = declare("controller.leader", leader=str, term=int)
+BROKER_ROLE = declare("broker.role", broker_name=str, role=str, epoch=int)
+HA_TRUNCATED = declare("ha.truncated", position=int, records=int, epoch=int)
+
 # namesrv
 NAMESRV_BROKER_UNREGISTERED = declare("namesrv.broker_unregistered", broker=str, reason=str)
 

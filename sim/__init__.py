@@ -14,8 +14,9 @@ layers, lowest first:
 1. the kernel, sim/kernel/: imports nothing of models, checkers or the assembly edge;
 2. the models, models/: import only the kernel; models/records.py is the record schema they emit;
 3. the checkers, analysis/: ledger, checks, metrics, verdict, duplicates, order, txn_checker,
-   timer_checker, consumer_metrics and the helpers they need (message_causes, time_column, faults_applied,
-   run_rows, ...; trace_store and frames: the trace's files and frames): import no models;
+   timer_checker, failover_checker, consumer_metrics and the helpers they need (message_causes,
+   time_column, faults_applied, run_rows, ...; trace_store and frames: the trace's files and frames):
+   import no models;
    models/records.py, the record schema, is the one module of models the checkers (and all of
    analysis above them) may import;
 4. the assembly edge, the other modules of sim/ (scenario*, runner, quiescence, ...): imports

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.failover_checker import FailoverChecker
 from analysis.faults_applied import faults_applied
 from analysis.ledger import Ledger, ProducerInfo
 from analysis.metrics import judge_units, send_metrics_in_faults
@@ -47,6 +48,9 @@ from models.broker.config import BrokerRole
 from models.consumer.config import MessageModel
 from models.consumer.orderly_push_consumer import OrderlyPushConsumer
 from models.consumer.push_consumer import PushConsumer
+from models.controller.controller import Controller
+from models.controller.raft import ControllerQuorum
+from models.controller.replicas_info import ReplicasInfoManager
 from models.namesrv import NameServer
 from models.producer.local_transaction import TransactionLog
 from models.producer.producer import Producer
@@ -82,6 +86,8 @@ class World:
     producers: list[ProducerInfo] = field(default_factory=list)  # by producer index (message ids)
     injector: FaultInjector | None = None
     admin: MQAdmin | None = None
+    quorum: ControllerQuorum | None = None  # the controllers (controller mode), started with the nodes
+    failover: FailoverChecker | None = None  # master availability (analysis/failover_checker.py), fed by _observe
 
 
 @dataclass
@@ -141,9 +147,10 @@ def build(sc: Scenario, seed: int, keep_records: bool = False, detail: bool = Fa
     namesrvs = [n.name for n in sc.cluster.nameservers]
     for ns in sc.cluster.nameservers:
         _add(world, NameServer(env, ns.name, ns.zone))
+    controllers = _build_controllers(world, sc)
     brokers = []
     for b in sc.cluster.brokers:
-        brokers += _build_group(world, b, sc, namesrvs)
+        brokers += _build_group(world, b, sc, namesrvs, controllers)
     duration_us = ms(sc.duration_ms)
     txn_logs: dict[str, TransactionLog] = {}  # producer group -> the application's shared transaction log
     infos = iter(producer_infos(sc))
@@ -184,6 +191,14 @@ def build(sc: Scenario, seed: int, keep_records: bool = False, detail: bool = Fa
     return world
 
 
+def failover_checker(sc: Scenario) -> FailoverChecker:
+    """Master availability per broker group (configured master first); elections in controller mode."""
+    groups = {b.name: [n for n, *_ in broker_group_nodes(b.name, b.zone, b.store.broker_role, b.replicas)]
+              for b in sc.cluster.brokers}
+    controller = sc.cluster.controller is not None and any(b.broker.enable_controller_mode for b in sc.cluster.brokers)
+    return FailoverChecker(groups, controller)
+
+
 def producer_infos(sc: Scenario) -> list[ProducerInfo]:
     """Each producer instance's name, topic and kind, by producer index (message ids)."""
     return [ProducerInfo(name, p.topic, p.transaction is not None)
@@ -199,26 +214,51 @@ def _transaction_producer(env: SimEnv, name: str, p: Any, namesrvs: list[str], c
                                  client_version=client_version, spec=p.transaction, log=log)
 
 
-def _build_group(world: World, b: Any, sc: Scenario, namesrvs: list[str]) -> list[Broker]:
+def _build_controllers(world: World, sc: Scenario) -> list[str]:
+    """The controller nodes and their quorum (controller mode); their names, [] without them."""
+    spec = sc.cluster.controller
+    if spec is None:
+        return []
+    state = ReplicasInfoManager(spec.enable_elect_unclean_master)
+    peers = []
+    for n in spec.nodes:
+        controller = Controller(world.env, n.name, n.zone, spec, state)
+        _add(world, controller)
+        peers.append(controller)
+    world.quorum = ControllerQuorum(world.env, peers)
+    for controller in peers:
+        controller.quorum = world.quorum
+    return [n.name for n in spec.nodes]
+
+
+def _build_group(world: World, b: Any, sc: Scenario, namesrvs: list[str], controllers: list[str]) -> list[Broker]:
     """The brokers of one broker group, master first; slaves share the master's intern tables,
-    and the master learns (for the loss checkers only) which records its slaves hold; every
-    replica's offset manager knows the others' (for the duplicate checker only)."""
+    and the master learns (for the loss checkers only) which records its slaves hold — in
+    controller mode every replica does, any of them may be master; every replica's offset manager
+    knows the others' (for the duplicate checker only)."""
     topics = {t.name: t.queues for t in sc.cluster.topics if t.brokers is None or b.name in t.brokers}
+    nodes = broker_group_nodes(b.name, b.zone, b.store.broker_role, b.replicas)
+    controller = b.broker.enable_controller_mode and bool(controllers)
+    peers = {node: i for i, (node, _role, _zone, _id) in enumerate(nodes, 1)} if controller else None
     group = []
-    for node, role, zone, broker_id in broker_group_nodes(b.name, b.zone, b.store.broker_role, b.replicas):
+    for node, role, zone, broker_id in nodes:
         store = b.store.model_copy(update={"broker_role": BrokerRole(role)})
         broker = Broker(world.env, node, zone, store, b.broker, b.disk, topics, namesrvs, broker_name=b.name,
-                        broker_id=broker_id, version=sc.version, master=b.name if broker_id else None)
+                        broker_id=broker_id, version=sc.version, master=b.name if broker_id else None,
+                        controllers=controllers if controller else None, peers=peers)
         if broker_id:
             broker.commit_log.share_interns(group[0].commit_log)
         group.append(broker)
         _add(world, broker)
+    for owner in (group if controller else group[:1]) if len(group) > 1 else ():
+        logs = [s.commit_log for s in group if s is not owner]
+        owner.commit_log.replica_has = lambda phys, msg_id, logs=logs: any(log.holds(phys, msg_id) for log in logs)
+        owner.commit_log.replicas = len(logs)
     if len(group) > 1:
-        logs = [s.commit_log for s in group[1:]]
-        group[0].commit_log.replica_has = lambda phys, msg_id: any(log.holds(phys, msg_id) for log in logs)
-        group[0].commit_log.replicas = len(logs)
         for broker in group:  # ground truth for the `failover` duplicate cause (models/broker/offsets.py)
             broker.offsets.peers = tuple(other.offsets for other in group if other is not broker)
+            if broker.replicas is not None:  # and for queue offsets given out again after a failover
+                broker.replicas.truth_peers = tuple(other for other in group if other is not broker)
     return group
 
 
@@ -252,6 +292,8 @@ def start(world: World) -> None:
             env.call_later(starts[name], node.restart)
         else:
             node.start()
+    if world.quorum is not None:
+        world.quorum.start()
     world.injector.start()
     world.admin.play(list(sc.actions), ms(sc.duration_ms))
 
@@ -335,6 +377,8 @@ def _observe(world: World, observers: tuple, trace_dir: str | Path | None,
     ledger.count_rt = count_rt  # the progress line's Max/Average RT
     txn_ledger = TxnLedger(world.producers)
     timer = TimerChecker() if any(p.deliver_time_ms is not None for p in world.scenario.producers) else None
+    world.failover = failover_checker(world.scenario)
+    ledger.rare_observers.append(world.failover.feed)  # only the chunks holding its kinds (analysis/ledger.py)
     writer = None
     if trace_dir is not None:  # pyarrow (~50 MB resident) is imported only for a traced run
         from analysis.trace_store import TraceWriter
@@ -493,6 +537,8 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
     metrics = judge_units(ledger, details, stopped=stopped_by is not None)  # = ledger.results, told of a stop
     metrics.update((txn_ledger or TxnLedger(world.producers)).results(ledger))  # txn, txn_violations
     metrics.update((timer or TimerChecker()).results())  # timer, timer_delay_error_ms
+    # failovers, unwritable_s, unwritable_at_end, two_masters_s, elections
+    metrics.update((world.failover or failover_checker(sc)).results(now_us))
     windows = fault_windows(world.injector.log, now_us / 1000) if world.injector is not None else []
     metrics.update(send_metrics_in_faults(ledger, windows))
     metrics["faults_applied"] = [] if world.injector is None else \

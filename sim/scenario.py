@@ -43,6 +43,7 @@ from typing_extensions import TypedDict  # `extra_items` (PEP 728): typing has i
 from models.admin import ActionSpec
 from models.broker.config import BrokerConfig, BrokerRole, MessageStoreConfig
 from models.consumer.config import MessageModel, PushConsumerConfig
+from models.controller.config import ControllerConfig
 from models.producer.config import ProducerConfig
 from models.producer.transaction_config import TransactionSpec
 from sim.kernel import keypath
@@ -156,8 +157,10 @@ class BrokerSpec(BaseModel):
     role is `store.broker_role`. With `replicas`, one node per replica, each on its own host,
     all sharing `store`/`broker`/`disk` except the role: the master (exactly one ASYNC_MASTER
     or SYNC_MASTER, brokerId 0) is node `name`, the SLAVEs are nodes `name-s1`, `name-s2`, ...
-    (brokerId 1, 2, ... in list order). No automatic failover: a group whose master is down
-    has no master until it restarts (the controller and DLedger modes are out of scope)."""
+    (brokerId 1, 2, ... in list order). No automatic failover unless `broker.enable_controller_mode`
+    (with `cluster.controller`): then the listed master is only the first to start, and the
+    controllers elect the group's master (models/broker/replicas_manager.py); DLedger mode is out of
+    scope."""
 
     model_config = _STRICT
     name: NodeName = Field("broker-a", description=(
@@ -186,6 +189,9 @@ class ClusterSpec(BaseModel):
         "broker groups: each a master (brokerId 0) on its own host"))
     topics: list[TopicSpec] = Field(default_factory=lambda: [TopicSpec()], min_length=1, description=(
         "topics, created on their brokers at start"))
+    controller: ControllerConfig | None = Field(None, description=(
+        "5.x controllers (DLedger group) electing the masters of groups with broker.enable_controller_mode "
+        "(null: none, the classic deployment)"))
 
 
 class ZoneLatencySpec(BaseModel):

@@ -302,6 +302,12 @@ def _collect_nodes(data: dict, ctx: Context, limits: Any) -> list[str]:
         declared += _declared(read, model, entries, f"cluster.{section}", kind, nodes)
         if section == "brokers" and entries is not INVALID:
             declared += _slave_nodes(read, model, entries)
+    controller = read.section(cluster, "controller") if cluster is not INVALID else INVALID
+    if isinstance(controller, dict) and controller:
+        model = ctx.model("cluster", "controller")
+        entries = read.entries(model, controller, "nodes")
+        declared += _declared(read, ctx.model("cluster", "controller", "nodes"), entries,
+                              "cluster.controller.nodes", "controller", nodes)
     clients: list[tuple[str, int, str]] = []  # (base name, count, where)
     for section in ("producers", "consumers"):
         model = ctx.model(section)
@@ -445,14 +451,20 @@ def _check_groups(data: dict, ctx: Context) -> list[str]:
 
 
 def _check_roles(data: dict, ctx: Context) -> list[str]:
-    """A broker group has exactly one master; a SLAVE needs one (give the group `replicas`)."""
+    """A broker group has exactly one master; a SLAVE needs one (give the group `replicas`); a
+    controller-mode group needs the cluster's controllers, 5.x and no transient store pool."""
     cluster = ctx.read.section(data, "cluster")
     model = ctx.model("cluster", "brokers")
     entries = ctx.read.entries(ctx.model("cluster"), cluster, "brokers") if cluster is not INVALID else INVALID
+    controller = ctx.read.get(ctx.model("cluster"), cluster, "controller") if cluster is not INVALID else INVALID
+    version = ctx.read.get(ctx.root, data, "version")
     problems = []
     for i, entry in enumerate([] if entries is INVALID else entries):
         replicas = ctx.read.get(model, entry, "replicas")
         store = ctx.read.get(model, entry, "store")
+        broker = ctx.read.get(model, entry, "broker")
+        if broker is not INVALID and broker.enable_controller_mode:
+            problems += _controller_mode_problems(f"cluster.brokers[{i}]", controller, version, store)
         if replicas is INVALID:
             continue
         if replicas is None:
@@ -464,6 +476,20 @@ def _check_roles(data: dict, ctx: Context) -> list[str]:
         if masters != 1:
             problems.append(f"cluster.brokers[{i}].replicas: a broker group has exactly one master "
                             f"(ASYNC_MASTER or SYNC_MASTER), got {masters}")
+    return problems
+
+
+def _controller_mode_problems(where: str, controller: Any, version: Any, store: Any) -> list[str]:
+    problems = []
+    if controller is None:
+        problems.append(f"{where}.broker.enable_controller_mode: controller mode needs the cluster's controllers; "
+                        "add cluster.controller, e.g. controller: {nodes: [{name: controller-1}, {name: "
+                        "controller-2}, {name: controller-3}]}")
+    if version == "4.x":
+        problems.append(f"{where}.broker.enable_controller_mode: controller mode is 5.x only (version is 4.x)")
+    if store is not INVALID and store.transient_store_pool_enable:
+        problems.append(f"{where}.store.transient_store_pool_enable: not modelled together with controller mode "
+                        "(a role change would have to move the write buffer); turn one off")
     return problems
 
 

@@ -102,6 +102,11 @@ class Group:
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    def controller(self) -> bool:
+        """Controller mode: the controllers elect the master, its slaves are there for failover."""
+        return self.spec.broker.enable_controller_mode
+
     def awaits_slave(self, version: str) -> bool:
         """Does a send wait for a slave? 4.x SYNC_MASTER always; 5.x only with inSyncReplicas ≥ 2."""
         return self.role == SYNC_MASTER and (version == V4 or self.spec.store.in_sync_replicas > 1)
@@ -152,7 +157,8 @@ def _sync_master_no_isr(sc: Any) -> list[Finding]:
              f"{g.spec.store.in_sync_replicas}: 5.x counts the master itself and waits for no slave, so it "
              "acknowledges every send like an ASYNC_MASTER")
             for g in _groups(sc)
-            if sc.version == V5 and g.role == SYNC_MASTER and g.slaves and g.spec.store.in_sync_replicas <= 1]
+            if sc.version == V5 and g.role == SYNC_MASTER and g.slaves and g.spec.store.in_sync_replicas <= 1
+            and not g.controller]
 
 
 def _sync_master_no_slave(sc: Any) -> list[Finding]:
@@ -183,7 +189,7 @@ def _isr_above_replicas(sc: Any) -> list[Finding]:
 def _slaves_without_reader(sc: Any) -> list[Finding]:
     out, timeline = [], useless.Timeline(sc)
     for g in _groups(sc):
-        if not g.slaves or g.spec.broker.slave_read_enable or g.awaits_slave(sc.version) or \
+        if not g.slaves or g.spec.broker.slave_read_enable or g.awaits_slave(sc.version) or g.controller or \
                 _master_downs(sc, g.name, timeline):
             continue
         path, slave = g.slaves[0]
@@ -197,7 +203,8 @@ def _slaves_without_reader(sc: Any) -> list[Finding]:
 def _slave_read_disabled(sc: Any) -> list[Finding]:
     out, timeline, consumed = [], useless.Timeline(sc), _consumed(sc)
     for g in _groups(sc):
-        if sc.version != V5 or not g.slaves or g.spec.broker.slave_read_enable or g.name not in consumed:
+        if sc.version != V5 or not g.slaves or g.spec.broker.slave_read_enable or g.name not in consumed or \
+                g.controller:
             continue
         downs = _master_downs(sc, g.name, timeline)
         if downs:
@@ -428,6 +435,37 @@ def _expected_loss_not_stated(sc: Any) -> list[Finding]:
     return out
 
 
+# --- controller mode ----------------------------------------------------------------------------------
+
+def _controller_even_quorum(sc: Any) -> list[Finding]:
+    spec = sc.cluster.controller
+    if spec is None or len(spec.nodes) % 2 or not any(g.controller for g in _groups(sc)):
+        return []
+    n = len(spec.nodes)
+    return [("cluster.controller.nodes", f"{n} controllers need {n // 2 + 1} for a majority, so they survive "
+             f"{n // 2 - 1} failure(s), as {n - 1} would: the extra one adds a node to lose, not safety")]
+
+
+def _controller_acks_ahead(sc: Any) -> list[Finding]:
+    """A controller-mode master taken down or cut off while sends and reads run ahead of the slaves."""
+    if _loss_stated(sc):
+        return []
+    out, timeline, spec = [], useless.Timeline(sc), sc.cluster.controller
+    masters = {g.name: g for g in _groups(sc) if g.controller and g.slaves and g.name in _consumed(sc)
+               and not g.spec.store.all_ack_in_sync_state_set and g.spec.store.in_sync_replicas <= 1}
+    for i, f in enumerate(sc.faults):
+        nodes = f.node_names() if f.kind == "partition" else [f.node or ""]
+        hit = next((masters[n] for n in nodes if n in masters), None)
+        if hit is None or f.kind not in ("process_crash", "power_loss", "partition") or f.at_ms >= sc.duration_ms:
+            continue
+        down = sum(1 for n in spec.nodes if timeline.down(n.name, f.at_ms) is not None)
+        if len(spec.nodes) - down > len(spec.nodes) // 2:  # no quorum: no election, no failover to lose in
+            out.append((f"faults[{i}]", f"{f.kind} of {hit.name!r}'s master at {_t(f.at_ms)} under controller mode "
+                        "with all_ack_in_sync_state_set off: SEND_OK and the consumers' reads run ahead of the "
+                        "slaves, so the failover can lose acknowledged messages, and expect does not say so"))
+    return out
+
+
 # --- the registry --------------------------------------------------------------------------------------
 
 LINT_CHECKS: tuple[LintCheck, ...] = (
@@ -501,6 +539,13 @@ LINT_CHECKS: tuple[LintCheck, ...] = (
               "hour (run time 0 is 00:00) and no disk size forces deletion: retention deletes nothing",
               "add the run's hours to store.delete_when (e.g. '00'), or give the broker a disk.size_bytes",
               _retention_never_runs),
+    LintCheck("controller-even-quorum", "an even number of controllers: a majority of 2k needs k+1, so 2k "
+              "controllers survive no more failures than 2k-1", "use an odd number (3 or 5)", _controller_even_quorum),
+    LintCheck("controller-acks-ahead", "a controller-mode master goes down or is cut off with "
+              "all_ack_in_sync_state_set off: acknowledged messages can be lost in the failover, and the "
+              "expectation does not say so", "set store.all_ack_in_sync_state_set: true (sends wait for every "
+              "SyncStateSet member, consumers read only what all hold), or state the loss (expect: {guarantees: "
+              "{at_least_once: break}})", _controller_acks_ahead),
     LintCheck("expected-loss-not-stated", "a fault that loses acknowledged messages by design (power loss under "
               "ASYNC_FLUSH, a crash with the transient store pool) without an expectation saying so",
               "state it (expect: {guarantees: {at_least_once: break}}), or use SYNC_FLUSH / a SYNC_MASTER that "

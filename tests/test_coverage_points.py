@@ -85,6 +85,23 @@ RUNS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "retention_lagging_consumer": ("retention_lagging_consumer", 1, ()),
     # the disk above 90 %: marked full (sends refused), files deleted whatever their age
     "disk_full": ("disk_full", 1, ()),
+    # controller mode: a failover, a partitioned master truncated when it rejoins
+    "controller_master_power_loss": ("controller_master_power_loss", 1, ()),
+    "controller_partition_master": ("controller_partition_master", 1, ()),
+    # both slaves down, then the master: nobody of the SyncStateSet is alive at the election
+    "controller_no_candidate": ("controller_master_power_loss", 1, (
+        "faults=[{at_ms: 15s, kind: process_crash, node: broker-a-s1, duration_ms: 30s}, "
+        "{at_ms: 15s, kind: process_crash, node: broker-a-s2, duration_ms: 30s}, "
+        "{at_ms: 25s, kind: power_loss, node: broker-a, duration_ms: 30s}]",)),
+    # a slave leaves the SyncStateSet while the controllers have no quorum: the alteration fails
+    "controller_quorum_lost_alter": ("controller_quorum_loss", 1, (
+        "faults=[{at_ms: 15s, kind: power_loss, node: controller-2, duration_ms: 45s}, "
+        "{at_ms: 15s, kind: power_loss, node: controller-3, duration_ms: 45s}, "
+        "{at_ms: 17s, kind: process_crash, node: broker-a-s1, duration_ms: 5s}]",)),
+    # minInSyncReplicas 3 and a slave down: the master refuses sends until it is back in the set
+    "controller_min_in_sync": ("controller_master_power_loss", 1, (
+        "cluster.brokers[0].store.min_in_sync_replicas=3",
+        "faults=[{at_ms: 20s, kind: process_crash, node: broker-a-s1, duration_ms: 10s}]")),
 }
 
 # every declared point → the run that reaches it (at least once)
@@ -139,6 +156,12 @@ REACHED_BY: dict[str, str] = {
     "commit_log_file_expired": "retention_lagging_consumer",
     "commit_log_file_deleted_forcibly": "disk_full",
     "disk_full_send_refused": "disk_full",
+    "controller_elected_new_master": "controller_master_power_loss",
+    "controller_no_candidate": "controller_no_candidate",
+    "controller_write_without_quorum": "controller_quorum_lost_alter",
+    "sync_state_set_shrunk": "controller_partition_master",
+    "ha_truncated_at_consistent_point": "controller_partition_master",
+    "in_sync_replicas_not_enough": "controller_min_in_sync",
 }
 
 

@@ -42,7 +42,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "checkers": ("analysis/__init__.py", "analysis/ledger.py", "analysis/ledger_codes.py", "analysis/metrics.py",
                  "analysis/checks.py", "analysis/percentiles.py", "analysis/verdict.py", "analysis/duplicates.py",
                  "analysis/order.py", "analysis/txn_checker.py", "analysis/timer_checker.py",
-                 "analysis/consumer_metrics.py",
+                 "analysis/failover_checker.py", "analysis/consumer_metrics.py",
                  "analysis/message_causes.py", "analysis/time_column.py", "analysis/faults_applied.py",
                  "analysis/run_rows.py", "analysis/trace_store.py", "analysis/frames.py"),
     # the assembly edge: scenario files, building and running a world, judging it with the checkers

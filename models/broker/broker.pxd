@@ -52,5 +52,9 @@ cdef class Broker:
     cdef public object transaction
     cdef public object version
     cdef public object waits
+    cdef public object replicas
+    cdef public object isolated
+    cdef public object replica_waits
+    cdef public object slave_sync
     cpdef put_message(self, msg_id, topic, queue_id, size, body_bytes, tags, reconsume_times, props)
     cpdef execute_pull(self, src, req_id, req, allow_suspend=*, cq=*)

@@ -4,9 +4,11 @@ One Broker is one broker JVM on its own node: a master (brokerId 0, ASYNC_MASTER
 SYNC_MASTER) or a slave (brokerId ≥ 1, SLAVE) of a broker group named `broker_name`; the node
 name is its address. Start-up = store recovery, loading `consumerOffset.json`, then
 `registerBrokerAll` to every NameServer at once and every `registerNameServerPeriod` (first
-after 10 s). No automatic failover: the controller and DLedger modes are out of scope
-(ha_service.py); a group without its master serves reads from its slaves only as `version`
-allows (slave_read.py) and takes no sends.
+after 10 s). In the classic deployment a group without its master serves reads from its slaves
+only as `version` allows (slave_read.py) and takes no sends. With `enableControllerMode` the
+broker is built able to be either and the controller decides (replicas_manager.py: fenced at
+start, then master or slave, switched at elections; auto_switch_ha.py for the replication).
+DLedger mode is out of scope.
 
 Send path (SendMessageProcessor): checks (topic, queue id, size) → CommitLog append (a delay
 level > 0 parks the message in SCHEDULE_TOPIC_XXXX) → `broker.stored` → the answer, at once, or
@@ -39,6 +41,7 @@ from typing import Any
 
 import cython
 
+from models.broker.auto_switch_ha import AutoSwitchHAClient, AutoSwitchHAService, EpochFile
 from models.broker.clean_service import CleanService
 from models.broker.commit_log import PUT_OK, QUEUE_ID_BITS, CommitLog
 from models.broker.config import (
@@ -70,6 +73,7 @@ from models.broker.message_store import (
 from models.broker.offsets import ConsumerOffsetManager
 from models.broker.producer_manager import ProducerManager
 from models.broker.rebalance_lock_manager import RebalanceLockManager
+from models.broker.replicas_manager import ReplicasManager
 from models.broker.reset_offset import ResetOffsetService
 from models.broker.schedule import ScheduleMessageService
 from models.broker.slave_read import SlaveProcessors
@@ -152,18 +156,24 @@ class Broker:
                  "long_polling_enable", "max_message_size_bytes", "name", "namesrvs", "node", "offsets",
                  "producers", "reput", "reset_offset", "role", "schedule", "send_executor", "short_polling_us",
                  "slave", "slave_processors", "store", "store_cfg", "timer", "topics", "transaction", "version",
-                 "waits")
+                 "waits", "replicas", "isolated", "replica_waits", "slave_sync")
 
     def __init__(self, env: Any, name: str, zone: str, store_cfg: MessageStoreConfig,
                  broker_cfg: BrokerConfig, disk_cfg: DiskConfig, topics: dict[str, int],
                  namesrvs: list[str], broker_name: str | None = None, broker_id: int = MASTER_ID,
-                 version: str = Version.V5, master: str | None = None) -> None:
+                 version: str = Version.V5, master: str | None = None, controllers: list[str] | None = None,
+                 peers: dict[str, int] | None = None) -> None:
+        """`controllers` and `peers` (the group's node name → controller id): controller mode
+        (replicas_manager.py): the broker is built able to be either, and starts fenced."""
         self.name = name  # the node name, its address
         self.broker_name = broker_name or name  # brokerName: the broker group
         self.broker_id = broker_id
         self.version = Version(version)
-        self.role = store_cfg.broker_role
+        controller = bool(controllers) and broker_cfg.enable_controller_mode
+        self.role = BrokerRole.SYNC_MASTER if controller else store_cfg.broker_role
         self.slave = self.role is BrokerRole.SLAVE
+        self.isolated = False  # controller mode: fenced, not registered with the NameServers
+        self.replicas = None
         node = Node(env, name, zone)
         self.node: Node = node
         self.clock: Clock = env.clock
@@ -200,11 +210,15 @@ class Broker:
         self.ha: HAService | None = None
         self.ha_client: HAClient | None = None
         self.slave_processors: SlaveProcessors | None = None
+        self.slave_sync: SlaveSynchronize | None = None
         self.locks: RebalanceLockManager | None = None  # masters: set with the handlers
-        if self.slave:
+        if controller:
+            self._build_auto_switch()
+        elif self.slave:
             self._build_slave(master)
         else:
             self.ha = HAService(node, self.commit_log, store_cfg, self.version)
+        self.replica_waits = self._waits_for_replicas()
         self.waits = self._waits_for_store()
         # how a pull answer is composed beyond the status: None on a master without slave reads
         self._compose = self.slave_processors.compose if self.slave else \
@@ -215,6 +229,8 @@ class Broker:
         node.add_service(self.register_loop)
         # transactional messages on a master: half/op topics, end processor, check-back (end_transaction.py)
         self.transaction = None if self.slave else BrokerTransaction(self, batched_ops=self.version is Version.V5)
+        if controller:  # last: its start hook runs after every other one (it fences the broker)
+            self.replicas = ReplicasManager(self, controllers, peers)
 
     # --- construction ------------------------------------------------------------------------
     def _build_store(self) -> None:
@@ -254,7 +270,23 @@ class Broker:
 
         self.reput.replica = True
         self.ha_client = HAClient(self.node, self.commit_log, self.reput, self.store_cfg, master, appended)
-        SlaveSynchronize(self.node, self.offsets, master, self.version)
+        self.slave_sync = SlaveSynchronize(self.node, self.offsets, master, self.version)
+        self.slave_processors = SlaveProcessors(self)
+
+    def _build_auto_switch(self) -> None:
+        """Controller mode: both sides of replication (auto_switch_ha.py), the slave's sync and
+        processors; ReplicasManager switches between them."""
+        epochs = EpochFile()
+
+        def appended() -> None:
+            self.reput.wake()
+            if self.group_commit is not None:
+                self.group_commit.wakeup()
+
+        self.ha = AutoSwitchHAService(self.node, self.commit_log, self.store_cfg, self.version, epochs, self.reput,
+                                      lambda members: self.replicas.alter_sync_state_set(members))
+        self.ha_client = AutoSwitchHAClient(self.node, self.commit_log, self.reput, self.store_cfg, appended, epochs)
+        self.slave_sync = SlaveSynchronize(self.node, self.offsets, "", self.version, controller=True)
         self.slave_processors = SlaveProcessors(self)
 
     def _hold_interval(self) -> dict[str, int]:
@@ -268,8 +300,15 @@ class Broker:
             return False
         if self.group_commit is not None:
             return True
-        if self.role is not BrokerRole.SYNC_MASTER:
+        return self.replica_waits
+
+    def _waits_for_replicas(self) -> bool:
+        """Whether a send waits for the replicas (CommitLog.handleHA): a SYNC_MASTER's (4.x; 5.x with
+        inSyncReplicas > 1; controller mode also with allAckInSyncStateSet)."""
+        if self.slave or self.role is not BrokerRole.SYNC_MASTER:
             return False
+        if self.replicas is not None or isinstance(self.ha, AutoSwitchHAService):
+            return self.store_cfg.all_ack_in_sync_state_set or self.store_cfg.in_sync_replicas > 1
         return self.version is Version.V4 or self.store_cfg.in_sync_replicas > 1
 
     def _put_time_is_zero(self) -> bool:
@@ -281,12 +320,7 @@ class Broker:
         if self.slave:
             self.slave_processors.register()
         else:
-            submit = self.send_executor.submit if self.send_executor else None
-            node.handle(SendMessage, submit or self.process_send)
-            node.handle(SendBatchMessage, submit or self.on_send_batch)
-            node.handle(PullMessage, self.on_pull)
-            node.handle(ConsumerSendMsgBack, self.on_send_back)
-            node.handle(GetAllConsumerOffset, self.on_get_all_offsets)
+            self.register_master_handlers()
             self.locks = RebalanceLockManager(node)  # LOCK_BATCH_MQ / UNLOCK_BATCH_MQ: masters only
         node.handle(QueryConsumerOffset, self.on_query_offset)
         node.handle(GetMaxOffset, self.on_get_max_offset)
@@ -296,12 +330,28 @@ class Broker:
         node.handle(GetConsumerList, self.on_get_consumer_list)
         node.handle(UnregisterClient, self.on_unregister_client)
 
+    def register_master_handlers(self) -> None:
+        """The master's processors (also at a controller-mode promotion, replicas_manager.py)."""
+        node = self.node
+        submit = self.send_executor.submit if self.send_executor else None
+        send, batch = submit or self.process_send, submit or self.on_send_batch
+        if self.replicas is not None:  # controller mode: the in-sync replicas check comes first
+            send, batch = self.replicas.gate(send), self.replicas.gate(batch)
+        node.handle(SendMessage, send)
+        node.handle(SendBatchMessage, batch)
+        node.handle(PullMessage, self.on_pull)
+        node.handle(ConsumerSendMsgBack, self.on_send_back)
+        node.handle(GetAllConsumerOffset, self.on_get_all_offsets)
+
     # --- NameServer registration --------------------------------------------------------------
     def registration(self) -> RegisterBroker:
         topics = tuple((t, n, n) for t, n in self.topics.items())
-        return RegisterBroker(self.broker_name, self.broker_id, self.node.name, topics)
+        epoch = 0 if self.replicas is None else self.replicas.master_epoch  # DataVersion.stateVersion
+        return RegisterBroker(self.broker_name, self.broker_id, self.node.name, topics, epoch)
 
     def register_all(self) -> None:
+        if self.isolated:  # controller mode, before the controller named the role: "Skip register"
+            return
         for namesrv in self.namesrvs:
             self.node.rpc(namesrv, self.registration(), NAMESRV_RPC_TIMEOUT_US, lambda _r: None)
             self.node.trace(BROKER_REGISTERED, namesrv)
@@ -379,7 +429,7 @@ class Broker:
             self.group_commit.put_request(next_offset, lambda status: done(0, status))
         else:
             state[0] = PUT_OK
-        if self.role is BrokerRole.SYNC_MASTER and (self.version is Version.V4 or self.store_cfg.in_sync_replicas > 1):
+        if self.replica_waits:
             self.ha.replicate(next_offset, lambda status: done(1, status))
         else:
             done(1, PUT_OK)

@@ -47,6 +47,7 @@ QUEUE_ID_BITS = 16  # queue key = topic index << 16 | queue id (queue ids are be
 PUT_OK, FLUSH_DISK_TIMEOUT = "PUT_OK", "FLUSH_DISK_TIMEOUT"
 FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE = "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"
 POWER_LOSS, PROCESS_CRASH = "power_loss", "process_crash"
+FAILOVER_TRUNCATED = "failover_truncated"  # controller mode: cut at the epochs' consistent point
 
 
 def queue_key(topic_index: int, queue_id: int) -> int:
@@ -270,14 +271,17 @@ class CommitLog:
         if self.group_commit is not None:
             self.group_commit.requests.clear()
 
-    def _truncate(self, position: int, fault: str) -> None:
-        if self.master:
+    def _truncate(self, position: int, fault: str, facts: bool | None = None) -> int:
+        """Drop every record past `position`; the destroyed facts are emitted on a master (or as
+        `facts` says). Returns how many records were dropped."""
+        if self.master if facts is None else facts:
             self._destroyed_facts(position, fault)
         lost = self.files.truncate_to(position)
         self._current = None
         self.wrote_position = self.committed_position = self.files.end()
         self.flushed_position = min(self.flushed_position, self.wrote_position)
         self.node.trace(COMMIT_LOG_TRUNCATED, self.wrote_position, lost)
+        return lost
 
     def truncate_invalid(self, position: int) -> None:
         """Recovery: drop everything from `position`, where the first invalid record starts."""
@@ -285,6 +289,15 @@ class CommitLog:
         self._current = None
         self.wrote_position = self.committed_position = self.files.end()
         self.flushed_position = min(self.flushed_position, self.wrote_position)
+
+    def truncate_at_consistent_point(self, position: int) -> int:
+        """Controller mode, AutoSwitchHAClient.doTruncate → truncateFiles: drop every record past
+        the consistent point of the epochs (models/broker/auto_switch_ha.py). Any replica emits the
+        destroyed facts here (fault `failover_truncated`): the copy cut may have been the last one.
+        Returns how many records were dropped."""
+        if position >= self.wrote_position:
+            return 0
+        return self._truncate(position, FAILOVER_TRUNCATED, facts=True)
 
     def _destroyed_facts(self, position: int, fault: str) -> None:
         """Emit every record the truncation at `position` destroys, and remember each queue's

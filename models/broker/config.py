@@ -112,9 +112,19 @@ class MessageStoreConfig(BaseModel):
     ha_max_gap_not_in_sync_bytes: IntBytes = Field(256 * 1024 * 1024, gt=0, le=INTEGER_MAX_VALUE, description=(
         "haMaxGapNotInSync (4.x haSlaveFallbehindMax)"))
     # 5.x SYNC_MASTER: acknowledgements a send waits for, the master's own included (≤ 1: no
-    # wait). minInSyncReplicas / enableAutoInSyncReplicas act only in the controller and
-    # slave-acting-master modes, which are out of scope (models/broker/ha_service.py)
+    # wait). enableAutoInSyncReplicas acts only with enableSlaveActingMaster (not modelled): 5.3.3's
+    # controller mode does not read it (CommitLog.calcNeedAckNums)
     in_sync_replicas: Int = Field(1, ge=1, le=64, description="inSyncReplicas")
+    # controller mode (enable_controller_mode; models/broker/auto_switch_ha.py): a send is refused
+    # (SYSTEM_ERROR, IN_SYNC_REPLICAS_NOT_ENOUGH) before it is written while the SyncStateSet has
+    # fewer members than minInSyncReplicas; allAckInSyncStateSet makes it wait for every member
+    min_in_sync_replicas: Int = Field(1, ge=1, le=64, description=(
+        "minInSyncReplicas (controller mode: fewer SyncStateSet members refuse sends)"))
+    all_ack_in_sync_state_set: bool = Field(False, description=(
+        "allAckInSyncStateSet (controller mode: a send waits for every SyncStateSet member; consumers "
+        "read only up to what all of them hold)"))
+    ha_max_time_slave_not_catchup_ms: PositiveIntMs = Field(15_000, description=(
+        "haMaxTimeSlaveNotCatchup (controller mode: a slave not caught up this long leaves the SyncStateSet)"))
     offset_check_in_slave: bool = Field(False, description="offsetCheckInSlave")
     os_page_cache_busy_time_out_mills: PositiveIntMs = Field(1_000, description="osPageCacheBusyTimeOutMills")
     max_filter_message_size_bytes: IntBytes = Field(MAX_SCAN_BYTES, gt=0, le=INTEGER_MAX_VALUE, description=(
@@ -221,3 +231,16 @@ class BrokerConfig(BaseModel):
     transaction_op_msg_max_size_bytes: IntBytes = Field(4_096, gt=0, le=INTEGER_MAX_VALUE, description=(
         "transactionOpMsgMaxSize"))
     transaction_op_batch_interval_ms: PositiveIntMs = Field(3_000, description="transactionOpBatchInterval")
+    # controller mode (5.x automatic failover: models/broker/replicas_manager.py); 5.3.3 defaults
+    enable_controller_mode: bool = Field(False, description=(
+        "enableControllerMode (5.x: the group's master is elected by the cluster's controllers)"))
+    broker_heartbeat_interval_ms: PositiveIntMs = Field(1_000, description=(
+        "brokerHeartbeatInterval (ms between heartbeats to every controller)"))
+    controller_heart_beat_timeout_ms: PositiveIntMs = Field(10_000, description=(
+        "controllerHeartBeatTimeoutMills (a broker silent this long is inactive at the controller)"))
+    sync_broker_metadata_period_ms: PositiveIntMs = Field(5_000, description=(
+        "syncBrokerMetadataPeriod (ms between GetReplicaInfo polls of the controller leader)"))
+    check_sync_state_set_period_ms: PositiveIntMs = Field(5_000, description=(
+        "checkSyncStateSetPeriod (ms between the master's SyncStateSet shrink checks)"))
+    broker_election_priority: Int = Field(INTEGER_MAX_VALUE, ge=0, le=INTEGER_MAX_VALUE, description=(
+        "brokerElectionPriority (lower is preferred among equally up-to-date candidates)"))

@@ -36,6 +36,7 @@ cdef class ReputMessageService:
     cdef public object schedule_listener
     cdef public object stop_at
     cdef public object sync_flush
+    cdef public object confirm_cap
     cpdef wake(self)
     cpdef confirm_position(self)
     cpdef dispatch(self, limit=*)

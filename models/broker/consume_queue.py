@@ -94,7 +94,8 @@ class ConsumeQueue:
 class ReputMessageService:
     # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
     __slots__ = ("_cursor", "_dispatch_bound", "clock", "cov", "delivery_us", "detail", "grid_origin_us", "listeners", "log",
-                 "node", "pending", "queues", "replica", "reput_from", "schedule_listener", "stop_at", "sync_flush")
+                 "node", "pending", "queues", "replica", "reput_from", "schedule_listener", "stop_at", "sync_flush",
+                 "confirm_cap")
 
     def __init__(self, node: Any, log: CommitLog, flush_type: FlushDiskType, confirm_flushed: bool = True) -> None:
         self.node = node
@@ -105,6 +106,7 @@ class ReputMessageService:
         self.sync_flush = flush_type is FlushDiskType.SYNC_FLUSH and confirm_flushed
         self.stop_at = -1  # diverged HA slave: nothing at or past this position is dispatched
         self.replica = False  # an HA slave: units go at their records' queue offsets
+        self.confirm_cap = -1  # controller mode, allAckInSyncStateSet: the master's confirm offset (-1: none)
         self.queues: dict[int, ConsumeQueue] = {}  # queue key (commit_log.queue_key) -> CQ
         self.reput_from = 0  # reputFromOffset: the next CommitLog position to dispatch
         self._cursor: tuple[MappedFile | None, int] = (None, 0)  # (file, index) of the next record
@@ -132,6 +134,8 @@ class ReputMessageService:
     def confirm_position(self) -> int:
         """How far dispatch may read: flushed (SYNC_FLUSH), else readable, and not past `stop_at`."""
         position = self.log.flushed_position if self.sync_flush else self.log.readable_position()
+        if self.confirm_cap >= 0 and self.confirm_cap < position:
+            position = self.confirm_cap
         return position if self.stop_at < 0 else min(position, self.stop_at)
 
     def queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
@@ -221,6 +225,16 @@ class ReputMessageService:
                 continue
             i = self._dispatch_file(mapped, i, min(limit, phys[i] + size), touched)
         return i
+
+    def truncated(self) -> None:
+        """The CommitLog was cut while running (controller mode's consistent point): drop the
+        ConsumeQueue units past its end and dispatch on from there (truncateDirtyLogicFiles)."""
+        end = self.log.wrote_position
+        for cq in self.queues.values():
+            cq.truncate_dirty(end)
+        self._cursor = (None, 0)
+        self.reput_from = min(self.reput_from, end)
+        self.log.rebuild_queue_offsets({key: cq.max_offset for key, cq in self.queues.items()})
 
     def recover(self) -> None:
         """Start-up: drop CQ units beyond the surviving CommitLog, re-dispatch the rest."""

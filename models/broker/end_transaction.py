@@ -43,6 +43,7 @@ from models.message import (
 from models.protocol import (
     ILLEGAL_OPERATION,
     NO_PERMISSION,
+    SLAVE_NOT_AVAILABLE,
     SUCCESS,
     SYSTEM_ERROR,
     TRANSACTION_COMMIT_TYPE,
@@ -93,6 +94,10 @@ class BrokerTransaction:
         if action is None:  # UNKNOW: "pending status", nothing happens
             if req.from_transaction_check:
                 self.cov[COV_TXN_CHECK_ANSWERED_UNKNOW] += 1
+            return
+        if self.broker.slave:  # controller mode, a deposed master: "Can't process ... in slave mode"
+            self.cov[COV_TXN_END_REFUSED] += 1
+            self.node.trace(TXN_ENDED, req.msg_id, action, req.from_transaction_check, SLAVE_NOT_AVAILABLE)
             return
         half = self.bridge.look_message_by_offset(req.commit_log_offset)
         code = self._verify(req, half)

@@ -14,13 +14,15 @@ then sends from the slave's offset, which lies inside one of its own records: th
 the torn bytes and what follows, acknowledges the new offsets, but its ReputMessageService
 stops at the first invalid record (traced `ha.diverged`), so its ConsumeQueues stop growing;
 its recovery after a restart truncates the log there. (Classic mode has no epoch check to
-prevent this; the controller mode's truncation is out of scope.)
+prevent this; controller mode's is in auto_switch_ha.py.)
 
 SlaveSynchronize: copy the master's consumer offsets (its entries replace the slave's for each
 group and topic the master has) — 4.x every 10 s (first after 3 s), 5.x at most every 60 s
 (checked every 3 s from 10 s on; `lastSyncTimeMs` starts at the broker's start, so the first copy
-is at the first check more than 60 s after it: 61 s). Topic configs are static in the simulator; delay offsets
-are not copied (the schedule service runs on masters only).
+is at the first check more than 60 s after it: 61 s); in controller mode ReplicasManager's own task,
+from 3 s every 3 s, more than 10 s after the last copy, and only while the broker is a slave with a
+master (`master` set by replicas_manager.py). Topic configs are static in the simulator; delay
+offsets are not copied (the schedule service runs on masters only).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ CLIENT_LOOP_US = 1_000_000  # selector.select(1000)
 SYNC_TIMEOUT_US = 3_000_000  # BrokerOuterAPI getAllConsumerOffset timeout
 SLAVE_SYNC_4X = (3_000_000, 10_000_000)  # (first, period): BrokerController 4.9.8
 SLAVE_SYNC_5X = (10_000_000, 3_000_000, 60_000_000)  # (first, check period, minimum gap): 5.3.3
+SLAVE_SYNC_CONTROLLER = (3_000_000, 3_000_000, 10_000_000)  # ReplicasManager.handleSlaveSynchronize (5.3.3)
 
 
 class HAClient:
@@ -119,7 +122,8 @@ class HAClient:
         self.node.call_later(HA_CONNECT_RETRY_US, self.connect)
 
     def _master_closed(self, master: str) -> None:
-        self.close("closed", tell=False)
+        if master == self.master:  # (a controller-mode slave may have followed another since)
+            self.close("closed", tell=False)
 
     def on_close(self, src: str, req_id: int, req: HaClose) -> None:
         if src == self.master:
@@ -152,11 +156,12 @@ class HAClient:
 class SlaveSynchronize:
     """broker.slave.SlaveSynchronize.syncConsumerOffset on the slave's schedule (module docstring)."""
 
-    def __init__(self, node: Any, offsets: Any, master: str, version: str) -> None:
+    def __init__(self, node: Any, offsets: Any, master: str, version: str, controller: bool = False) -> None:
         self.node = node
         self.offsets = offsets  # the slave's ConsumerOffsetManager
-        self.master = master
+        self.master = master  # controller mode: "" while not a slave with a master
         self.v4 = version == Version.V4
+        self.controller = controller
         self.last_sync_us = 0  # BrokerController.lastSyncTimeMs (set again at each process start)
         node.add_service(self.run)
 
@@ -168,11 +173,11 @@ class SlaveSynchronize:
             while True:
                 self.sync()
                 yield node.sleep_us(period)
-        first, period, gap = SLAVE_SYNC_5X
+        first, period, gap = SLAVE_SYNC_CONTROLLER if self.controller else SLAVE_SYNC_5X
         self.last_sync_us = node.env._now  # a field initialised when the BrokerController is built
         yield node.sleep_us(first)
         while True:
-            if node.env._now - self.last_sync_us > gap:
+            if self.master and node.env._now - self.last_sync_us > gap:
                 self.last_sync_us = node.env._now
                 self.sync()
             yield node.sleep_us(period)

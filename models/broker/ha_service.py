@@ -24,11 +24,11 @@ Send acknowledgement (GroupTransferService; only puts that wait, `WAIT=true`):
   `slaveTimeout` → FLUSH_SLAVE_TIMEOUT.
 Either way the message is stored on the master. ASYNC_MASTER never waits.
 
-Out of scope: automatic failover. The controller mode (AutoSwitchHAService, elections, epochs,
-`minInSyncReplicas`, `allAckInSyncStateSet`), `enableSlaveActingMaster` (`enableAutoInSyncReplicas`,
-IN_SYNC_REPLICAS_NOT_ENOUGH) and DLedger are not modelled: a broker group whose master is down
-stays without a master until it is restarted. HA flow control (`haFlowControlEnable`) is off,
-as by default.
+The controller mode's replication (AutoSwitchHAService: epochs, SyncStateSet,
+`minInSyncReplicas`, `allAckInSyncStateSet`) is auto_switch_ha.py, built on this one. Not
+modelled: `enableSlaveActingMaster` (`enableAutoInSyncReplicas`) and DLedger mode: in classic
+mode a broker group whose master is down stays without a master until it is restarted. HA flow
+control (`haFlowControlEnable`) is off, as by default.
 
 Simplified: frames carry whole records; a slave whose offset falls inside a master record (it
 kept records the master lost in a power loss) is sent the rest of the file from the next record
@@ -230,6 +230,8 @@ class GroupTransferService:
     def _done(self, request: list) -> bool:
         if request[2] == 0:  # 4.x: push2SlaveMaxOffset >= nextOffset
             return self.ha.push2slave_max >= request[0]
+        if request[2] < 0:  # controller mode, allAckInSyncStateSet (auto_switch_ha.py)
+            return self.ha.all_acked(request[0])
         return self.ha.acks(request[0]) >= request[2]
 
     def notify(self) -> None:

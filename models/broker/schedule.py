@@ -62,6 +62,7 @@ class ScheduleMessageService:
         self.file = ConfigFile(node, DELAY_OFFSET_FILE, version)
         self.armed: dict[int, bool] = {}
         self.started = False
+        self.suspended = False  # controller mode: not the master now (changeScheduleServiceStatus)
         if active:  # masters only
             node.on_crash(self._stop)
             node.on_start(self._start)
@@ -88,7 +89,16 @@ class ScheduleMessageService:
         self.offsets = self.file.load()[0]
         self.node.call_later(FIRST_DELAY_TIME_US, self._begin)
 
+    def set_running(self, running: bool) -> None:
+        """Controller mode's changeScheduleServiceStatus: start (offsets from the file) or stop."""
+        self.suspended = not running
+        self._stop()
+        if running:
+            self._start()
+
     def _begin(self) -> None:
+        if self.suspended:
+            return
         self.started = True
         for level in range(1, self.max_level() + 1):
             self.arm(level)
@@ -113,6 +123,8 @@ class ScheduleMessageService:
 
     def deliver(self, level: int) -> None:
         self.armed[level] = False
+        if self.suspended:
+            return
         cq = self.store.reput.queue(SCHEDULE_TOPIC, level - 1)
         now = self.node.env._now
         offset = self.offsets.get(level, 0)

@@ -119,7 +119,8 @@ class TransactionalMessageCheckService:
         node = self.node
         while True:
             yield node.sleep_us(self.interval_us)
-            yield from self.check()
+            if not self.broker.slave:  # controller mode: a demoted master checks nothing
+                yield from self.check()
 
     # --- TransactionalMessageServiceImpl.check ------------------------------------------------
     def check(self) -> Generator:

@@ -141,6 +141,19 @@ POINTS: tuple[Point, ...] = (
           "diskSpaceCleanForciblyRatio", "CleanCommitLogService.isSpaceToDelete (cleanImmediately)"),
     Point("disk_full_send_refused", "a send was refused because the store's disk is full: SERVICE_NOT_AVAILABLE",
           "DefaultMessageStore.checkStoreStatus (RunningFlags DISK_FULL_BIT)"),
+    # --- controller mode (5.x automatic failover)
+    Point("controller_elected_new_master", "the controller elected another broker of a group master",
+          "ReplicasInfoManager.electMaster (DefaultElectPolicy)"),
+    Point("controller_no_candidate", "an election found no alive SyncStateSet member: the group has no master",
+          "ReplicasInfoManager.electMaster (CONTROLLER_MASTER_NOT_AVAILABLE)"),
+    Point("controller_write_without_quorum", "a controller write (register, elect, alter) failed: no quorum",
+          "DLedgerController.appendToDLedgerAndWait (5 s, SYSTEM_ERROR)"),
+    Point("sync_state_set_shrunk", "a master asked to drop a slave from its SyncStateSet",
+          "AutoSwitchHAService.maybeShrinkSyncStateSet / removeConnection"),
+    Point("ha_truncated_at_consistent_point", "a slave cut records past the epochs' consistent point",
+          "AutoSwitchHAClient.doTruncate (EpochFileCache.findConsistentPoint)"),
+    Point("in_sync_replicas_not_enough", "a send was refused: the SyncStateSet below minInSyncReplicas",
+          "CommitLog.asyncPutMessage (IN_SYNC_REPLICAS_NOT_ENOUGH)"),
 )
 
 COV_POWER_LOSS_UNFLUSHED_TAIL = 0
@@ -193,6 +206,12 @@ COV_TXN_HALF_LOST_POWER_LOSS = 46
 COV_COMMIT_LOG_FILE_EXPIRED = 47
 COV_COMMIT_LOG_FILE_DELETED_FORCIBLY = 48
 COV_DISK_FULL_SEND_REFUSED = 49
+COV_CONTROLLER_ELECTED_NEW_MASTER = 50
+COV_CONTROLLER_NO_CANDIDATE = 51
+COV_CONTROLLER_WRITE_WITHOUT_QUORUM = 52
+COV_SYNC_STATE_SET_SHRUNK = 53
+COV_HA_TRUNCATED_AT_CONSISTENT_POINT = 54
+COV_IN_SYNC_REPLICAS_NOT_ENOUGH = 55
 
 NAMES: tuple[str, ...] = tuple(p.name for p in POINTS)
 

@@ -405,6 +405,14 @@ class Network:
                 else:
                     self.connection_reset(link, at - now + 2 * link.sample_us())
 
+    def connected(self, a: str, b: str) -> bool:
+        """Both nodes serve and neither direction between them is cut (a partition): the view a
+        quorum protocol's heartbeats give (models/controller/raft.py)."""
+        na, nb = self.nodes[a], self.nodes[b]
+        if not (na.serving and nb.serving):
+            return False
+        return a == b or not (self.link(a, b).cut or self.link(b, a).cut)
+
     # --- faults -----------------------------------------------------------------------------
     def cut(self, src: str, dst: str) -> None:
         """Cut the link: from now on what is sent on it is held (`_slow_transmit`)."""

@@ -21,11 +21,14 @@ import math
 from collections import defaultdict
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analysis.checks import LOSS_CAUSES, check, latency_samples
 from analysis.ledger import DELIVERY_COUNT_CAP, Ledger, ProducerInfo, display_key
+from analysis.ledger_codes import DESTROYED_FAILOVER, DESTROYED_POWER, GROUP_HAS_REPLICAS
+from analysis.metrics import loss_causes
 from models.message import SEQ_BITS, SEQ_MASK, msg_id_of
 from models.records import (
     BROKER_STORED,
@@ -111,7 +114,9 @@ def oracle(records: list[tuple], subscriptions: dict[str, str], producers: list[
             reasons[_field(r, "reason")] += 1
         elif kind == COMMIT_LOG_DESTROYED:
             topic, msg_id = _field(r, "topic"), _field(r, "msg_id")
-            facts = {"power": _field(r, "fault") == "power_loss", "crash": _field(r, "fault") != "power_loss",
+            fault = _field(r, "fault")
+            facts = {"failover": fault == "failover_truncated", "power": fault == "power_loss",
+                     "crash": fault not in ("power_loss", "failover_truncated"),
                      "replicas": _field(r, "replicas") > 0, "replicated": _field(r, "replicated")}
             if topic.startswith("%RETRY%"):
                 old = retry_gone.get((topic[7:], msg_id))
@@ -210,6 +215,8 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def _cause(facts: dict[str, Any] | None, reused: bool) -> str:
     """The loss cause of a message from its facts (the definition in analysis/metrics.py)."""
+    if facts is not None and facts["failover"]:  # the failover truncation removed the last copy: first
+        return "truncated_on_failover"
     if facts is not None and facts["power"]:
         return "replica_not_synced" if facts["replicas"] and not facts["replicated"] else "unflushed_at_power_loss"
     if facts is not None and facts["crash"]:
@@ -349,9 +356,10 @@ def message_records(g: Genome, p: int, seq: int) -> list[tuple]:
         reconsume = g.pick([0, 0, 0, 1])
         out.append(_rec(born + i, "broker-a", BROKER_STORED, msg_id, info.topic, 1, seq, 100 * seq, 150, reconsume))
     fact = g.pick(["none", "none", "none", "destroyed", "reused"])  # loss-cause facts
-    if fact == "destroyed":
+    if fact == "destroyed":  # a failover truncation: of the only copy, or after another fault
         out.append(_rec(born + 1, "broker-a", COMMIT_LOG_DESTROYED, msg_id, info.topic, 1, seq,
-                        g.pick(["power_loss", "process_crash"]), g.pick([0, 1]), g.pick([False, True])))
+                        g.pick(["power_loss", "process_crash", "failover_truncated"]), g.pick([0, 1]),
+                        g.pick([False, True])))
     elif fact == "reused":
         out.append(_rec(born, "broker-a", OFFSET_REUSED, msg_id, info.topic, 1, seq))
     for group, topic in SUBSCRIPTIONS.items():
@@ -459,7 +467,8 @@ def test_ledger_equals_the_record_scan_oracle():
                                              "order_violations", "send_failed", "sent_not_ok", "producer_retry",
                                              "unknown_member", "chunks", "oneway_unstored", "send_steered_away",
                                              "unflushed_at_power_loss", "replica_not_synced",
-                                             "truncated_on_recovery", "offset_skipped_after_recovery",
+                                             "truncated_on_failover", "truncated_on_recovery",
+                                             "offset_skipped_after_recovery",
                                              "other", "timer_twice")), dict(seen)
 
 
@@ -624,3 +633,44 @@ def test_column_extraction_matches_an_itemgetter_over_the_records():
     assert _int_column((), 0, np.int64).tolist() == []
     with pytest.raises(TypeError):
         _int_column(records, 6, np.int64)
+
+
+def test_a_copy_a_failover_truncation_cut_is_lost_with_its_cause_which_wins_over_the_others():
+    """`commit_log.destroyed` with fault `failover_truncated` (a broker rejoining as a slave cut its
+    CommitLog to the epochs' consistent point): the acknowledged message whose only copy it cut is
+    lost with cause `truncated_on_failover`, which takes precedence over a power loss's cause on the
+    same message (whichever came first), on a retry-path copy too."""
+    a, b, c, d, e = (msg_id_of(0, seq) for seq in (1, 2, 3, 4, 5))
+
+    def sent(t: int, m: int) -> tuple:
+        return _rec(t, "p-a", PRODUCER_SENT, m, "orders", -1, "broker-a", 1, "SEND_OK", 1, t, 0)
+
+    def stored(t: int, m: int, topic: str = "orders", reconsume: int = 0) -> tuple:
+        return _rec(t, "broker-a", BROKER_STORED, m, topic, 0, m & SEQ_MASK, 100 * (m & SEQ_MASK), 150, reconsume)
+
+    def destroyed(t: int, m: int, fault: str, topic: str = "orders") -> tuple:
+        return _rec(t, "broker-a", COMMIT_LOG_DESTROYED, m, topic, 0, m & SEQ_MASK, fault, 1, False)
+
+    records = [sent(1, a), stored(1, a), destroyed(10, a, "failover_truncated"),  # the only copy, cut
+               sent(2, b), stored(2, b), destroyed(5, b, "power_loss"), destroyed(20, b, "failover_truncated"),
+               sent(3, c), stored(3, c), destroyed(6, c, "failover_truncated"), destroyed(21, c, "power_loss"),
+               sent(4, d), stored(4, d), destroyed(7, d, "power_loss"),  # no failover: replica_not_synced
+               sent(5, e), stored(5, e),  # consumed, failed, its retry copy cut by the truncation
+               _rec(8, "c-1", CONSUMER_CONSUMED, "billing", e, "orders", "broker-a", 0, 5, False, 0),
+               _rec(9, "c-1", CONSUMER_SENT_BACK, "billing", e, 0, True),
+               stored(9, e, "%RETRY%billing", 1), destroyed(30, e, "failover_truncated", "%RETRY%billing")]
+    records.sort(key=lambda r: r[0])
+    m = check(records, {"billing": "orders"}, producers=[ProducerInfo("p-a", "orders")])
+    assert m["lost"] == 5 and m["pending_retry"] == 0
+    assert {cause: n for cause, n in m["lost_by_cause"].items() if n} == {"truncated_on_failover": 4,
+                                                                          "replica_not_synced": 1}
+    assert list(m["lost_by_cause"])[:4] == ["unflushed_at_power_loss", "replica_not_synced", "truncated_on_failover",
+                                            "truncated_on_recovery"]
+    assert m["lost_sample"]["truncated_on_failover"] == ["p-a-1", "p-a-2", "p-a-3", "p-a-5"]
+    # the fact bits themselves: the failover bit beside the power bit, and the cause it selects
+    ledger = Ledger([ProducerInfo("p-a", "orders")], {"billing": "orders"})
+    ledger.feed(records)
+    assert ledger.destroyed[b] == DESTROYED_FAILOVER | DESTROYED_POWER | GROUP_HAS_REPLICAS
+    assert ledger.destroyed[a] == DESTROYED_FAILOVER | GROUP_HAS_REPLICAS
+    causes = loss_causes(np.array([ledger.destroyed[b], DESTROYED_POWER | GROUP_HAS_REPLICAS]), np.array([True, False]))
+    assert [LOSS_CAUSES[i] for i in causes] == ["truncated_on_failover", "replica_not_synced"]

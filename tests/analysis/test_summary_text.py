@@ -16,6 +16,10 @@ PCT = {"p50": 2.5, "p90": 5.7, "p99": 10.3, "p999": 14.9, "max": 28.8}
 NONE_PCT = dict.fromkeys(PCT)
 TIMER = {"messages": 9000, "delivered": 8990, "pending": 10, "delivered_twice": 5, "replays": 3}
 TIMER_ERROR = {"p50": 512.25, "p90": 900.0, "p99": 990.5, "max": 4200.0, "min": 0.0}
+FAILOVER = {"failovers": 1, "unwritable_s": {"broker-a": 12.0, "broker-b": 0.0}, "unwritable_at_end": [],
+            "two_masters_s": {"broker-a": 0.25, "broker-b": 0.0},
+            "elections": [{"t_ms": 22_000.0, "broker_name": "broker-a", "master": "broker-a-s1",
+                           "old_master": "broker-a", "epoch": 2, "reason": "master_inactive"}]}
 
 
 def _summary(**changes: object) -> dict:
@@ -35,6 +39,8 @@ def _summary(**changes: object) -> dict:
         "groups": {"billing": {"consumed_ok_distinct": 1000, "lost": 0, "duplicates": 0, "dlq": 0,
                                "latency_ms": dict(PCT)}},
         "txn": None, "txn_violations": None, "timer": None, "timer_delay_error_ms": None,
+        "failovers": None, "unwritable_s": {"broker-a": 0.0, "broker-b": 0.0}, "unwritable_at_end": [],
+        "two_masters_s": None, "elections": [],
         "expectations": [], "verdict": "valid", "failures": [],
     }
     for key, value in changes.items():
@@ -47,7 +53,7 @@ def _summary(**changes: object) -> dict:
 
 
 def _full() -> dict:
-    """Every section present: a transactional producer, timer messages, quiescence and coverage."""
+    """Every section present: a transactional producer, timer messages, a failover, quiescence and coverage."""
     txn = {"transactions": 500, "committed_visible": 450, "rolled_back_hidden": 50, "committed_lost": 0,
            "committed_lost_causes": {"half_lost": 0}, "rolled_back_visible": 0,
            "rolled_back_visible_causes": {"commit_by_check": 0}, "pending": 0, "discarded": 0, "double_commits": 0,
@@ -55,6 +61,7 @@ def _full() -> dict:
            "checks_per_second": [[30, 400], [60, 500]], "checks_per_s_max": 500,
            "resolution_ms_p50": 60_000.0, "resolution_ms_p99": 90_000.0, "resolution_ms_max": 95_000.0}
     return _summary(txn=txn, txn_violations=0, timer=dict(TIMER), timer_delay_error_ms=dict(TIMER_ERROR),
+                    **FAILOVER,
                     quiescence={"reached": True, "at_ms": 2000, "window_ms": 60_000, "settle": "auto",
                                 "checked_at_ms": 80_000, "unsettled": {}},
                     coverage={"power_loss_unflushed_tail": 3, "recovery_truncated": 0, "pick_one_at_least": 12})
@@ -172,6 +179,18 @@ def test_the_timer_line_only_with_timer_messages() -> None:
                                  timer_delay_error_ms=dict.fromkeys(TIMER_ERROR)))
     assert "timer: 9,000 messages: 0 delivered, 9,000 pending" in _lines(none)
     assert not any(line.startswith("timer") for line in _lines(summary_text(_summary())))  # timer null: nothing
+
+
+def test_the_failover_line_only_with_a_controller_or_an_outage() -> None:
+    assert "failover: 1 failover, broker-a without a writable master 12 s, broker-a with two masters 250 ms" \
+        in _lines(summary_text(_full()))
+    assert not any(line.startswith("failover") for line in _lines(summary_text(_summary())))  # classic, no outage
+    classic = summary_text(_summary(**{"unwritable_s.broker-b": 15.0, "unwritable_at_end": ["broker-b"]}))
+    assert "failover: no controller, broker-b without a writable master 15 s, broker-b without one at the end" \
+        in _lines(classic)
+    quiet = summary_text(_summary(failovers=0, two_masters_s={"broker-a": 0.0, "broker-b": 0.0}))
+    assert "failover: 0 failovers" in _lines(quiet)  # controller mode: always said
+    assert not any(line.startswith("failover") for line in _lines(summary_text(_summary(unwritable_s=None))))
 
 
 def test_coverage_counts_the_points_reached_and_names_them() -> None:

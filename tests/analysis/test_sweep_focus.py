@@ -144,9 +144,11 @@ def test_quiescence_counts_unquiet_runs_and_what_moved() -> None:
 def test_run_rows_carry_coverage_and_quiescence_or_nulls_for_older_summaries() -> None:
     summary = {"coverage": {"pull_held": 3, "power_loss_tail": 0},
                "quiescence": {"reached": False, "settle": "fixed", "at_ms": 61_000, "window_ms": 60_000,
-                              "checked_at_ms": 90_000, "unsettled": {"rebalances": 1}}}
+                              "checked_at_ms": 90_000, "unsettled": {"rebalances": 1}},
+               "failovers": 1, "unwritable_s": {"broker-a": 11.5}}
     assert end_state_columns(summary) == {
         "coverage": {"pull_held": 3, "power_loss_tail": 0}, "quiescence_unsettled": {"rebalances": 1},
-        "quiescence": {"reached": False, "settle": "fixed", "at_ms": 61_000, "window_ms": 60_000}}
+        "quiescence": {"reached": False, "settle": "fixed", "at_ms": 61_000, "window_ms": 60_000},
+        "failovers": 1, "unwritable_s": {"broker-a": 11.5}}
     assert end_state_columns({}) == {"coverage": None, "quiescence_unsettled": None, "quiescence": dict.fromkeys(
-        ("reached", "settle", "at_ms", "window_ms"))}
+        ("reached", "settle", "at_ms", "window_ms")), "failovers": None, "unwritable_s": None}

@@ -20,6 +20,16 @@ FLOW = "producers: [{}]\nconsumers: [{}]\n"  # one producer and one consumer gro
 CRASH_A = "faults: [{at_ms: 20s, kind: process_crash, node: broker-a, duration_ms: 5s}]\n"
 
 # (check id, minimal scenario file, the key path of its finding)
+# a controller-mode group of three replicas and `nodes` controllers
+
+
+def controller(nodes: int, store: str = "") -> str:
+    names = ", ".join(f"{{name: k{i}}}" for i in range(1, nodes + 1))
+    return (f"cluster:\n  controller:\n    nodes: [{names}]\n  brokers:\n    - {{name: broker-a, broker: "
+            f"{{enable_controller_mode: true}}, {store}replicas: [{{role: SYNC_MASTER}}, {{role: SLAVE}}, "
+            "{role: SLAVE}]}\n")
+
+
 CASES = [
     ("producer-never-sends", "duration_ms: 10s\nproducers: [{start_ms: 12s}]\nconsumers: [{}]\n",
      "producers[0].start_ms"),
@@ -73,10 +83,17 @@ CASES = [
      "cluster.brokers[0].store.delete_when"),
     ("expected-loss-not-stated", "cluster:\n  brokers:\n    - {name: broker-a, store: {transient_store_pool_enable: true}}\n"
      + FLOW + CRASH_A, "faults[0]"),
+    ("controller-even-quorum", controller(4), "cluster.controller.nodes"),
+    ("controller-acks-ahead", controller(3) + FLOW + CRASH_A, "faults[0]"),
 ]
 
 # (check id, a file one step away from its trap): the check stays silent
 NEAR_MISSES = [
+    ("controller-even-quorum", controller(3)),
+    ("controller-acks-ahead", controller(3, "store: {all_ack_in_sync_state_set: true}, ")
+     + FLOW + CRASH_A),
+    ("controller-acks-ahead", controller(3) + FLOW + CRASH_A
+     + "expect: {guarantees: {at_least_once: break}}\n"),
     ("fault-on-down-node", "faults:\n  - {at_ms: 10s, kind: process_crash, node: broker-a, duration_ms: 5s}\n"
      "  - {at_ms: 20s, kind: pause, node: broker-a, duration_ms: 1s}\n"),
     ("fault-on-down-node", "faults:\n  - {at_ms: 10s, kind: process_crash, node: broker-a}\n"

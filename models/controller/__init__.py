@@ -1,0 +1,7 @@
+"""The 5.x controller (controller mode, RIP-44): the nodes that elect each broker group's master.
+
+config.py (ControllerConfig and the scenario's `cluster.controller`), raft.py (the DLedger group's
+leadership, simplified), replicas_info.py (ReplicasInfoManager: the replicated per-group state and
+the election policy), controller.py (one controller node: heartbeats and the request processors).
+The brokers' side is models/broker/replicas_manager.py and auto_switch_ha.py.
+"""
