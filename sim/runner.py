@@ -46,6 +46,7 @@ from models.admin import MQAdmin
 from models.broker.broker import Broker
 from models.broker.config import BrokerRole
 from models.consumer.config import MessageModel
+from models.consumer.lite_pull_consumer import LitePullConsumer
 from models.consumer.orderly_push_consumer import OrderlyPushConsumer
 from models.consumer.push_consumer import PushConsumer
 from models.controller.controller import Controller
@@ -176,10 +177,15 @@ def build(sc: Scenario, seed: int, keep_records: bool = False, detail: bool = Fa
                 consumer = OrderlyPushConsumer(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
                                                c.consume_time_ms, c.failure_probability, zones,
                                                client_version=sc.resolved_client_version)
+            elif c.lite_pull is not None:  # DefaultLitePullConsumer: pullBatchSize is its own (10)
+                client = c.client.model_copy(update={"pull_batch_size": c.lite_pull.pull_batch_size})
+                consumer = LitePullConsumer(env, name, c.zone, c.group, c.topic, c.tags, client, namesrvs,
+                                            c.consume_time_ms, 0.0, zones, client_version=sc.resolved_client_version,
+                                            lite=c.lite_pull)
             else:
                 consumer = PushConsumer(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
                                         c.consume_time_ms, c.failure_probability, zones,
-                                        client_version=sc.resolved_client_version)
+                                        client_version=sc.resolved_client_version, batch_failure=c.batch_failure)
             _add(world, consumer)
             if c.stop_ms is not None:
                 env.call_later(ms(c.stop_ms), consumer.shutdown)
@@ -536,6 +542,9 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
     sc = world.scenario
     metrics = judge_units(ledger, details, stopped=stopped_by is not None)  # = ledger.results, told of a stop
     metrics.update((txn_ledger or TxnLedger(world.producers)).results(ledger))  # txn, txn_violations
+    if metrics["txn"] is not None:  # arrivals still waiting for an application thread (transaction_producer.py)
+        metrics["txn"]["waiting_at_end"] = sum(m.waiting_count() for m in world.models.values()
+                                               if isinstance(m, TransactionMQProducer))
     metrics.update((timer or TimerChecker()).results())  # timer, timer_delay_error_ms
     # failovers, unwritable_s, unwritable_at_end, two_masters_s, elections
     metrics.update((world.failover or failover_checker(sc)).results(now_us))

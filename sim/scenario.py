@@ -41,7 +41,7 @@ from pydantic import (
 from typing_extensions import TypedDict  # `extra_items` (PEP 728): typing has it from Python 3.15
 
 from models.admin import ActionSpec
-from models.broker.config import BrokerConfig, BrokerRole, MessageStoreConfig
+from models.broker.config import V4_DEFAULTS, BrokerConfig, BrokerRole, MessageStoreConfig
 from models.consumer.config import MessageModel, PushConsumerConfig
 from models.controller.config import ControllerConfig
 from models.producer.config import ProducerConfig
@@ -288,6 +288,17 @@ class ProducerSpec(BaseModel):
         return self
 
 
+class LitePullSpec(BaseModel):
+    """DefaultLitePullConsumer's settings (5.3.3 defaults): a `lite_pull` consumer entry polls
+    (models/consumer/lite_pull_consumer.py) instead of being pushed to."""
+
+    model_config = _STRICT
+    auto_commit: bool = Field(True, description="autoCommit: poll() commits the consumed offsets")
+    auto_commit_interval_ms: PositiveDurationMs = Field(5_000, ge=1_000, description=(
+        "autoCommitIntervalMillis: the least time between two commits (at the next poll; at least 1 s)"))
+    pull_batch_size: Int = Field(10, gt=0, le=1024, description="pullBatchSize: messages per pull, and per poll()")
+
+
 class ConsumerSpec(BaseModel):
     model_config = _STRICT
     name: NodeName = Field("consumer", description="node name and client id (with count N: <name>-1..<name>-N)")
@@ -300,6 +311,10 @@ class ConsumerSpec(BaseModel):
         "ms the listener takes per message (a distribution; '2ms' works)"))
     failure_probability: Float = Field(0.0, ge=0, lt=1, description=(
         "chance the listener fails: RECONSUME_LATER, or SUSPEND_CURRENT_QUEUE_A_MOMENT when ORDERLY (0 .. <1)"))
+    batch_failure: Literal["reconsume_later", "ack_index"] = Field("reconsume_later", description=(
+        "CONCURRENTLY with client.consume_message_batch_max_size > 1: what the listener returns when a "
+        "message of its batch fails: RECONSUME_LATER (the whole batch is sent back) or CONSUME_SUCCESS "
+        "with ackIndex before the failed message (models/consumer/consume_batch.py)"))
     start_ms: DurationMs = Field(1_000, description="ms when it starts")
     stop_ms: PositiveDurationMs | None = Field(None, description=(
         "graceful shutdown (DefaultMQPushConsumer.shutdown) at this time"))
@@ -308,14 +323,18 @@ class ConsumerSpec(BaseModel):
         "CONCURRENTLY or ORDERLY (MessageListenerOrderly: broker locks, one batch at a time per queue)"))
     client: PushConsumerConfig = Field(PushConsumerConfig(), description=(
         "DefaultMQPushConsumer / ClientConfig settings"))
+    lite_pull: LitePullSpec | None = Field(None, description=(
+        "a DefaultLitePullConsumer (subscribe mode) instead of a push consumer: its settings (null: push)"))
 
     @model_validator(mode="after")
     def _orderly_needs_clustering(self) -> ConsumerSpec:
         problems = []
+        if self.lite_pull is not None and (self.consume_mode == "ORDERLY" or self.failure_probability
+                                           or self.client.message_model is MessageModel.BROADCASTING):
+            problems.append("lite_pull is modelled for CONCURRENTLY, CLUSTERING consumers without failure_probability "
+                            "(the application polls and handles failures itself)")
         if self.consume_mode == "ORDERLY" and self.client.message_model is MessageModel.BROADCASTING:
             problems.append("consume_mode ORDERLY with message_model BROADCASTING is not modelled; use CLUSTERING")
-        if self.consume_mode != "ORDERLY" and self.client.consume_message_batch_max_size != 1:
-            problems.append("client.consume_message_batch_max_size > 1 is modelled for consume_mode ORDERLY only")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -467,6 +486,7 @@ def from_data(data: Any, source: str = "<scenario>", overrides: list[str] | None
     problems: list[str] = []
     for item in overrides or []:
         problems += apply_override(data, item)
+    _version_defaults(data)
     scenario = None
     try:
         scenario = Scenario.model_validate(data)
@@ -478,6 +498,27 @@ def from_data(data: Any, source: str = "<scenario>", overrides: list[str] | None
     if problems:
         raise ConfigError(source, problems)
     return scenario
+
+
+def _version_defaults(data: dict) -> None:
+    """A `version: 4.x` scenario gets 4.9.8's defaults where they differ from 5.3.3's
+    (models/broker/config.py V4_DEFAULTS), for every field its broker groups leave out; a
+    malformed tree is left as it is, for validation to report."""
+    if data.get("version") != "4.x":
+        return
+    cluster = data.setdefault("cluster", {})
+    if isinstance(cluster, dict) and "brokers" not in cluster:
+        cluster["brokers"] = [{}]  # the default group, written out to carry the 4.9.8 defaults
+    if not isinstance(cluster, dict) or not isinstance(cluster.get("brokers"), list):
+        return
+    for entry in cluster["brokers"]:
+        if not isinstance(entry, dict):
+            continue
+        for section, fields in V4_DEFAULTS.items():
+            block = entry.setdefault(section, {})
+            if isinstance(block, dict):
+                for name, value in fields.items():
+                    block.setdefault(name, value)
 
 
 def _schema_problems(data: dict, exc: ValidationError) -> list[str]:

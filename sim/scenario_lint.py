@@ -217,18 +217,6 @@ def _slave_read_disabled(sc: Any) -> list[Finding]:
 
 # --- version: 4.x ----------------------------------------------------------------------------------
 
-def _has_transactions(sc: Any, group: str) -> bool:
-    hosts = _hosts(sc)
-    return any(p.transaction is not None and group in hosts[p.topic] for p in sc.producers)
-
-
-# (section, field, Java name, 4.9.8 default ms, when it matters) for the settings whose 5.3.3 default
-# rmqsim uses differs from 4.9.8's (every other modelled default is equal in the two lines:
-# BrokerConfig, MessageStoreConfig, ClientConfig, DefaultMQPushConsumer, DefaultMQProducer compared)
-V4_DEFAULTS: tuple[tuple[str, str, str, int, Callable[[Any, str], bool]], ...] = (
-    ("broker", "transaction_check_interval_ms", "transactionCheckInterval", 60_000, _has_transactions),
-)
-
 # (section, field, what 4.x does instead) for the 5.x settings a 4.x broker does not have
 V5_ONLY = (
     ("store", "in_sync_replicas", "a 4.x SYNC_MASTER always waits for its slave"),
@@ -238,18 +226,6 @@ V5_ONLY = (
     ("broker", "transaction_op_batch_interval_ms", "4.x writes each op message at once"),
     ("broker", "transaction_op_msg_max_size_bytes", "4.x writes each op message at once"),
 )
-
-
-def _v4_defaults(sc: Any) -> list[Finding]:
-    out = []
-    for i, b in enumerate(sc.cluster.brokers if sc.version == V4 else []):
-        for section, name, java, v4_ms, matters in V4_DEFAULTS:
-            config = getattr(b, section)
-            if name not in config.model_fields_set and matters(sc, b.name):
-                out.append((f"cluster.brokers[{i}].{section}.{name}",
-                            f"left at 5.3.3's default ({_t(getattr(config, name))}) under version 4.x; 4.9.8's "
-                            f"{java} is {_t(v4_ms)}"))
-    return out
 
 
 def _v5_only_settings(sc: Any) -> list[Finding]:
@@ -508,9 +484,6 @@ LINT_CHECKS: tuple[LintCheck, ...] = (
     LintCheck("slave-read-disabled", "a 5.x master goes down while its slaves refuse pulls (slave_read_enable "
               "false, the default): its queues stall until it is back", "set broker.slave_read_enable: true for "
               "consumers to read the slave meanwhile (as 4.x does), or expect the stall", _slave_read_disabled),
-    LintCheck("v4-default-differs", "version 4.x with a setting left at its 5.3.3 default where 4.9.8's default "
-              "differs (transactionCheckInterval: 60 s in 4.9.8, 30 s in 5.3.3)", "set the 4.9.8 value "
-              "(transaction_check_interval_ms: 60s), or write the 5.x value out if you mean it", _v4_defaults),
     LintCheck("v5-only-setting", "version 4.x with a 5.x-only broker setting: 4.9.8 has no such setting and "
               "rmqsim ignores it", "drop the setting, or use version: 5.x", _v5_only_settings),
     LintCheck("offset-persist-decides-little", "persist_consumer_offset_interval_ms is changed but longer than the pull "

@@ -27,7 +27,9 @@ from sim.setup_size import route_entries
 from tests.conftest import ROOT, short_baseline
 
 TXN_4X = {"name": "txn_4x_spin", "version": "4.x", "duration_ms": 31_000, "settle_ms": 0,
-          "cluster": {"topics": [{"name": "orders", "queues": 4}]},
+          # the 30 s round (4.9.8 defaults to 60 s): the check of a half exactly transactionTimeOut old
+          "cluster": {"brokers": [{"broker": {"transaction_check_interval_ms": 30_000}}],
+                      "topics": [{"name": "orders", "queues": 4}]},
           "producers": [{"name": "p", "group": "order-tx", "topic": "orders", "rate_per_s": 10, "arrival": "constant",
                          "transaction": {"unknow_probability": 1}}],
           "consumers": [{"name": "c", "group": "billing", "topic": "orders"}]}

@@ -15,7 +15,10 @@ END_TRANSACTION (always oneway, so nothing is answered):
   compared with the request (mismatch → SYSTEM_ERROR; the message id is *not* compared, so after
   a power loss a stale end can hit another half stored at the same offsets).
   COMMIT writes the real message — real topic and queue from REAL_TOPIC / REAL_QID, TRAN_MSG
-  cleared, the same uniq key — and then deletes the half (op record); ROLLBACK only deletes it.
+  cleared, the same uniq key — and deletes the half (op record) only if that put succeeded: with
+  the store's disk full it is refused (SERVICE_NOT_AVAILABLE) and the half stays open for a later
+  check; ROLLBACK only deletes it.
+- On a slave (controller mode: a deposed master) the end is refused (SLAVE_NOT_AVAILABLE).
 - No idempotence: the half stays in the CommitLog and every commit of it, or of one of its
   checked copies, writes another real message (a late end plus a check answer: two messages).
 
@@ -43,6 +46,7 @@ from models.message import (
 from models.protocol import (
     ILLEGAL_OPERATION,
     NO_PERMISSION,
+    SERVICE_NOT_AVAILABLE,
     SLAVE_NOT_AVAILABLE,
     SUCCESS,
     SYSTEM_ERROR,
@@ -101,6 +105,10 @@ class BrokerTransaction:
             return
         half = self.bridge.look_message_by_offset(req.commit_log_offset)
         code = self._verify(req, half)
+        if code == SUCCESS and action == "COMMIT" and self.broker.disk_full:
+            # sendFinalMessage: the store refuses the real message (SERVICE_NOT_AVAILABLE), so the half
+            # is not deleted: it stays open and a later check commits it again
+            code = SERVICE_NOT_AVAILABLE
         if code == SUCCESS:
             if action == "COMMIT":
                 self._send_final_message(half)

@@ -21,6 +21,7 @@ CONSUMER_TIMEOUT_WHEN_SUSPEND_US = 30_000_000  # CONSUMER_TIMEOUT_MILLIS_WHEN_SU
 PULL_MAX_IDLE_TIME_US = 120_000_000  # ProcessQueue.PULL_MAX_IDLE_TIME
 REBALANCE_WAIT_INTERVAL_US = 20_000_000  # RebalanceService waitInterval
 REBALANCE_MIN_INTERVAL_US = 1_000_000  # RebalanceService minInterval (5.2.0+)
+OFFSET_ILLEGAL_LATER_US_4X = 10_000_000  # 4.9.8 PullCallback OFFSET_ILLEGAL: executeTaskLater(..., 10000)
 NEW_PULL_REQUEST_DELAY_US = 500_000  # RebalancePushImpl dispatchPullRequest delay (5.x)
 SEND_BACK_TIMEOUT_US = 5_000_000  # sendMessageBack RPC timeout
 LOCAL_RETRY_DELAY_US = 5_000_000  # ConsumeMessageConcurrentlyService.submitConsumeRequestLater
@@ -124,7 +125,7 @@ class PushConsumerConfig(BaseModel):
         "ORDERLY: ms a failed queue waits before it is retried, used clamped to 10 .. 30000 "
         "(suspendCurrentQueueTimeMillis)"))
     consume_message_batch_max_size: Int = Field(1, gt=0, le=1024, description=(
-        "ORDERLY: messages per listener call; CONCURRENTLY takes 1 (consumeMessageBatchMaxSize)"))
+        "messages per listener call (consumeMessageBatchMaxSize)"))
     consume_timeout_min: IntMin = Field(15, gt=0, le=MAX_TIME_MS // 60_000, description="consumeTimeout (minutes)")
     pull_time_delay_mills_when_exception: NonNegativeIntMs = Field(1_000, description=(
         "ms before retrying a failed pull (pullTimeDelayMillsWhenException)"))

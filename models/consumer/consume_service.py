@@ -1,7 +1,7 @@
 """ConsumeMessageConcurrentlyService with the application listener (consume time, failures).
 
 A pool of `consumeThreadMax` threads with an unbounded FIFO task queue; each message is one
-ConsumeRequest (`consumeMessageBatchMaxSize` = 1). The listener's time is drawn from
+ConsumeRequest (`consumeMessageBatchMaxSize` = 1; larger batches: consume_batch.py). The listener's time is drawn from
 `consume_time_ms` and its verdict from `failure_probability` (RECONSUME_LATER).
 
 Results: success → `removeMessage` and `updateOffset(increaseOnly)`. Failure in CLUSTERING →

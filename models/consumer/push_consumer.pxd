@@ -9,6 +9,7 @@ from sim.kernel.node cimport Node
 from models.consumer.offset_store cimport OffsetStore
 from models.consumer.process_queue cimport ProcessQueue
 cdef class PushConsumer:
+    cdef public object batch_failure
     cdef public object _flow_limits
     cdef public object _on_pull_bound
     cdef public object _pull_batch_size

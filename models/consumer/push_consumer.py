@@ -15,7 +15,7 @@ Pull loop (`pullMessage`), one outstanding PullRequest per owned queue: flow con
 master with the in-memory offset piggy-backed (commitOffset), suspend 15 s, RPC timeout 30 s.
 FOUND → cache and submit, pull again; NO_NEW_MSG / NO_MATCHED_MSG → move on (and commit the new
 offset if nothing is cached); OFFSET_ILLEGAL → 5.2.0+ update-and-persist the corrected offset,
-drop the queue, rebalance now; errors → retry after `pullTimeDelayMillsWhenException` (1 s).
+drop the queue, rebalance now (4.9.8: update, persist and remove 10 s later, no rebalance); errors → retry after `pullTimeDelayMillsWhenException` (1 s).
 When a route lists slaves, the node a queue is pulled from follows the brokers' suggestions and
 falls back to a slave when the master is gone (pull_api.py). A broker's
 RESET_CONSUMER_CLIENT_OFFSET is handled by reset_offset.py.
@@ -35,11 +35,13 @@ from models.consumer.config import (
     BROKER_SUSPEND_MAX_TIME_US,
     CONSUME_TIMESTAMP_BEFORE_START_US,
     CONSUMER_TIMEOUT_WHEN_SUSPEND_US,
+    OFFSET_ILLEGAL_LATER_US_4X,
     PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US,
     V4_NEW_PULL_REQUEST_DELAY_US,
     MessageModel,
     PushConsumerConfig,
 )
+from models.consumer.consume_batch import BatchConsumeService
 from models.consumer.consume_service import ConsumeService
 from models.consumer.offset_store import OffsetStore
 from models.consumer.process_queue import ProcessQueue
@@ -71,7 +73,7 @@ class PushConsumer:
     __slots__ = ("_flow_limits", "_on_pull_bound", "_pull_batch_size", "_pull_interval_us", "_routes_pending",
                  "_slave_reads", "broadcasting", "cfg", "client", "client_id", "clock", "consume", "cov",
                  "consume_timestamp_us", "group", "node", "offset_store", "process_queues", "pull_api",
-                 "rebalancer", "subscribe_info", "subscriptions", "tag_codes", "v4")
+                 "rebalancer", "subscribe_info", "subscriptions", "tag_codes", "v4", "batch_failure")
 
     consume_service_class = ConsumeService  # ConsumeMessageConcurrentlyService; orderly: its subclass
     process_queue_class = ProcessQueue
@@ -79,7 +81,7 @@ class PushConsumer:
     def __init__(self, env: Any, name: str, zone: str, group: str, topic: str, tags: list[str] | None,
                  cfg: PushConsumerConfig, namesrvs: list[str], consume_time: Any,
                  failure_probability: float, zones: dict[str, str] | None = None, *,
-                 client_version: str = V5) -> None:
+                 client_version: str = V5, batch_failure: str = "reconsume_later") -> None:
         if client_version not in CLIENT_VERSIONS:
             raise ValueError(f"client_version must be one of {CLIENT_VERSIONS}, not {client_version!r}")
         self.v4 = client_version == V4  # 4.9.8 client (the scenario's `client_version` / `version`)
@@ -111,7 +113,11 @@ class PushConsumer:
         self._routes_pending = 0
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.offset_store: OffsetStore = OffsetStore(node, group, self.broadcasting)
-        self.consume = self.consume_service_class(self, consume_time, failure_probability)
+        self.batch_failure = batch_failure  # the listener's answer to a failure in a batch (consume_batch.py)
+        service = self.consume_service_class
+        if service is ConsumeService and cfg.consume_message_batch_max_size > 1:
+            service = BatchConsumeService
+        self.consume = service(self, consume_time, failure_probability)
         # zones: node name → zone, for MACHINE_ROOM_NEARBY by ZONE
         self.rebalancer = Rebalancer(self, allocate_strategy(cfg, topic, zones or {}))
         if self.v4:  # 4.9.8 RebalancePushImpl.dispatchPullRequest: executePullRequestImmediately
@@ -298,17 +304,30 @@ class PushConsumer:
             return self.pull_later(mq, pq, self._pull_interval_us)
         return self.pull(mq, pq)
 
+    def _offset_illegal_later(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
+        """4.9.8's task 10 s after an OFFSET_ILLEGAL: updateOffset, persist, removeProcessQueue."""
+        self.offset_store.update(mq, next_offset, increase_only=False)
+        self.offset_store.persist(mq, self.broker_addr)
+        if self.process_queues.get(mq) is pq:  # removeProcessQueue → removeUnnecessaryMessageQueue
+            self.process_queues.pop(mq, None)
+            self.offset_store.remove(mq)
+
     def correct_tags_offset(self, mq: MessageQueue, pq: ProcessQueue) -> None:
         """correctTagsOffset: with nothing cached, the committed offset follows the pull."""
         if not pq.msgs:
             self.offset_store.update(mq, pq.next_offset, increase_only=True)
 
     def _offset_illegal(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
-        """5.2.0+: update-and-freeze the offset, persist it, drop the queue, rebalance now."""
+        """5.2.0+: update-and-freeze the offset, persist it, drop the queue, rebalance now. 4.9.8:
+        drop the queue, and only 10 s later update the offset, persist it and remove the queue
+        (executeTaskLater); no rebalance: the next round (up to 20 s on) takes the queue up again."""
         self.node.trace(CONSUMER_OFFSET_MOVED, self.group, mq.broker_name, mq.queue_id, pq.next_offset,
                         next_offset)
         self.node.trace(CONSUMER_QUEUE_DROPPED, self.group, mq.topic, mq.broker_name, mq.queue_id, "offset_moved")
         pq.dropped = True
+        if self.v4:
+            self.node.call_later(OFFSET_ILLEGAL_LATER_US_4X, self._offset_illegal_later, mq, pq, next_offset)
+            return
         self.offset_store.update(mq, next_offset, increase_only=False)
         self.offset_store.persist(mq, self.broker_addr)
         self.offset_store.remove(mq)

@@ -14,10 +14,12 @@ RebalanceService runs every 20 s on its own timer, started with the client whate
 happens, and on wake-ups (start, if its heartbeat round went out; NOTIFY_CONSUMER_IDS_CHANGED; an
 OFFSET_ILLEGAL correction), at least 1 s apart (5.2.0+; `lastRebalanceTimestamp` starts at
 construction, so a wake-up within the client's first second waits for it to pass; a wake-up is
-deferred, never dropped). Not modelled: 5.2.0+'s 1 s wait after a round that reports "not
-balanced" (every round here is followed by the 20 s wait), and 5.x's heartbeat-and-wake-up on a
-newly active broker channel (`enableHeartbeatChannelEventListener`; the broker's notification
-after the same heartbeat wakes the service at about the same time).
+deferred, never dropped). 5.2.0+: a round that is not balanced — an allocated queue it could not
+start, its offset lookup failed — is followed by the next one after minInterval (1 s), not 20 s
+(RebalanceService.run; an orderly lock refused also calls rebalanceLater(500 ms):
+orderly_push_consumer.py); 4.x clients and 5.x before 5.2.0 wait the 20 s. Not modelled: 5.x's
+heartbeat-and-wake-up on a newly active broker channel (`enableHeartbeatChannelEventListener`;
+the broker's notification after the same heartbeat wakes the service at about the same time).
 """
 
 from __future__ import annotations
@@ -141,7 +143,7 @@ class Rebalancer:
             return
         addr = consumer.broker_addr(mq.broker_name)
         if addr is None:
-            self.adding.pop(mq, None)
+            self._not_placed(mq)
             return
         request = QueryConsumerOffset(consumer.group, mq.topic, mq.queue_id)
         self.node.rpc(addr, request, ms(consumer.cfg.mq_client_api_timeout_ms),
@@ -149,7 +151,7 @@ class Rebalancer:
 
     def _on_offset(self, mq: MessageQueue, addr: str, response: Any) -> None:
         if not isinstance(response, OffsetResponse):
-            self.adding.pop(mq, None)  # 5.x: -2 → exception → queue skipped this round
+            self._not_placed(mq)  # 5.x: -2 → exception → queue skipped this round
             return
         self._offset_known(mq, response.offset if response.code == SUCCESS else -1, addr)
 
@@ -163,13 +165,21 @@ class Rebalancer:
             return self._add(mq, 0)
         addr = addr or self.consumer.broker_addr(mq.broker_name)
         if addr is None:
-            self.adding.pop(mq, None)
+            self._not_placed(mq)
             return None
         request = SearchOffset(mq.topic, mq.queue_id, self.consumer.consume_timestamp_us) if timestamp and not retry \
             else GetMaxOffset(mq.topic, mq.queue_id)
         self.node.rpc(addr, request, ms(self.consumer.cfg.mq_client_api_timeout_ms),
-                      lambda r: self._add(mq, r.offset) if isinstance(r, OffsetResponse) else self.adding.pop(mq, None))
+                      lambda r: self._add(mq, r.offset) if isinstance(r, OffsetResponse) else self._not_placed(mq))
         return None
+
+    def _not_placed(self, mq: MessageQueue) -> None:
+        """computePullFromWhere failed: the queue is skipped this round, which is then not balanced;
+        5.2.0+ RebalanceService waits minInterval (1 s) instead of waitInterval before the next round
+        (a 4.x client waits the 20 s)."""
+        self.adding.pop(mq, None)
+        if not self.consumer.v4:
+            self.wakeup()
 
     def _add(self, mq: MessageQueue, offset: int) -> None:
         self.adding.pop(mq, None)

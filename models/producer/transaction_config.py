@@ -42,6 +42,9 @@ class TransactionSpec(BaseModel):
         "CHECK_IMMUNITY_TIME_IN_SECONDS property"))
     shutdown_ms: DurationMs | None = Field(None, description=(
         "the application shuts the producer down for good (producer.shutdown())"))
+    threads: Int = Field(1, ge=1, le=1_024, description=(
+        "the application's threads calling sendMessageInTransaction, per instance (each is blocked through "
+        "the half send, the local transaction and the end; arrivals wait for a free one)"))
     # TransactionMQProducer
     check_thread_pool_min_size: Int = Field(1, ge=1, le=1, description=(
         "checkThreadPoolMinSize (one check thread: modelled)"))

@@ -1,7 +1,13 @@
 """client.producer.TransactionMQProducer: DefaultMQProducerImpl.sendMessageInTransaction,
 endTransaction and checkTransactionState (5.3.3; 4.9.8 alike in what is modelled).
 
-`send_message_in_transaction(msg)` (the workload's send):
+`send_message_in_transaction(msg)` (the workload's send) is synchronous in the application's
+calling thread: the thread is blocked through the half send (with its retries), the local
+transaction and the oneway end. The application has `transaction.threads` such threads per
+instance (default 1); an arrival while all are busy waits in the application, in arrival order,
+and is handed to the next free thread — its send() call, and its born time, is then. What still
+waits when the run ends was never sent (the summary's `txn.waiting_at_end`). A crash loses the
+waiting arrivals with the application's heap.
 1. The message gets TRAN_MSG=true and PGROUP=<group> (and CHECK_IMMUNITY_TIME_IN_SECONDS when
    the application sets it) and goes out on the ordinary SYNC path (producer.py: up to 3
    attempts; a timed-out attempt may leave an extra half message on a broker).
@@ -78,6 +84,8 @@ class TransactionMQProducer(Producer):
         self._results: dict[int, Any] = {}  # msg id -> the stored send response of its latest attempt
         self.check_queue: deque = deque()  # the check executor's queue (heap)
         self.check_busy = False
+        self.threads_busy = 0  # the application's threads inside sendMessageInTransaction
+        self.waiting: deque = deque()  # arrivals waiting for a thread (the application's heap)
         self.shut_down = False
         self.shutdown_us = ms(spec.shutdown_ms) if spec.shutdown_ms is not None else None
         self.node.handle(CheckTransactionState, self.on_check)
@@ -88,10 +96,33 @@ class TransactionMQProducer(Producer):
         self._results.clear()
         self.check_queue.clear()
         self.check_busy = False
+        self.threads_busy = 0
+        self.waiting.clear()
+
+    # --- the application's threads -----------------------------------------------------------------
+    def send_message_in_transaction(self, msg: Any) -> None:
+        """An arrival: a free thread calls sendMessageInTransaction now, else it waits for one."""
+        if self.threads_busy >= self.spec.threads:
+            self.waiting.append(msg)
+            return
+        self.threads_busy += 1
+        self._call(msg)
+
+    def _thread_free(self) -> None:
+        """A thread returned from sendMessageInTransaction: it takes the next waiting arrival."""
+        if self.waiting and not self.shut_down:
+            msg = self.waiting.popleft()
+            self._call(msg._replace(born_us=self.node.env._now))
+        else:
+            self.threads_busy = max(0, self.threads_busy - 1)
+
+    def waiting_count(self) -> int:
+        return len(self.waiting)
 
     # --- sendMessageInTransaction ----------------------------------------------------------------
-    def send_message_in_transaction(self, msg: Any) -> None:
+    def _call(self, msg: Any) -> None:
         if self.shut_down:
+            self.threads_busy = max(0, self.threads_busy - 1)
             return  # the service state is not OK: the application gets an exception, nothing is sent
         added = {PROPERTY_TRANSACTION_PREPARED: "true", PROPERTY_PRODUCER_GROUP: self.group,
                  PROPERTY_BORN_TIMESTAMP: msg.born_us}
@@ -121,16 +152,19 @@ class TransactionMQProducer(Producer):
         self.app.record_rollback(msg.msg_id)  # stored, not OK: ROLLBACK without executing
         self.node.trace(TXN_LOCAL_DONE, msg.msg_id, ROLLBACK, NOT_EXECUTED)
         self.end_transaction(msg.msg_id, ROLLBACK_MESSAGE, mq, response)
+        self._thread_free()
 
     def fail(self, msg: Any, times: int, reason: str, broker: str, steered: int) -> None:
         super().fail(msg, times, reason, broker, steered)
         self._results.pop(msg.msg_id, None)
+        self._thread_free()  # the send threw: the thread returns with the exception
 
     def _local_transaction_done(self, msg_id: int, mq: Any, response: Any) -> None:
         outcome, state = self.app.decide(msg_id)
         self.node.trace(TXN_LOCAL_DONE, msg_id, outcome, state)
         if not self.shut_down:
             self.end_transaction(msg_id, state, mq, response)
+        self._thread_free()
 
     def end_transaction(self, msg_id: int, state: str, mq: Any, response: Any) -> None:
         """endTransaction: oneway to the master of the broker that stored the half."""

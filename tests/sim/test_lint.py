@@ -63,8 +63,6 @@ CASES = [
     ("slave-without-reader", REPLICATED.format(extra="", role="ASYNC_MASTER"), "cluster.brokers[0].replicas[1]"),
     ("slave-read-disabled", REPLICATED.format(extra="", role="ASYNC_MASTER") + FLOW + CRASH_A,
      "cluster.brokers[0].broker.slave_read_enable"),
-    ("v4-default-differs", "version: 4.x\nproducers: [{group: tx, transaction: {}}]\n",
-     "cluster.brokers[0].broker.transaction_check_interval_ms"),
     ("v5-only-setting", "version: 4.x\ncluster:\n  brokers:\n    - {name: broker-a, store: {in_sync_replicas: 2}}\n",
      "cluster.brokers[0].store.in_sync_replicas"),
     ("offset-persist-decides-little", "producers: [{}]\nconsumers: [{client: {persist_consumer_offset_interval_ms: 10s}}]\n",
@@ -105,9 +103,6 @@ NEAR_MISSES = [
     ("slave-without-reader", REPLICATED.format(extra="broker: {slave_read_enable: true}, ", role="ASYNC_MASTER")),
     ("slave-without-reader", "version: 4.x\n" + REPLICATED.format(extra="", role="ASYNC_MASTER") + CRASH_A),
     ("slave-read-disabled", "version: 4.x\n" + REPLICATED.format(extra="", role="ASYNC_MASTER") + FLOW + CRASH_A),
-    ("v4-default-differs", "version: 4.x\nproducers: [{group: tx, transaction: {}}]\n"
-     "cluster:\n  brokers:\n    - {name: broker-a, broker: {transaction_check_interval_ms: 60s}}\n"),
-    ("v4-default-differs", "producers: [{group: tx, transaction: {}}]\n"),
     ("v5-only-setting", "version: 4.x\ncluster:\n  brokers:\n    - {name: broker-a, store: {in_sync_replicas: 1}}\n"),
     ("offset-persist-decides-little",
      "producers: [{}]\nconsumers: [{client: {persist_consumer_offset_interval_ms: 10s, pull_interval_ms: 20s}}]\n"),
