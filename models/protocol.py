@@ -304,6 +304,15 @@ class ReplicaInfo(NamedTuple):
     sync_state_set_epoch: int = 0
 
 
+class GetAllDelayOffset(NamedTuple):
+    """GET_ALL_DELAY_OFFSET: a slave's SlaveSynchronize.syncDelayOffset (controller mode here)."""
+
+
+class AllDelayOffsets(NamedTuple):
+    code: int
+    entries: tuple[tuple[int, int], ...] = ()  # (delay level, next queue offset to deliver)
+
+
 class GetControllerMetadata(NamedTuple):
     """CONTROLLER_GET_METADATA_INFO: which controller is the Raft leader."""
 

@@ -107,10 +107,12 @@ from models.protocol import (
     SYSTEM_ERROR,
     TOPIC_NOT_EXIST,
     AllConsumerOffsets,
+    AllDelayOffsets,
     CodeResponse,
     ConsumerList,
     ConsumerSendMsgBack,
     GetAllConsumerOffset,
+    GetAllDelayOffset,
     GetConsumerList,
     GetMaxOffset,
     Heartbeat,
@@ -287,6 +289,8 @@ class Broker:
                                       lambda members: self.replicas.alter_sync_state_set(members))
         self.ha_client = AutoSwitchHAClient(self.node, self.commit_log, self.reput, self.store_cfg, appended, epochs)
         self.slave_sync = SlaveSynchronize(self.node, self.offsets, "", self.version, controller=True)
+        self.slave_sync.schedule = self.schedule
+        self.node.handle(GetAllDelayOffset, self.on_get_all_delay_offsets)
         self.slave_processors = SlaveProcessors(self)
 
     def _hold_interval(self) -> dict[str, int]:
@@ -365,7 +369,12 @@ class Broker:
 
     # --- SendMessageProcessor -----------------------------------------------------------------
     def _process_send_request(self, src: str, req_id: int, req: Any) -> None:
-        """What a send thread runs: SEND_MESSAGE or SEND_BATCH_MESSAGE (one processor, one pool)."""
+        """What a send thread runs: SEND_MESSAGE or SEND_BATCH_MESSAGE (one processor, one pool); a
+        request queued before a controller-mode demotion meets the slave's refusal."""
+        if self.slave:
+            msg = req.msg if type(req) is SendMessage else req.msgs[0]
+            self.node.trace(BROKER_SEND_REJECTED, msg.msg_id, msg.topic, SERVICE_NOT_AVAILABLE)
+            return self.node.reply(src, req_id, SendResponse(SERVICE_NOT_AVAILABLE))
         if type(req) is SendBatchMessage:
             return self.on_send_batch(src, req_id, req)
         return self.process_send(src, req_id, req)
@@ -510,8 +519,12 @@ class Broker:
         return phys, queue_offset
 
     def put_no_wait(self, *args: Any) -> tuple[int, int]:
-        """`put_message` of a put nobody waits for (WAIT=false: schedule deliveries, send-backs):
-        with SYNC_FLUSH the group commit's idle round flushes it."""
+        """`put_message` of a put nobody waits for (WAIT=false: schedule deliveries, send-backs,
+        transaction put-backs and op messages, timer deliveries): with SYNC_FLUSH the group
+        commit's idle round flushes it. On a slave (controller mode: demoted or fenced while a
+        background writer still ran) HookUtils.checkBeforePutMessage refuses it: (-1, -1)."""
+        if self.slave:
+            return -1, -1
         result = self.put_message(*args)
         if self.group_commit is not None:
             self.group_commit.wakeup()
@@ -600,6 +613,10 @@ class Broker:
             if self.offsets.detail:
                 self.offsets.committed(src, req.group, req.topic, req.queue_id, req.offset, "update")
         self.node.reply(src, req_id, CodeResponse(SUCCESS))
+
+    def on_get_all_delay_offsets(self, src: str, req_id: int, req: GetAllDelayOffset) -> None:
+        """GET_ALL_DELAY_OFFSET: the schedule service's table (controller mode's slaves copy it)."""
+        self.node.reply(src, req_id, AllDelayOffsets(SUCCESS, tuple(sorted(self.schedule.offsets.items()))))
 
     def on_get_all_offsets(self, src: str, req_id: int, req: GetAllConsumerOffset) -> None:
         entries = tuple((g, t, q, o) for (g, t, q), o in self.offsets.table.items())

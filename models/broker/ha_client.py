@@ -21,8 +21,9 @@ group and topic the master has) — 4.x every 10 s (first after 3 s), 5.x at mos
 (checked every 3 s from 10 s on; `lastSyncTimeMs` starts at the broker's start, so the first copy
 is at the first check more than 60 s after it: 61 s); in controller mode ReplicasManager's own task,
 from 3 s every 3 s, more than 10 s after the last copy, and only while the broker is a slave with a
-master (`master` set by replicas_manager.py). Topic configs are static in the simulator; delay
-offsets are not copied (the schedule service runs on masters only).
+master (`master` set by replicas_manager.py), then also copying the delay offsets (syncDelayOffset:
+the file a promoted slave's schedule service starts from). Topic configs are static in the
+simulator; in classic mode delay offsets are not copied (the schedule service runs on masters only).
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ from models.broker.config import HA_CONNECT_RETRY_US, MessageStoreConfig, Versio
 from models.protocol import (
     SUCCESS,
     AllConsumerOffsets,
+    AllDelayOffsets,
     CodeResponse,
     GetAllConsumerOffset,
+    GetAllDelayOffset,
     HaClose,
     HaConnect,
     HaReport,
@@ -162,6 +165,7 @@ class SlaveSynchronize:
         self.master = master  # controller mode: "" while not a slave with a master
         self.v4 = version == Version.V4
         self.controller = controller
+        self.schedule: Any = None  # controller mode: the ScheduleMessageService whose file syncAll refreshes
         self.last_sync_us = 0  # BrokerController.lastSyncTimeMs (set again at each process start)
         node.add_service(self.run)
 
@@ -184,6 +188,12 @@ class SlaveSynchronize:
 
     def sync(self) -> None:
         self.node.rpc(self.master, GetAllConsumerOffset(), SYNC_TIMEOUT_US, self._synced)
+        if self.schedule is not None:  # controller mode's syncAll also copies the delay offsets
+            self.node.rpc(self.master, GetAllDelayOffset(), SYNC_TIMEOUT_US, self._delay_synced)
+
+    def _delay_synced(self, response: Any) -> None:
+        if isinstance(response, AllDelayOffsets) and response.code == SUCCESS:
+            self.schedule.synced(response.entries)
 
     def _synced(self, response: Any) -> None:
         if not isinstance(response, AllConsumerOffsets) or response.code != SUCCESS:

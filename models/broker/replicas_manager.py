@@ -207,6 +207,7 @@ class ReplicasManager:
             self.ss_epoch = info.sync_state_set_epoch
             ha.epochs.append(info.master_epoch, broker.commit_log.wrote_position)
             ha.set_members(members)
+            self.node.env.process(self._check_sync_state_set(self.master_epoch))  # the old one ends with its epoch
             self.node.trace(BROKER_ROLE, broker.broker_name, "master", self.master_epoch)
             broker.register_all()
             return

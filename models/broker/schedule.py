@@ -90,7 +90,10 @@ class ScheduleMessageService:
         self.node.call_later(FIRST_DELAY_TIME_US, self._begin)
 
     def set_running(self, running: bool) -> None:
-        """Controller mode's changeScheduleServiceStatus: start (offsets from the file) or stop."""
+        """Controller mode's changeScheduleServiceStatus: start (offsets from the file, which a
+        slave's SlaveSynchronize keeps copying from its master) or stop (persisting them first)."""
+        if not running and not self.suspended and self.started:
+            self.file.persist(self.offsets)
         self.suspended = not running
         self._stop()
         if running:
@@ -152,4 +155,10 @@ class ScheduleMessageService:
     def persist_loop(self) -> Generator:
         while True:
             yield self.node.sleep_us(self.persist_interval_us)
-            self.file.persist(self.offsets)
+            if not self.suspended:  # a stopped service persists nothing (its file is the synced copy)
+                self.file.persist(self.offsets)
+
+    def synced(self, entries: tuple[tuple[int, int], ...]) -> None:
+        """SlaveSynchronize.syncDelayOffset: the master's table replaces the file (not running here)."""
+        if self.suspended:
+            self.file.persist(dict(entries))

@@ -12,7 +12,7 @@
   `offsetCheckInSlave` never moves a consumer's offset: a PULL_OFFSET_MOVED becomes
   PULL_RETRY_IMMEDIATELY with the requested offset kept. The commit offset a pull carries is
   applied in 5.x (the client clears the flag for slaves), never in 4.x.
-- SEND_MESSAGE and CONSUMER_SEND_MSG_BACK: 5.x rejects them (SYSTEM_BUSY "[REJECTREQUEST]",
+- SEND_MESSAGE, SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK: 5.x rejects them (SYSTEM_BUSY "[REJECTREQUEST]",
   SendMessageProcessor.rejectRequest); 4.x answers SERVICE_NOT_AVAILABLE (the store is not
   writeable on a slave).
 """
@@ -31,6 +31,7 @@ from models.protocol import (
     CodeResponse,
     ConsumerSendMsgBack,
     PullMessage,
+    SendBatchMessage,
     SendMessage,
     SendResponse,
     new_pull_response,
@@ -48,12 +49,14 @@ class SlaveProcessors:
 
     def register(self) -> None:
         self.node.handle(SendMessage, self.on_send)
+        self.node.handle(SendBatchMessage, self.on_send)
         self.node.handle(PullMessage, self.on_pull)
         self.node.handle(ConsumerSendMsgBack, self.on_send_back)
 
-    def on_send(self, src: str, req_id: int, req: SendMessage) -> None:
+    def on_send(self, src: str, req_id: int, req: SendMessage | SendBatchMessage) -> None:
         if self.v5:
-            self.node.trace(BROKER_BUSY, req.msg.msg_id, "REJECTREQUEST")
+            msg = req.msg if type(req) is SendMessage else req.msgs[0]
+            self.node.trace(BROKER_BUSY, msg.msg_id, "REJECTREQUEST")
         self.node.reply(src, req_id, SendResponse(SYSTEM_BUSY if self.v5 else SERVICE_NOT_AVAILABLE))
 
     def on_send_back(self, src: str, req_id: int, req: ConsumerSendMsgBack) -> None:

@@ -136,7 +136,7 @@ class TransactionalMessageCheckService:
         null_count = 1
         new_offset = i = half_offset
         next_op_offset = pull.next_begin_offset
-        while node.env._now - start <= MAX_PROCESS_TIME_LIMIT_US:
+        while node.env._now - start <= MAX_PROCESS_TIME_LIMIT_US and not self.broker.slave:  # (demoted: stop)
             removed_op = remove.pop(i, None)
             if removed_op is not None:
                 members = op_map[removed_op]

@@ -46,7 +46,7 @@ class BatchConsumeService(ConsumeService):
 
     def submit(self, pq: Any, mq: Any, msgs: Any) -> None:
         """submitConsumeRequest: one request per `consumeMessageBatchMaxSize` messages."""
-        if self.stopping is not None:
+        if self.stopping is not None or self.stopped:
             return
         msgs = list(msgs)
         for i in range(0, len(msgs), self.batch):

@@ -15,6 +15,7 @@ and ownership records it shares):
   to one auto-commit interval plus one persist interval of messages to the queue's next owner:
   the duplicate causes are the push consumer's (`consumer_crash`, `rebalance`), the mechanism —
   offsets committed late — being the same, only the window longer;
+- OFFSET_ILLEGAL moves the pull offset only (no drop, no commit);
 - no listener status: nothing is sent back (failure_probability must be 0: an application that
   handles a failure does so itself).
 
@@ -31,7 +32,7 @@ from typing import Any
 
 from models.consumer.consume_service import ConsumeService
 from models.consumer.push_consumer import PushConsumer
-from models.records import CONSUMER_CONSUMED
+from models.records import CONSUMER_CONSUMED, CONSUMER_OFFSET_MOVED
 
 POLL_TIMEOUT_US = 5_000_000  # DefaultLitePullConsumer.pollTimeoutMillis
 
@@ -58,7 +59,7 @@ class LitePullConsumeService(ConsumeService):
 
     def submit(self, pq: Any, mq: Any, msgs: Any) -> None:
         """PullTaskImpl: the pulled messages become one ConsumeRequest in the cache."""
-        if self.stopping is not None:
+        if self.stopping is not None or self.stopped:
             return
         self.cache.append((pq, mq, list(msgs)))
         if not self.busy:
@@ -72,6 +73,8 @@ class LitePullConsumeService(ConsumeService):
         poll() blocks up to pollTimeoutMillis (5 s), returns empty, and the application polls
         again (so an idle consumer still commits)."""
         self.idle = None
+        if self.stopped:  # shut down: the application polls no more
+            return
         now = self.clock.now_us
         if self.auto_commit and now >= self.next_commit_us:
             if self.next_commit_us:
@@ -132,3 +135,16 @@ class LitePullConsumer(PushConsumer):
 
     def correct_tags_offset(self, mq: Any, pq: Any) -> None:
         """NO_NEW_MSG / NO_MATCHED_MSG: only the pull offset moves (no commit, unlike push)."""
+
+    def _offset_illegal(self, mq: Any, pq: Any, next_offset: int) -> None:
+        """OFFSET_ILLEGAL: DefaultLitePullConsumerImpl only logs it and moves the pull offset (4.9.8
+        and 5.3.3 alike); the queue is not dropped and nothing is committed."""
+        self.node.trace(CONSUMER_OFFSET_MOVED, self.group, mq.broker_name, mq.queue_id, pq.next_offset, next_offset)
+        pq.next_offset = next_offset
+        self.pull_later(mq, pq, 0)
+
+    def drop_queue(self, mq: Any, pq: Any, reason: str = "rebalance") -> bool:
+        """The push consumer's drop; the queue's consume offset goes with it (a later owner of the
+        queue in this client starts from the committed one)."""
+        self.consume.consume_offsets.pop(mq, None)
+        return super().drop_queue(mq, pq, reason)

@@ -58,6 +58,7 @@ class Rebalancer:
         self.last_round_us = -REBALANCE_MIN_INTERVAL_US
         self.timer: Any = None
         self.adding: dict[MessageQueue, None] = {}
+        self.in_round = self.unbalanced = False  # a round running now; it found a queue it could not start
         # what a new queue goes through before computePullFromWhere: orderly locks it first
         self.prepare_add = self.compute_pull_from_where
         self.new_pull_delay_us = NEW_PULL_REQUEST_DELAY_US  # dispatchPullRequest(..., 500) (5.x)
@@ -81,9 +82,11 @@ class Rebalancer:
     def run_round(self) -> None:
         self.timer = None
         self.last_round_us = self.node.env._now
+        self.in_round, self.unbalanced = True, False
         for topic in list(self.consumer.subscriptions):
             self.rebalance_by_topic(topic)
-        self.schedule(REBALANCE_WAIT_INTERVAL_US)
+        self.in_round = False
+        self.schedule(REBALANCE_MIN_INTERVAL_US if self.unbalanced else REBALANCE_WAIT_INTERVAL_US)
 
     # --- RebalanceImpl --------------------------------------------------------------------------
     def rebalance_by_topic(self, topic: str) -> None:
@@ -178,7 +181,11 @@ class Rebalancer:
         5.2.0+ RebalanceService waits minInterval (1 s) instead of waitInterval before the next round
         (a 4.x client waits the 20 s)."""
         self.adding.pop(mq, None)
-        if not self.consumer.v4:
+        if self.consumer.v4:
+            return
+        if self.in_round:  # found within the round itself: the round's own wait becomes 1 s
+            self.unbalanced = True
+        else:
             self.wakeup()
 
     def _add(self, mq: MessageQueue, offset: int) -> None:
