@@ -455,3 +455,25 @@ def test_a_controller_run_is_the_same_run_twice() -> None:
     assert re.fullmatch(r"[0-9a-f]{64}", kept.summary["trace_sha256"])
     assert again.summary["trace_sha256"] == kept.summary["trace_sha256"]
     assert again.summary == kept.summary
+
+
+# --- delay offsets across a failover (SlaveSynchronize.syncDelayOffset in controller mode) ---------
+def test_a_promoted_slave_redelivers_only_the_delayed_messages_since_its_last_delay_offset_sync() -> None:
+    """Failing listeners keep retry messages flowing through SCHEDULE_TOPIC_XXXX; the master loses
+    power at 40 s. The new master's schedule service starts from the delay offsets its last sync
+    copied, so the retry messages delivered twice (once by each master) are exactly ones first
+    delivered after that sync — none delivered before it comes again."""
+    r = run(POWER_LOSS, 1, "consumers[0].failure_probability=0.05", "faults[0].at_ms=40s", "faults[0].jitter_ms=0")
+    by_msg: dict[tuple[int, int], list[tuple[int, str]]] = {}  # one retry copy: (message, delay level)
+    level = fi("schedule.delivered", "delay_level")
+    for x in recs(r, "schedule.delivered"):
+        by_msg.setdefault((x[3], x[level]), []).append((x[0], x[1]))
+    (elected,) = failover_elections(r)
+    new_master = elected[fi("controller.elected", "master")]
+    syncs = [x[0] for x in recs(r, "broker.slave_synced") if x[1] == new_master and x[0] < 40 * S]
+    assert syncs
+    last_sync = syncs[-1]
+    before = [m for m, v in by_msg.items() if v[0][1] == OLD_MASTER and v[0][0] < last_sync]
+    assert before, "the old master delivered retries before the last sync"
+    twice = {m: v for m, v in by_msg.items() if {n for _t, n in v} >= {OLD_MASTER, new_master}}
+    assert all(v[0][0] >= last_sync for v in twice.values()), "only deliveries after the last sync come again"
