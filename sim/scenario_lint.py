@@ -426,8 +426,8 @@ def _controller_acks_ahead(sc: Any) -> list[Finding]:
     """A controller-mode master taken down or cut off while sends and reads run ahead of the slaves."""
     if _loss_stated(sc):
         return []
-    out, timeline, spec = [], useless.Timeline(sc), sc.cluster.controller
-    masters = {g.name: g for g in _groups(sc) if g.controller and g.slaves and g.name in _consumed(sc)
+    out, timeline, spec, consumed = [], useless.Timeline(sc), sc.cluster.controller, _consumed(sc)
+    masters = {g.name: g for g in _groups(sc) if g.controller and g.slaves and g.name in consumed
                and not g.spec.store.all_ack_in_sync_state_set and g.spec.store.in_sync_replicas <= 1}
     for i, f in enumerate(sc.faults):
         nodes = f.node_names() if f.kind == "partition" else [f.node or ""]

@@ -41,7 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from models.broker.commit_log import QUEUE_ID_BITS, CommitLog
-from models.broker.config import HA_CONNECT_RETRY_US, HA_WRITE_POLL_US, MessageStoreConfig
+from models.broker.config import HA_CONNECT_RETRY_US, MessageStoreConfig
 from models.broker.ha_client import HAClient
 from models.broker.ha_service import HAConnection, HAService
 from models.protocol import SUCCESS, SYSTEM_ERROR, CodeResponse, HaConnect, HaHandshake, HaTransfer
@@ -182,13 +182,11 @@ class AutoSwitchHAService(HAService):
         if not self.active:
             self.node.reply(src, req_id, CodeResponse(SYSTEM_ERROR))
             return
-        old = self.connections.pop(src, None)
-        if old is not None:
-            old.open = False
-        conn = self.connections[src] = HAConnection(src, self.node.env._now)
-        self.node.env.network.watch(self.node, src, self._slave_closed)
-        self.node.reply(src, req_id, HaHandshake(SUCCESS, self.log.wrote_position, tuple(self.epochs.entries)))
-        self.node.call_later(HA_WRITE_POLL_US, self._poll, conn)
+        super().on_connect(src, req_id, req)
+
+    def connect_answer(self) -> HaHandshake:
+        """buildHandshakeBuffer: the max offset and every epoch entry."""
+        return HaHandshake(SUCCESS, self.log.wrote_position, tuple(self.epochs.entries))
 
     def _close(self, slave: str, reason: str, tell: bool = False) -> None:
         was_open = slave in self.connections
@@ -212,29 +210,25 @@ class AutoSwitchHAService(HAService):
 
     # --- transfer -----------------------------------------------------------------------------
     def _write(self, conn: HAConnection) -> None:
-        """The classic writer with frames cut at epoch starts and carrying their epoch."""
-        if conn.request_offset < 0 or not self.active:
-            return
-        log = self.log
-        if conn.next_transfer < 0:
-            conn.next_transfer = conn.request_offset
-        batch = self.cfg.ha_transfer_batch_size_bytes
-        while conn.open:
-            records, first = log.records_from(conn.next_transfer, batch)
-            epoch, start, boundary = self.epochs.covering(max(first, conn.next_transfer))
-            if boundary >= 0:
-                records = [r for r in records if r[0] < boundary]
-            if not records:
-                if conn.ack_offset >= log.readable_position():
-                    self.caught_up_us[conn.slave] = self.node.env._now  # nothing left to send
-                return
-            torn = 0 if log.at_boundary(conn.next_transfer) else first - conn.next_transfer
-            last_phys, last = records[-1][0], records[-1][1]
-            end = last_phys + int.from_bytes(last[:4], "little", signed=True)
-            self._send(conn, HaTransfer(conn.next_transfer, tuple(records), torn, epoch, start,
-                                        self._confirm_offset()))
-            self.last_transfer[conn.slave] = (log.wrote_position, self.node.env._now)
-            conn.next_transfer = end
+        """The classic writer (ha_service.py), only while this broker is the master."""
+        if self.active:
+            super()._write(conn)
+
+    def transfer_start(self, conn: HAConnection) -> int:
+        return conn.request_offset  # isSyncFromLastFile false: a slave reporting 0 gets everything
+
+    def frame(self, conn: HAConnection, records: list, first: int) -> tuple[list, tuple]:
+        """Frames stop at the next epoch's start and carry their epoch and the confirm offset; with
+        nothing left to send, the slave is caught up."""
+        epoch, start, boundary = self.epochs.covering(max(first, conn.next_transfer))
+        if boundary >= 0:
+            records = [r for r in records if r[0] < boundary]
+        if not records:
+            if conn.ack_offset >= self.log.readable_position():
+                self.caught_up_us[conn.slave] = self.node.env._now
+            return records, ()
+        self.last_transfer[conn.slave] = (self.log.wrote_position, self.node.env._now)
+        return records, (epoch, start, self._confirm_offset())
 
     # --- acknowledgement ----------------------------------------------------------------------
     def replicate(self, next_offset: int, callback: Any) -> None:

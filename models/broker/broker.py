@@ -311,7 +311,7 @@ class Broker:
         inSyncReplicas > 1; controller mode also with allAckInSyncStateSet)."""
         if self.slave or self.role is not BrokerRole.SYNC_MASTER:
             return False
-        if self.replicas is not None or isinstance(self.ha, AutoSwitchHAService):
+        if isinstance(self.ha, AutoSwitchHAService):  # controller mode
             return self.store_cfg.all_ack_in_sync_state_set or self.store_cfg.in_sync_replicas > 1
         return self.version is Version.V4 or self.store_cfg.in_sync_replicas > 1
 

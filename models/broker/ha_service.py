@@ -98,8 +98,12 @@ class HAService:
             old.open = False
         conn = self.connections[src] = HAConnection(src, self.node.env._now)
         self.node.env.network.watch(self.node, src, self._slave_closed)
-        self.node.reply(src, req_id, CodeResponse(SUCCESS))
+        self.node.reply(src, req_id, self.connect_answer())
         self.node.call_later(HA_WRITE_POLL_US, self._poll, conn)
+
+    def connect_answer(self) -> Any:
+        """What a slave's connect is answered with (controller mode: the handshake, auto_switch_ha.py)."""
+        return CodeResponse(SUCCESS)
 
     def _slave_closed(self, slave: str) -> None:
         self._close(slave, "closed")
@@ -157,21 +161,30 @@ class HAService:
             return
         log = self.log
         if conn.next_transfer < 0:
-            if conn.request_offset == 0:
-                end = log.readable_position()
-                conn.next_transfer = end - end % log.file_size
-            else:
-                conn.next_transfer = conn.request_offset
+            conn.next_transfer = self.transfer_start(conn)
         batch = self.cfg.ha_transfer_batch_size_bytes
         while conn.open:
             records, first = log.records_from(conn.next_transfer, batch)
+            records, header = self.frame(conn, records, first)
             if not records:
                 return
             torn = 0 if log.at_boundary(conn.next_transfer) else first - conn.next_transfer
             last_phys, last = records[-1][0], records[-1][1]
             end = last_phys + int.from_bytes(last[:4], "little", signed=True)
-            self._send(conn, HaTransfer(conn.next_transfer, tuple(records), torn))
+            self._send(conn, HaTransfer(conn.next_transfer, tuple(records), torn, *header))
             conn.next_transfer = end
+
+    def transfer_start(self, conn: HAConnection) -> int:
+        """nextTransferFromWhere at the first report: a slave that reports 0 gets the last file only."""
+        if conn.request_offset == 0:
+            end = self.log.readable_position()
+            return end - end % self.log.file_size
+        return conn.request_offset
+
+    def frame(self, conn: HAConnection, records: list, first: int) -> tuple[list, tuple]:
+        """The records of the next frame, and its header fields beyond the offset (controller mode
+        cuts at epoch starts and adds the epoch: auto_switch_ha.py)."""
+        return records, ()
 
     def _send(self, conn: HAConnection, frame: HaTransfer) -> None:
         conn.last_write_us = self.node.env._now

@@ -83,7 +83,7 @@ class ControllerQuorum:
             elif now - self.lost_since_us >= STEP_DOWN_US:
                 self._lead(None, keep_lost=True)
         if self.leader is None and not self.voting:
-            if any(p.node.up and self.has_majority(p) for p in self.peers):
+            if self._candidate() is not None:
                 self.voting = True
                 low, high = DLEDGER_VOTE_INTERVAL_US
                 since = now if self.lost_since_us < 0 else self.lost_since_us
@@ -91,12 +91,16 @@ class ControllerQuorum:
                 self.env.call_later(at - now, self._vote)
         self.env.call_later(CHECK_US, self._check)
 
+    def _candidate(self) -> Any:
+        """The first peer, in configured order, that is up and connected to a majority."""
+        return next((p for p in self.peers if p.node.up and self.has_majority(p)), None)
+
     def _vote(self) -> None:
         """The first peer connected to a majority wins the vote (or the next round tries again)."""
         self.voting = False
         if self.leader is not None:
             return
-        candidate = next((p for p in self.peers if p.node.up and self.has_majority(p)), None)
+        candidate = self._candidate()
         if candidate is not None:
             self._lead(candidate)
         else:
