@@ -15,6 +15,15 @@ offset, reconsume times). Its cause, `CAUSES`:
   - `txn_double_commit`: the same for a transactional producer, whose real messages are written
     by commits: one half committed twice (a late endTransaction plus a check answer, or a half
     written back by a check round and committed again; analysis/txn_checker.py);
+  - in a POP group (5.x: the copy came from the broker's revive service, `pop.revived`; models/
+    consumer/pop_consumer.py), the ack of the first delivery did not cancel the revive:
+    `invisible_time_expired` when a listener call of the message ended after its handle's
+    invisible time (`pop.ack_late`: the ack came too late — a consumer slower than its invisible
+    time); `broker_offset_rollback` when the broker's offset rolled back over the first copy before
+    the duplicate (it was popped twice, and one of those deliveries was revived); `invisible_time_expired` for an orderly
+    batch handed out again in place (`pop.order_redelivered`: another of its messages stayed
+    un-acked past the invisible time); else `ack_lost` (the ack was sent in time and failed,
+    `pop.ack_failed`, or was lost with the broker: a power loss took the ack record);
   - `other`: anything else;
 - a *re-read of the same stored copy* (the consumer's starting offset was behind what had been
   consumed). The re-reading consumer's queue ownership started at some time t0 (its latest
@@ -34,6 +43,9 @@ offset, reconsume times). Its cause, `CAUSES`:
     counts when t1 is a listener call that ended on the dropped queue (its offset is not
     committed); still owning it at t0 (two owners at once during a rebalance) → `rebalance`;
   - `other` when none of these explains it.
+  A POP group owns no queue: its re-read of the same copy is `broker_offset_rollback` when the
+  broker's offset table rolled back over it between the two consumptions (the pop had moved the
+  offset; a crash reloaded an older consumerOffset.json), else `other`.
 A pull a slave serves never moves the consumer's offset back (slave_read.py: no OFFSET_MOVED
 without offsetCheckInSlave, and with it the correction is an `offset_reset`), so `failover` is
 only the offset answer above.
@@ -50,7 +62,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from analysis.ledger_codes import PARKED_TWICE, TIMER_TWICE
+from analysis.ledger_codes import PARKED_TWICE, SEQ_BITS, TIMER_TWICE
 from models.records import (
     BROKER_OFFSET_BEHIND_REPLICA,
     BROKER_OFFSET_ROLLED_BACK,
@@ -58,11 +70,16 @@ from models.records import (
     CONSUMER_QUEUE_DROPPED,
     CONSUMER_QUEUE_STARTED,
     CONSUMER_SHUTDOWN,
+    POP_ACK_FAILED,
+    POP_ACK_LATE,
+    POP_ORDER_REDELIVERED,
+    POP_REVIVED,
 )
 from sim.kernel.trace import NODE_CRASHED
 
 CAUSES = ("producer_retry", "rebalance", "consumer_crash", "consumer_shutdown", "broker_offset_rollback",
-          "offset_reset", "failover", "send_back", "txn_double_commit", "timer_redelivered", "other")
+          "offset_reset", "failover", "send_back", "txn_double_commit", "timer_redelivered",
+          "invisible_time_expired", "ack_lost", "other")
 _OFFSET_MASK = 0xFFFFFFFF
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX (analysis reads only record schemas from models)
 
@@ -81,6 +98,11 @@ class Timeline:
         self.moved: dict[tuple, list[int]] = defaultdict(list)  # (group, broker, qid)
         self.rolled_back: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)  # (group, broker, qid, retry)
         self.behind: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)  # (group, client, broker, qid, retry)
+        # (group, msg id) → (t, broker, popped topic, queue id, offset) of each revive
+        self.pop_revived: dict[tuple, list[tuple]] = defaultdict(list)
+        self.pop_late: dict[tuple, list[tuple[int, int]]] = defaultdict(list)  # (group, msg id) → (t, deadline)
+        self.pop_failed: dict[tuple, list[tuple[int, str]]] = defaultdict(list)  # (group, msg id) → (t, reason)
+        self.pop_in_place: set[tuple] = set()  # (group, msg id) an orderly pop handed out again in place
         for r in sorted(events, key=lambda e: e[0]):
             kind = r[2]
             if kind == CONSUMER_QUEUE_STARTED:  # (t, node, kind, group, topic, broker, qid, offset)
@@ -99,6 +121,15 @@ class Timeline:
             elif kind == BROKER_OFFSET_BEHIND_REPLICA:  # (t, node, kind, group, topic, broker, qid, client, offset, held)
                 key = (r[3], r[7], r[5], r[6], r[4].startswith(RETRY_GROUP_TOPIC_PREFIX))
                 self.behind[key].append((r[0], r[8], r[9]))
+            elif kind == POP_REVIVED:  # (t, broker, kind, group, msg_id, topic, qid, offset, reconsume, from topic, qid, offset)
+                self.pop_revived[(r[3], r[4])].append((r[0], r[1], r[9], r[10], r[11]))
+            elif kind == POP_ORDER_REDELIVERED:  # the same, in place (orderly POP): (t, broker, kind, group, msg_id, topic, qid, offset, n)
+                self.pop_revived[(r[3], r[4])].append((r[0], r[1], r[5], r[6], r[7]))
+                self.pop_in_place.add((r[3], r[4]))
+            elif kind == POP_ACK_LATE:  # (t, node, kind, group, msg_id, deadline)
+                self.pop_late[(r[3], r[4])].append((r[0], r[5]))
+            elif kind == POP_ACK_FAILED:  # (t, node, kind, group, msg_id, reason)
+                self.pop_failed[(r[3], r[4])].append((r[0], r[5]))
 
     def owned_since(self, key: tuple, t_us: int) -> int | None:
         """Start of the ownership of `key` in force at `t_us` (its latest start at or before it)."""
@@ -179,6 +210,10 @@ def cause_and_evidence(unit: Any, ledger: Any, copies: list[np.ndarray], timelin
         first_reconsume = (first_pos >> 32) & 0xFF
         why["first_reconsume"] = first_reconsume
         why["copies"] = int(copies[p][seq]) if seq < len(copies[p]) else 0
+        msg_id = unit_msg_id(p, seq)
+        revived = [r for r in timeline.pop_revived.get((unit.group, msg_id), ()) if r[0] <= t_us]
+        if revived:  # a POP group: the broker put it back (module docstring)
+            return _pop_cause(ledger, timeline, unit.group, msg_id, first_pos, t_us, why, revived)
         if reconsume > 0 or first_reconsume > 0:
             return "send_back", why
         state = ledger.state[p][seq] if seq < len(ledger.state[p]) else 0
@@ -192,7 +227,11 @@ def cause_and_evidence(unit: Any, ledger: Any, copies: list[np.ndarray], timelin
     group, retry = unit.group, reconsume > 0
     key = (group, node, broker, qid, retry)
     t0 = why["t0"] = timeline.owned_since(key, t_us)
-    if t0 is None:
+    if t0 is None:  # no queue ownership: a POP group (module docstring)
+        for t, before, after in timeline.rolled_back.get((group, broker, qid, retry), ()):
+            if t_first < t <= t_us and after <= offset < before:
+                why["rolled_back"] = (t, before, after)
+                return "broker_offset_rollback", why
         return "other", why
     moved = [t for t in timeline.moved.get((group, broker, qid), ()) if t_first < t <= t0]
     if moved:
@@ -217,3 +256,34 @@ def cause_and_evidence(unit: Any, ledger: Any, copies: list[np.ndarray], timelin
     if reason == "offset_moved":
         return "offset_reset", why
     return reason, why  # consumer_crash / consumer_shutdown
+
+
+def unit_msg_id(p: int, seq: int) -> int:
+    """The message id of producer index `p`'s message `seq` (models/message.py msg_id_of)."""
+    return p << SEQ_BITS | seq
+
+
+def _pop_cause(ledger: Any, timeline: Timeline, group: str, msg_id: int, first_pos: int, t_us: int,
+               why: dict[str, Any], revived: list[tuple]) -> tuple[str, dict[str, Any]]:
+    """A POP redelivery's cause: a late listener call; else the broker's offset rolled back over the
+    first copy (it was popped twice, and one of those deliveries was revived); else an orderly batch handed
+    out again in place (another of its messages stayed un-acked past the invisible time); else a
+    lost ack."""
+    why["revived_us"] = revived[-1][0]
+    late = [(t, deadline) for t, deadline in timeline.pop_late.get((group, msg_id), ()) if t <= t_us]
+    if late:
+        why["ack_late"] = late[0]
+        return "invisible_time_expired", why
+    broker_index, qid = first_pos >> 52, (first_pos >> 40) & 0xFFF
+    broker = next((name for name, i in ledger.brokers.items() if i == broker_index), None)
+    popped = [(broker, qid, first_pos & _OFFSET_MASK, (first_pos >> 32) & 0xFF > 0)]
+    popped += [(node, q, off, topic.startswith(RETRY_GROUP_TOPIC_PREFIX)) for _t, node, topic, q, off in revived]
+    for node, q, offset, retry in popped:  # a rollback over a popped copy: it was popped twice
+        for t, before, after in timeline.rolled_back.get((group, node, q, retry), ()):
+            if t <= t_us and after <= offset < before:
+                why["rolled_back"] = (t, before, after)
+                return "broker_offset_rollback", why
+    if (group, msg_id) in timeline.pop_in_place:
+        return "invisible_time_expired", why
+    why["ack_failed"] = next((f for f in timeline.pop_failed.get((group, msg_id), ()) if f[0] <= t_us), None)
+    return "ack_lost", why

@@ -40,6 +40,10 @@ RULES = {
                          "topic more than once (a wheel slot read again after a broker restart, from its last "
                          "checkpoint), its send having parked it once",
     "send_back": "another stored copy was delivered and one of them came through the retry path",
+    "invisible_time_expired": "POP: the broker put it back into the group's POP retry topic because the listener "
+                              "call that consumed it ended after its invisible time, so its ack came too late",
+    "ack_lost": "POP: the broker put it back into the group's POP retry topic although it was consumed in time: "
+                "the ack failed or was lost with the broker",
     "rebalance": "the same copy re-read after its queue was handed over (or owned twice) before the first "
                  "consumer's offset reached the broker",
     "consumer_crash": "the same copy re-read after the consumer that consumed it was killed before its offset "
@@ -222,12 +226,23 @@ def duplicate_verdict(f: Any, d: Any, records: list[tuple] | None = None) -> Ver
                 "timer_redelivered": f"the timer put it back into its topic more than once (a slot read again "
                                      f"after a broker restart): {why['copies']} stored copies; {first}, {again} "
                                      f"from {broker} q{qid} @{offset}",
-                "send_back": f"{first}; {again} from a retry-path copy (reconsume {reconsume})"}.get(
+                "send_back": f"{first}; {again} from a retry-path copy (reconsume {reconsume})",
+                "invisible_time_expired": (f"{first}, after its invisible time had ended at "
+                                           f"{seconds(why['ack_late'][1])}; the broker revived it at "
+                                           f"{seconds(why.get('revived_us', 0))}; {again} (reconsume {reconsume})")
+                if "ack_late" in why else (f"{first}; another message of its orderly batch stayed un-acked past the "
+                                           f"invisible time, so the broker handed the batch out again in place at "
+                                           f"{seconds(why.get('revived_us', 0))}; {again} (reconsume {reconsume})"),
+                "ack_lost": f"{first} in time, but its ack did not take effect"
+                            + (f" ({why['ack_failed'][1]} at {seconds(why['ack_failed'][0])})"
+                               if why.get("ack_failed") else "")
+                            + f"; the broker revived it at {seconds(why.get('revived_us', 0))}; {again}"}.get(
                     cause, f"{first}; {again} from another stored copy")
         if cause == "timer_redelivered":  # the timer's re-read follows its broker's restart: on that broker
             return Verdict(d.unit, d.msg_id, "duplicate", cause, text, t_us, broker)
         born = f.born_us(d.msg_id)
-        return Verdict(d.unit, d.msg_id, "duplicate", cause, text, born if cause != "send_back" else t_us)
+        return Verdict(d.unit, d.msg_id, "duplicate", cause, text,
+                       born if cause not in ("send_back", "invisible_time_expired", "ack_lost") else t_us)
     text = f"{first}; {again} from the same copy ({broker} q{qid} @{offset}) in an ownership that started at " \
            f"{seconds(why['t0'])}" if why.get("t0") is not None else f"{first}; {again}"
     event, where = why.get("t0") or t_us, None

@@ -26,7 +26,7 @@ FAULT_COLORS = {"process_crash": "#e41a1c", "power_loss": "#000000", "partition"
 CAUSE_COLORS = {"producer_retry": "#d95f02", "rebalance": "#1b9e77", "consumer_crash": "#e41a1c",
                 "consumer_shutdown": "#66a61e", "broker_offset_rollback": "#000000", "offset_reset": "#e6ab02",
                 "failover": "#377eb8", "send_back": "#a6761d", "txn_double_commit": "#e7298a",
-                "timer_redelivered": "#17becf", "other": "#999999", "redelivery": "#7570b3"}
+                "timer_redelivered": "#17becf", "invisible_time_expired": "#bcbd22", "ack_lost": "#8c564b", "other": "#999999", "redelivery": "#7570b3"}
 
 
 def _positions(values: list[Any]) -> tuple[list[float], list[str], bool]:

@@ -89,6 +89,10 @@ from models.records import (
     CONSUMER_SHUTDOWN,
     CONTROLLER_ELECTED,
     OFFSET_REUSED,
+    POP_ACK_FAILED,
+    POP_ACK_LATE,
+    POP_ORDER_REDELIVERED,
+    POP_REVIVED,
     PRODUCER_SEND_FAILED,
     PRODUCER_SENT,
     TIMER_DELIVERED,
@@ -117,6 +121,9 @@ _HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED
             (CONSUMER_OFFSET_MOVED, "_event", ()), (BROKER_OFFSET_ROLLED_BACK, "_event", ()),
             (CONSUMER_REBALANCED, "_event", ()), (BROKER_LOCK_GRANTED, "_event", ()),
             (BROKER_OFFSET_BEHIND_REPLICA, "_event", ()),
+            # POP facts (5.x): revivals, late and failed acks, kept whole for the duplicate causes
+            (POP_REVIVED, "_event", ()), (POP_ACK_LATE, "_event", ()), (POP_ACK_FAILED, "_event", ()),
+            (POP_ORDER_REDELIVERED, "_event", ()),
             # per-message timer facts, not kept: `_event` turns them into state bits
             (TIMER_DELIVERED, "_event", ()),
             # master availability facts: only mark the chunk for `rare_observers` (with NODE_CRASHED)

@@ -377,3 +377,70 @@ class UnlockBatchMQ(NamedTuple):
     group: str
     client_id: str
     mqs: tuple[MessageQueue, ...]
+
+
+# --- POP consumption (5.x: models/broker/pop_message_processor.py, models/broker/ack_message_processor.py,
+# models/consumer/pop_consumer.py); ResponseCode values
+NO_MESSAGE, POLLING_FULL, POLLING_TIMEOUT = 208, 209, 210
+INVALID_RECEIPT_HANDLE = 40020  # the proxy's gRPC Code.INVALID_RECEIPT_HANDLE ("receipt handle is expired")
+POP_ALL_QUEUES = -1  # queueId -1: the broker picks the queues (the proxy's BROKER_ACTING_QUEUE_ID)
+
+
+class ReceiptHandle(NamedTuple):
+    """ExtraInfoUtil's extra info (the message's PROPERTY_POP_CK): which checkpoint holds the message.
+    `retry`: the message was read from the group's POP retry topic (topic type retry V1)."""
+
+    ck_start_offset: int
+    pop_time_us: int
+    invisible_us: int
+    revive_qid: int
+    retry: bool
+    broker_name: str
+    queue_id: int
+    queue_offset: int
+
+
+class PopMessage(NamedTuple):
+    """POP_MESSAGE (PopMessageRequestHeader). `proxy`: sent by the gRPC proxy for a SimpleConsumer
+    (its checks and its dead-letter filter apply); `order`: orderly POP."""
+
+    group: str
+    topic: str
+    queue_id: int  # POP_ALL_QUEUES: every queue of the topic on this broker
+    max_msg_nums: int
+    invisible_us: int
+    poll_us: int  # how long the broker may hold the request (0: answer at once)
+    order: bool
+    tag_codes: frozenset | None
+    proxy: bool
+
+
+class PopResponse(NamedTuple):
+    """POLLING_TIMEOUT / NO_MESSAGE answers carry nothing; SUCCESS the messages, each with its handle."""
+
+    code: int
+    msgs: tuple[tuple[MessageExt, ReceiptHandle], ...] = ()
+
+
+class AckMessage(NamedTuple):
+    """ACK_MESSAGE (AckMessageRequestHeader) of one message by its receipt handle."""
+
+    group: str
+    topic: str  # the topic the handle names (the POP retry topic for a retry message)
+    handle: ReceiptHandle
+    proxy: bool
+
+
+class ChangeInvisibleTime(NamedTuple):
+    """CHANGE_MESSAGE_INVISIBLETIME: the message becomes visible `invisible_us` from now."""
+
+    group: str
+    topic: str
+    handle: ReceiptHandle
+    invisible_us: int
+    proxy: bool
+
+
+class ChangeInvisibleTimeResponse(NamedTuple):
+    code: int
+    handle: ReceiptHandle | None = None  # the new handle (popTime = now)

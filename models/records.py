@@ -109,6 +109,21 @@ BROKER_OFFSET_ROLLED_BACK = declare("broker.offset_rolled_back", group=str, topi
 BROKER_OFFSET_BEHIND_REPLICA = declare("broker.offset_behind_replica", group=str, topic=str, broker=str,
                                        queue_id=int, client=str, offset=int, replica_offset=int)
 
+# POP consumption (5.x, models/broker/pop_revive_service.py, models/consumer/pop_consumer.py): ground
+# truth for the duplicate causes invisible_time_expired and ack_lost (analysis/duplicates.py). Rare: a
+# message put back into the group's POP retry topic by PopReviveService because its checkpoint's
+# invisible time passed without an ack (`reconsume_times` of the new copy; `from_*`: the popped copy), a
+# listener call that ended after its handle's invisible time (`deadline_us`; the ack comes too late),
+# an ack the consumer sent and that failed (`reason`: timeout, connect_failed, code_<n>)
+POP_REVIVED = declare("pop.revived", group=str, msg_id=int, topic=str, queue_id=int, queue_offset=int,
+                      reconsume_times=int, from_topic=str, from_queue_id=int, from_offset=int)
+POP_ACK_LATE = declare("pop.ack_late", group=str, msg_id=int, deadline_us=int)
+# an orderly pop handing out again, in place, an offset of a batch whose invisible time passed with a
+# message un-acked (ConsumerOrderInfoManager; `reconsume_times` its offsetConsumedCount)
+POP_ORDER_REDELIVERED = declare("pop.order_redelivered", group=str, msg_id=int, topic=str, queue_id=int,
+                                queue_offset=int, reconsume_times=int)
+POP_ACK_FAILED = declare("pop.ack_failed", group=str, msg_id=int, reason=str)
+
 # transactional messages (analysis/txn_checker.py). Producer side: `txn.local_done` when the local
 # transaction's outcome is decided (ground truth: `outcome` COMMIT / ROLLBACK; `state` what
 # executeLocalTransaction returned: COMMIT_MESSAGE / ROLLBACK_MESSAGE / UNKNOW / EXCEPTION, or
@@ -152,3 +167,7 @@ CLIENT_ROUTE_UPDATED = declare_detail("client.route_updated", topic=str, queues=
 # round (ReputMessageService), and the range a slave appended from one HA frame
 CONSUME_QUEUE_DISPATCHED = declare_detail("consume_queue.dispatched", from_position=int, to_position=int)
 HA_APPENDED = declare_detail("ha.appended", from_position=int, to_position=int)
+# POP (models/consumer/pop_consumer.py): each message a POP consumer received, with its receipt
+# handle's pop time and invisible time (the ground truth of the POP stories)
+POP_RECEIVED = declare_detail("pop.received", group=str, msg_id=int, topic=str, queue_id=int, queue_offset=int,
+                              pop_time_us=int, invisible_us=int)

@@ -18,7 +18,7 @@ Quiet, at simulated time `now`, means both:
   member's offsets equal its offsets file; every up master's consumer offset table equals its
   consumerOffset.json (`offsets_unpersisted`); every stored half message resolved by an end, a
   discard at transactionCheckMax or a loss (`transactions_unresolved`); no request is in flight (`requests_in_flight`: a
-  node's outstanding RPCs, except consumers' pulls, which long polling holds by design).
+  node's outstanding RPCs, except consumers' pulls and pops, which long polling holds by design).
 - **no disturbance** within the last `window_ms`: no duplicate delivery (`duplicates`), no
   rebalance that moved a queue (`rebalances`), no offset rolled back or moved (`offset_rollbacks`:
   `broker.offset_rolled_back`, `consumer.offset_moved`), no failed send (`send_failures`), no fault
@@ -50,6 +50,7 @@ from typing import Any
 
 from models.broker.broker import Broker
 from models.consumer.config import REBALANCE_WAIT_INTERVAL_US
+from models.consumer.pop_consumer import PopConsumer
 from models.consumer.push_consumer import PushConsumer
 from models.message import MessageQueue
 from models.records import (
@@ -183,6 +184,11 @@ class QuietWatch:
                     _broadcasting_member(c, masters, counts)
             else:
                 _clustering_group(group, live, masters, counts)
+        live_pop = {m.group for m in models.values() if isinstance(m, PopConsumer) and m.node.up
+                    and not m.node.booting and not m.node.stopped}
+        for pop in self.world.pops if live_pop else ():
+            if pop.node.up and not pop.broker.slave:
+                counts["backlog"] += pop.backlog(live_pop)
         for broker in masters.values():
             persisted = broker.offsets.persisted
             table = broker.offsets.table
@@ -274,7 +280,9 @@ def _requests_in_flight(model: Any) -> int:
     if not node.up:
         return 0
     pull = getattr(model, "_on_pull_bound", None)
-    return sum(1 for entry in node._pending.values() if entry[0] is not pull or pull is None)
+    polls = getattr(model, "long_polls", ())  # a POP consumer's pops (models/consumer/pop_consumer.py)
+    return sum(1 for entry in node._pending.values()
+               if (entry[0] is not pull or pull is None) and entry[0] not in polls)
 
 
 def warning_lines(q: dict[str, Any], fixed_settle_ms: int) -> list[str]:

@@ -45,9 +45,11 @@ from analysis.verdict import guarantees_for, judge
 from models.admin import MQAdmin
 from models.broker.broker import Broker
 from models.broker.config import BrokerRole
+from models.broker.pop_message_processor import attach_pop
 from models.consumer.config import MessageModel
 from models.consumer.lite_pull_consumer import LitePullConsumer
 from models.consumer.orderly_push_consumer import OrderlyPushConsumer
+from models.consumer.pop_consumer import PopConsumer
 from models.consumer.push_consumer import PushConsumer
 from models.controller.controller import Controller
 from models.controller.raft import ControllerQuorum
@@ -89,6 +91,7 @@ class World:
     admin: MQAdmin | None = None
     quorum: ControllerQuorum | None = None  # the controllers (controller mode), started with the nodes
     failover: FailoverChecker | None = None  # master availability (analysis/failover_checker.py), fed by _observe
+    pops: list[Any] = field(default_factory=list)  # the brokers' POP processors (a scenario with a POP group)
 
 
 @dataclass
@@ -152,6 +155,8 @@ def build(sc: Scenario, seed: int, keep_records: bool = False, detail: bool = Fa
     brokers = []
     for b in sc.cluster.brokers:
         brokers += _build_group(world, b, sc, namesrvs, controllers)
+    if any(c.pop is not None for c in sc.consumers):  # POP's processors and revive service (5.x)
+        world.pops = [attach_pop(broker) for broker in brokers]
     duration_us = ms(sc.duration_ms)
     txn_logs: dict[str, TransactionLog] = {}  # producer group -> the application's shared transaction log
     infos = iter(producer_infos(sc))
@@ -177,6 +182,9 @@ def build(sc: Scenario, seed: int, keep_records: bool = False, detail: bool = Fa
                 consumer = OrderlyPushConsumer(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
                                                c.consume_time_ms, c.failure_probability, zones,
                                                client_version=sc.resolved_client_version)
+            elif c.pop is not None:  # a SimpleConsumer or a POP-mode push consumer
+                consumer = PopConsumer(env, name, c.zone, c.group, c.topic, c.tags, c.client, namesrvs,
+                                       c.consume_time_ms, c.failure_probability, c.pop)
             elif c.lite_pull is not None:  # DefaultLitePullConsumer: pullBatchSize is its own (10)
                 client = c.client.model_copy(update={"pull_batch_size": c.lite_pull.pull_batch_size})
                 consumer = LitePullConsumer(env, name, c.zone, c.group, c.topic, c.tags, client, namesrvs,
@@ -190,8 +198,8 @@ def build(sc: Scenario, seed: int, keep_records: bool = False, detail: bool = Fa
             if c.stop_ms is not None:
                 env.call_later(ms(c.stop_ms), consumer.shutdown)
     _wire_network(network, sc)
-    shutdowns = {name: m.shutdown if isinstance(m, PushConsumer) else m.exit_gracefully
-                 for name, m in world.models.items() if isinstance(m, PushConsumer | Producer)}
+    shutdowns = {name: m.shutdown if isinstance(m, PushConsumer | PopConsumer) else m.exit_gracefully
+                 for name, m in world.models.items() if isinstance(m, PushConsumer | PopConsumer | Producer)}
     world.injector = FaultInjector(env, world.nodes, list(sc.faults), list(sc.random_faults), duration_us, shutdowns)
     world.admin = MQAdmin(env, brokers, {g: e["topic"] for g, e in consumer_groups(sc).items()})
     return world

@@ -299,6 +299,47 @@ class LitePullSpec(BaseModel):
     pull_batch_size: Int = Field(10, gt=0, le=1024, description="pullBatchSize: messages per pull, and per poll()")
 
 
+class PopSpec(BaseModel):
+    """POP consumption (5.x; models/consumer/pop_consumer.py): a `pop` consumer entry pops from the
+    brokers instead of pulling its own queues — no rebalance, no offsets, each message acked."""
+
+    model_config = _STRICT
+    client: Literal["simple", "push"] = Field("simple", description=(
+        "simple: the gRPC SimpleConsumer through the proxy (LOCAL mode); push: DefaultMQPushConsumer in POP mode"))
+    invisible_duration_ms: PositiveDurationMs = Field(60_000, description=(
+        "invisibleDuration of each receive (simple: 10 s .. 12 h, the proxy's bounds) or popInvisibleTime "
+        "(push: 5 s .. 300 s); default 60 s (the proxy's defaultInvisibleTimeMills, the push consumer's default)"))
+    max_message_num: Int | None = Field(None, gt=0, le=32, description=(
+        "messages a receive asks for (maxMessageNum; the proxy caps it at 32) or popBatchNums (push); "
+        "null: 16 for simple, 32 (popBatchNums) for push"))
+    await_duration_ms: PositiveDurationMs = Field(30_000, description=(
+        "simple: the receive's awaitDuration (the proxy long-polls it, clamped to 5 s .. 20 s)"))
+    threads: Int = Field(1, gt=0, le=1_000, description=(
+        "simple: application threads, each looping receive → process → ack (push: client.consume_thread_max)"))
+    orderly: bool = Field(False, description=(
+        "simple: a FIFO group (orderly POP: a queue's batch blocks it until acked or visible again)"))
+
+    @model_validator(mode="after")
+    def _bounds(self) -> PopSpec:
+        problems = []
+        if self.client == "simple" and not 10_000 <= self.invisible_duration_ms <= 12 * 3_600_000:
+            problems.append("a SimpleConsumer's invisible_duration_ms must be within 10 s .. 12 h (the proxy "
+                            "refuses others: minInvisibleTimeMillsForRecv, maxInvisibleTimeMills)")
+        if self.client == "push" and not 5_000 <= self.invisible_duration_ms <= 300_000:
+            problems.append("a POP push consumer's invisible_duration_ms must be within 5 s .. 300 s "
+                            "(DefaultMQPushConsumer would silently use 60 s)")
+        if self.client == "push" and self.orderly:
+            problems.append("a push consumer never pops orderly (clientRebalance is forced for orderly "
+                            "listeners); use consume_mode ORDERLY without pop, or client: simple")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def batch(self) -> int:
+        return self.max_message_num or (16 if self.client == "simple" else 32)
+
+
 class ConsumerSpec(BaseModel):
     model_config = _STRICT
     name: NodeName = Field("consumer", description="node name and client id (with count N: <name>-1..<name>-N)")
@@ -325,6 +366,8 @@ class ConsumerSpec(BaseModel):
         "DefaultMQPushConsumer / ClientConfig settings"))
     lite_pull: LitePullSpec | None = Field(None, description=(
         "a DefaultLitePullConsumer (subscribe mode) instead of a push consumer: its settings (null: push)"))
+    pop: PopSpec | None = Field(None, description=(
+        "POP consumption (5.x): a SimpleConsumer or a POP-mode push consumer instead (null: pull-based)"))
 
     @model_validator(mode="after")
     def _orderly_needs_clustering(self) -> ConsumerSpec:
@@ -333,6 +376,11 @@ class ConsumerSpec(BaseModel):
                                            or self.client.message_model is MessageModel.BROADCASTING):
             problems.append("lite_pull is modelled for CONCURRENTLY, CLUSTERING consumers without failure_probability "
                             "(the application polls and handles failures itself)")
+        if self.pop is not None and (self.lite_pull is not None or self.consume_mode == "ORDERLY"
+                                     or self.client.message_model is MessageModel.BROADCASTING
+                                     or self.client.consume_message_batch_max_size > 1):
+            problems.append("pop is modelled for CONCURRENTLY, CLUSTERING consumers without lite_pull or batch "
+                            "consumption (orderly POP: pop.orderly)")
         if self.consume_mode == "ORDERLY" and self.client.message_model is MessageModel.BROADCASTING:
             problems.append("consume_mode ORDERLY with message_model BROADCASTING is not modelled; use CLUSTERING")
         if problems:

@@ -432,6 +432,7 @@ def _check_topic_brokers(data: dict, ctx: Context) -> list[str]:
 def _check_groups(data: dict, ctx: Context) -> list[str]:
     seen: dict[str, tuple[Any, Any]] = {}
     modes: dict[str, Any] = {}
+    pops: dict[str, str | None] = {}
     problems = []
     model = ctx.model("consumers")
     for i, entry in _client_entries(data, ctx, "consumers"):
@@ -447,6 +448,16 @@ def _check_groups(data: dict, ctx: Context) -> list[str]:
             problems.append(f"consumers[{i}].consume_mode: members of group {group!r} consume alike "
                             f"(got {mode} and {modes[group]}): the order checker judges a group as one")
         modes.setdefault(group, mode)
+        pop = ctx.read.get(model, entry, "pop")
+        if pop is INVALID:
+            continue
+        kind = None if pop is None else pop.client
+        if group in pops and pops[group] != kind:
+            problems.append(f"consumers[{i}].pop: members of group {group!r} consume alike (POP with the same "
+                            f"client, or pull): got {kind or 'pull'} and {pops[group] or 'pull'}")
+        pops.setdefault(group, kind)
+        if pop is not None and ctx.read.get(ctx.root, data, "version") == "4.x":
+            problems.append(f"consumers[{i}].pop: POP consumption is 5.x only (version is 4.x)")
     return problems
 
 

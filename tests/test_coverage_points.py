@@ -102,6 +102,15 @@ RUNS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "controller_min_in_sync": ("controller_master_power_loss", 1, (
         "cluster.brokers[0].store.min_in_sync_replicas=3",
         "faults=[{at_ms: 20s, kind: process_crash, node: broker-a-s1, duration_ms: 10s}]")),
+    # a SimpleConsumer slower than its invisible time: revived messages, late acks refused by the proxy
+    "pop_slow_consumer": ("pop_slow_consumer_invisible_time", 1, ()),
+    # a POP-mode push consumer whose 9 s listener outlives the 5 s invisible time: its acks land after the revive
+    "pop_push_acks_after_revive": ("pop_slow_consumer_invisible_time", 1, (
+        "consumers[0].pop={client: push, invisible_duration_ms: 5s}", "consumers[0].consume_time_ms=9000",
+        "consumers[0].client.consume_thread_max=1", "producers[0].rate_per_s=1", "duration_ms=30s",
+        "producers[0].stop_ms=20s")),
+    # orderly POP: a queue's un-acked batch blocks it
+    "pop_orderly": ("pop_consumer_crash", 1, ("consumers[0].pop.orderly=true",)),
 }
 
 # every declared point → the run that reaches it (at least once)
@@ -162,6 +171,10 @@ REACHED_BY: dict[str, str] = {
     "sync_state_set_shrunk": "controller_partition_master",
     "ha_truncated_at_consistent_point": "controller_partition_master",
     "in_sync_replicas_not_enough": "controller_min_in_sync",
+    "pop_revived": "pop_slow_consumer",
+    "pop_ack_after_revive": "pop_push_acks_after_revive",
+    "pop_ack_expired_handle": "pop_slow_consumer",
+    "pop_order_queue_blocked": "pop_orderly",
 }
 
 

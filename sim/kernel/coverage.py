@@ -154,6 +154,15 @@ POINTS: tuple[Point, ...] = (
           "AutoSwitchHAClient.doTruncate (EpochFileCache.findConsistentPoint)"),
     Point("in_sync_replicas_not_enough", "a send was refused: the SyncStateSet below minInSyncReplicas",
           "CommitLog.asyncPutMessage (IN_SYNC_REPLICAS_NOT_ENOUGH)"),
+    # --- POP consumption (5.x)
+    Point("pop_revived", "a popped message's invisible time passed un-acked: put into the POP retry topic",
+          "PopReviveService.reviveRetry"),
+    Point("pop_ack_after_revive", "an ack reached the broker after its checkpoint was revived: ignored",
+          "PopReviveService.consumeReviveMessage (no checkpoint for the ack)"),
+    Point("pop_ack_expired_handle", "the proxy refused an ack: the receipt handle's invisible time had passed",
+          "proxy AbstractProcessor.validateReceiptHandle (INVALID_RECEIPT_HANDLE)"),
+    Point("pop_order_queue_blocked", "an orderly pop skipped a queue whose popped batch is un-acked and invisible",
+          "ConsumerOrderInfoManager.checkBlock"),
 )
 
 COV_POWER_LOSS_UNFLUSHED_TAIL = 0
@@ -212,6 +221,10 @@ COV_CONTROLLER_WRITE_WITHOUT_QUORUM = 52
 COV_SYNC_STATE_SET_SHRUNK = 53
 COV_HA_TRUNCATED_AT_CONSISTENT_POINT = 54
 COV_IN_SYNC_REPLICAS_NOT_ENOUGH = 55
+COV_POP_REVIVED = 56
+COV_POP_ACK_AFTER_REVIVE = 57
+COV_POP_ACK_EXPIRED_HANDLE = 58
+COV_POP_ORDER_QUEUE_BLOCKED = 59
 
 NAMES: tuple[str, ...] = tuple(p.name for p in POINTS)
 
