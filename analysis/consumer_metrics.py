@@ -10,7 +10,8 @@
   unit) that changed their queue set (`consumer.rebalanced`); `unowned_queue_s`: summed over the group's queues (user and retry
   topic), the time after a queue was first owned during which no member owned it (a drop, a
   crash or a shutdown until the next owner's start); null for BROADCASTING members (every member
-  owns every queue);
+  owns every queue); both null for a POP group (models/consumer/pop_consumer.py: it owns no queue
+  and never rebalances);
 - `retries`: failed listener calls (RECONSUME_LATER: each goes down the retry path); the DLQ
   count is `dlq`.
 """
@@ -89,7 +90,8 @@ def cat(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: list[TimeColumn], own: dict,
-                 end_us: int, broadcasting: bool) -> dict[str, Any]:
+                 end_us: int, broadcasting: bool, pop: bool = False) -> dict[str, Any]:
+    """`pop`: a POP group owns no queue and never rebalances: both read null (not applicable)."""
     latencies, stored_all, consumed_all = [], [], []
     for p in range(prods.n):
         if prods.topics[p] != unit.topic:
@@ -105,7 +107,7 @@ def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: li
     lag = lag_by_second(cat(stored_all), cat(consumed_all), end_us)  # the parts are fresh arrays: sorted in place
     latencies_us = cat(latencies)
     group = unit.group
-    if broadcasting:
+    if broadcasting or pop:
         unowned = None
     else:
         open_us = sum(end_us - since for key, since in own["open"].items() if key[0] == group)
@@ -114,7 +116,7 @@ def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: li
         "consume_latency_ms": percentiles_ms(latencies_us),
         "lag_max": max(lag) if lag else 0,
         "lag_by_second": lag,
-        "rebalances": own["rebalances"].get(unit.name if broadcasting else group, 0),
+        "rebalances": None if pop else own["rebalances"].get(unit.name if broadcasting else group, 0),
         "unowned_queue_s": None if unowned is None else round(unowned, 6),
         "_consume_latencies_us": latencies_us,  # pooled into the summary's, then dropped
     }

@@ -20,6 +20,7 @@ cdef class Ledger:
     cdef public list node_names
     cdef public dict nodes
     cdef public object orderly
+    cdef public object pop
     cdef public object producers
     cdef public dict retry_destroyed
     cdef public dict retry_reused

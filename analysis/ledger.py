@@ -267,13 +267,14 @@ class Ledger:
 
     def __init__(self, producers: list[ProducerInfo], subscriptions: dict[str, str],
                  broadcasting: tuple[str, ...] = (), orderly: tuple[str, ...] = (),
-                 members: dict[str, list[str]] | None = None) -> None:
+                 members: dict[str, list[str]] | None = None, pop: tuple[str, ...] = ()) -> None:
         """`subscriptions`: group → topic; `members`: group → its consumer node names (needed
-        for broadcasting groups, judged per member)."""
+        for broadcasting groups, judged per member); `pop`: the POP groups (no queue ownership)."""
         self.producers = producers
         self.subscriptions = subscriptions
         self.broadcasting = frozenset(broadcasting)
         self.orderly = frozenset(orderly)
+        self.pop = frozenset(pop)
         n = len(producers)
         self.born_us = [TimeColumn() for _ in range(n)]  # 4 bytes a message while times fit (time_column.py)
         self.state = [bytearray() for _ in range(n)]

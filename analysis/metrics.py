@@ -211,7 +211,7 @@ def judge_units(ledger: Any, details: dict[str, Any] | None = None, stopped: boo
         result["retries"] = unit.attempts - result["consumed_ok_distinct"] - result["duplicates"]
         first_ok = [_padded(unit.first_ok_us[p], np.int64, prods.length[p], -1) for p in range(prods.n)]
         result.update(unit_metrics(unit, prods, first_ok, ledger.store_us, own, ledger.last_us,
-                                   unit.group in ledger.broadcasting))
+                                   unit.group in ledger.broadcasting, unit.group in ledger.pop))
         groups[name] = result
         latencies.append(unit_latencies)
     if details is not None:
@@ -407,7 +407,7 @@ def _totals(ledger: Any, prods: _Producers, groups: dict[str, dict[str, Any]],
         "duplicate_causes": causes,
         "duplicates_by_cause": by_cause,
         "retries": sum(g["retries"] for g in groups.values()),
-        "rebalances": sum(g["rebalances"] for g in groups.values()),
+        "rebalances": _sum_or_none([g["rebalances"] for g in groups.values()]),
         "unowned_queue_s": _sum_or_none([g["unowned_queue_s"] for g in groups.values()]),
         "lag_max": max((g["lag_max"] for g in groups.values()), default=0),
         "consume_latency_ms": percentiles_ms(np.concatenate(consume_latencies) if consume_latencies

@@ -313,11 +313,13 @@ def start(world: World) -> None:
 
 
 def consumer_groups(sc: Scenario) -> dict[str, dict[str, Any]]:
-    """group → its topic, message model, consume mode and members (node names)."""
+    """group → its topic, message model, consume mode, POP or not, and members (node names)."""
     groups: dict[str, dict[str, Any]] = {}
     for c in sc.consumers:
-        entry = groups.setdefault(c.group, {"topic": c.topic, "members": [], "orderly": c.consume_mode == "ORDERLY",
-                                            "broadcasting": c.client.message_model is MessageModel.BROADCASTING})
+        orderly = c.consume_mode == "ORDERLY" or (c.pop is not None and c.pop.orderly)  # a FIFO POP group too
+        entry = groups.setdefault(c.group, {"topic": c.topic, "members": [], "orderly": orderly,
+                                            "broadcasting": c.client.message_model is MessageModel.BROADCASTING,
+                                            "pop": c.pop is not None})
         entry["members"] += instance_names(c.name, c.count)
     return groups
 
@@ -327,7 +329,8 @@ def make_ledger(world: World) -> Ledger:
     ledger = Ledger(world.producers, {g: e["topic"] for g, e in groups.items()},
                     broadcasting=tuple(g for g, e in groups.items() if e["broadcasting"]),
                     orderly=tuple(g for g, e in groups.items() if e["orderly"]),
-                    members={g: e["members"] for g, e in groups.items()})
+                    members={g: e["members"] for g, e in groups.items()},
+                    pop=tuple(g for g, e in groups.items() if e["pop"]))
     ledger.warmup_us = ms(world.scenario.warmup_ms)
     return ledger
 

@@ -317,7 +317,8 @@ class PopSpec(BaseModel):
     threads: Int = Field(1, gt=0, le=1_000, description=(
         "simple: application threads, each looping receive → process → ack (push: client.consume_thread_max)"))
     orderly: bool = Field(False, description=(
-        "simple: a FIFO group (orderly POP: a queue's batch blocks it until acked or visible again)"))
+        "simple: a FIFO group (orderly POP: a queue's batch blocks it until acked or visible again; the "
+        "group's per-key order is checked)"))
 
     @model_validator(mode="after")
     def _bounds(self) -> PopSpec:

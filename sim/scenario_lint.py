@@ -274,14 +274,39 @@ def _orderly_without_orderly_send(sc: Any) -> list[Finding]:
     out, seen = [], set()
     for i, c in enumerate(sc.consumers):
         feeding = [p for p in sc.producers if p.topic == c.topic]
-        if c.consume_mode != "ORDERLY" or c.group in seen or not feeding:
+        fifo_pop = c.pop is not None and c.pop.orderly  # a FIFO POP group keeps the order of a queue too
+        if (c.consume_mode != "ORDERLY" and not fifo_pop) or c.group in seen or not feeding:
             continue
         seen.add(c.group)
         if not any(p.send_mode == "ORDERLY" or p.selector == "hash" for p in feeding):
-            out.append((f"consumers[{i}].consume_mode",
+            out.append((f"consumers[{i}].pop.orderly" if fifo_pop else f"consumers[{i}].consume_mode",
                         f"group {c.group!r} consumes {c.topic!r} ORDERLY, but no producer sends to it orderly: "
                         "the messages of a key are spread over every queue, and an orderly listener keeps only "
                         "the order within one queue"))
+    return out
+
+
+POP_BATCH_SHARE_OF_INVISIBLE = 0.8  # pop-invisible-time-short: a batch's mean time above this share warns
+
+
+def _pop_invisible_time_short(sc: Any) -> list[Finding]:
+    """A POP consumer whose mean time to process what one receive returns is above 80 % of the
+    invisible time: a batch that takes longer than the mean (listener times vary) has its last
+    messages revived and consumed twice."""
+    out = []
+    for i, c in enumerate(sc.consumers):
+        if c.pop is None:
+            continue
+        mean_ms = c.consume_time_ms.mean()
+        # a SimpleConsumer thread processes its batch one by one; the push consumer's pool spreads it
+        batch_ms = mean_ms * c.pop.batch if c.pop.client == "simple" else \
+            mean_ms * max(1.0, c.pop.batch / c.client.consume_thread_max)
+        if batch_ms > POP_BATCH_SHARE_OF_INVISIBLE * c.pop.invisible_duration_ms:
+            out.append((f"consumers[{i}].pop.invisible_duration_ms",
+                        f"{c.name!r} needs about {_t(batch_ms)} for the {c.pop.batch} messages of a receive "
+                        f"(consume_time_ms mean {mean_ms:g} ms) but hides them for {_t(c.pop.invisible_duration_ms)}: "
+                        "a slower batch's last messages are revived before their ack and consumed twice "
+                        "(invisible_time_expired)"))
     return out
 
 
@@ -497,6 +522,10 @@ LINT_CHECKS: tuple[LintCheck, ...] = (
     LintCheck("reconsume-times-zero", "max_reconsume_times 0 with consumption failures: every failed message goes "
               "to the DLQ at once, never retried", "leave max_reconsume_times at -1 (16 retries) or set the "
               "retries you mean", _reconsume_zero),
+    LintCheck("pop-invisible-time-short", "a POP consumer takes on average more than 80 % of the invisible "
+              "time to process one receive's batch: a slower batch's last messages come back before they are acked",
+              "raise pop.invisible_duration_ms above the batch's processing time, or lower pop.max_message_num "
+              "(or give the consumer more threads)", _pop_invisible_time_short),
     LintCheck("fault-in-warmup", "a fault inside the warm-up: its effect on latency is partly left out of the "
               "statistics, and it hits clients that are still starting", "schedule it after warmup_ms, or shorten "
               "warmup_ms", _faults_in_warmup),

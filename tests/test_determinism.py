@@ -145,3 +145,22 @@ def test_orderly_broker_failure_is_deterministic_across_pythonhashseed() -> None
     for record in local.records:
         declared = trace.TYPES[record[2]]
         assert all(v is None or type(v) is tp for v, tp in zip(record[3:], declared, strict=True)), record
+
+
+def test_pop_consumption_is_deterministic_across_pythonhashseed() -> None:
+    """POP (both clients, a broker crash, listener failures: revives, changed invisible times, an
+    offset rollback): the same digest and duplicate causes in processes with different hash seeds;
+    the POP records of their declared scalar types."""
+    path = str(ROOT / "scenarios" / "pop_vs_push_rebalance.yaml")
+    overrides = ["duration_ms=40s", "consumers[2].failure_probability=0.05",
+                 "faults=[{at_ms: 20s, kind: process_crash, node: broker-a, duration_ms: 5s}]"]
+    outs = _children(_BROKER_CHILD.format(root=str(ROOT), path=path, overrides=overrides).replace(
+        '"lost": r.summary["lost"]', '"lost": r.summary["lost"], "dups": r.summary["duplicates_by_cause"]'))
+    local = sim.run(path, seed=2, overrides=overrides, keep_records=True)
+    assert outs[0] == outs[1] and outs[0]["digest"] == local.summary["trace_sha256"]
+    assert outs[0]["dups"] == local.summary["duplicates_by_cause"]
+    pop = [r for r in local.records if r[2].startswith("pop.")]
+    assert {"pop.revived"} <= {r[2] for r in pop}
+    for record in pop:
+        declared = trace.TYPES[record[2]]
+        assert all(v is None or type(v) is tp for v, tp in zip(record[3:], declared, strict=True)), record

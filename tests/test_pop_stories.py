@@ -163,3 +163,24 @@ def test_a_pop_group_with_no_member_left_settles() -> None:
     a cluster still moving."""
     s = run(str(CRASH), 1, ("consumers[0].stop_ms=30s", "faults=[]", "expect={}")).summary
     assert s["quiescence"]["reached"] is True and s["lost"] > 0
+
+
+def test_a_failed_message_of_a_pop_push_consumer_comes_back_after_its_pop_delay_level() -> None:
+    """Timeline (ChangeInvisibleTimeProcessor): a failed listener call changes the message's
+    invisible time to popDelayLevel[reconsumeTimes] (10 s for a first failure) — a new checkpoint,
+    the old one acked —, so the revive puts it back 10 s (+ the revive's 2–6 s) after the failure,
+    not after the 60 s popInvisibleTime."""
+    r = run(str(VERSUS), 1, ("faults=[]", "consumers[2].failure_probability=0.05", "consumers[3].failure_probability=0.05",
+                             "duration_ms=40s"), detail=True)
+    c_msg, c_ok, c_group, c_re = (field_index(rec.CONSUMER_CONSUMED, f) for f in ("msg_id", "ok", "group",
+                                                                                 "reconsume_times"))
+    failed = {x[c_msg]: x[0] for x in records(r, rec.CONSUMER_CONSUMED)
+              if x[c_group] == "pop-group" and not x[c_ok] and x[c_re] == 0}
+    revived: dict[int, list[int]] = {}
+    for x in records(r, rec.POP_REVIVED):
+        revived.setdefault(x[field_index(rec.POP_REVIVED, "msg_id")], []).append(x[0])
+    assert len(failed) > 20
+    for msg_id, t_fail in failed.items():
+        first = revived[msg_id][0]
+        assert t_fail + 10 * S + REVIVE_MIN_US < first <= t_fail + 10 * S + REVIVE_MAX_US, (msg_id, t_fail, first)
+    assert r.summary["groups"]["pop-group"]["lost"] == 0

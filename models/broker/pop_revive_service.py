@@ -10,11 +10,12 @@ new checkpoint of one message (popTime = now) and then acks the old one.
 
 **Revive.** One PopReviveService thread per revive queue, on the master only: every `reviveInterval`
 (1 s; after a round with no checkpoint, 1 s more per idle round up to `reviveMaxSlow` 3) it reads the
-queue's checkpoints and acks and revives, in the order they were written, each checkpoint whose
+queue's checkpoints and acks and revives, in their order in the revive queue, each checkpoint whose
 `reviveTime` (popTime + invisibleTime) is more than 2 s (`ackTimeInterval` + 1 s) behind the newest
-timer time it has read — a checkpoint is a timer message due 1 s before its reviveTime and the timer
-makes it visible within its 1 s slot, so that is `now - 1 s`. It stops at the first checkpoint not
-yet due. Each popped offset whose bit is not acked is read from its queue and put into the group's
+timer time it has read — a checkpoint is a timer message due 1 s before its reviveTime, and the timer
+puts it into the revive queue within its 1 s slot, so that is `now - 1 s`, and the queue's order is
+the order of the checkpoints' due slots (within a slot, of their writing): a ChangeInvisibleTime's
+10 s checkpoint is revived before older 60 s ones. It stops at the first checkpoint not yet due. Each popped offset whose bit is not acked is read from its queue and put into the group's
 POP retry topic `%RETRY%<group>_<topic>` (V1 naming, `enableRetryTopicV2` false; a message read from
 the retry topic goes back into it) with reconsumeTimes + 1, no delay level and no dead-letter check
 (the proxy's receive filter does that, pop_message_processor.py); `pop.revived` records each one.
@@ -35,7 +36,8 @@ space; PopBufferMergeService's merge (`enablePopBufferMerge` true) is not modell
 
 from __future__ import annotations
 
-from collections import deque
+import heapq
+import itertools
 from collections.abc import Generator
 from typing import Any
 
@@ -92,7 +94,9 @@ class PopReviveService:
         self.node = broker.node
         self.clock = self.node.env.clock
         self.cov: list[int] = self.node.env.coverage
-        self.queues: list[deque[PopCheckPoint]] = [deque() for _ in range(REVIVE_QUEUE_NUM)]  # in write order
+        # per revive queue, a heap of (due slot, write sequence, checkpoint): the revive queue's order
+        self.queues: list[list[tuple[int, int, PopCheckPoint]]] = [[] for _ in range(REVIVE_QUEUE_NUM)]
+        self._seq = itertools.count()
         self.by_key: dict[tuple, PopCheckPoint] = {}  # the checkpoints not yet revived
         self.ck_number = 0  # ckMessageNumber
         self.node.on_power_loss(self._power_loss)
@@ -113,7 +117,8 @@ class PopReviveService:
         """Write a checkpoint (the pop's, or ChangeInvisibleTime's new one of one message)."""
         now = self.clock.now_us if pop_time_us is None else pop_time_us
         ck = PopCheckPoint(group, topic, queue_id, offsets, now, invisible_us, revive_qid, self._position())
-        self.queues[revive_qid].append(ck)
+        slot = (ck.revive_us - ACK_TIME_INTERVAL_US) // TIMER_PRECISION_US  # the ck's deliverTimeMs, its timer slot
+        heapq.heappush(self.queues[revive_qid], (slot, next(self._seq), ck))
         self.by_key[ck.key()] = ck
         return ck
 
@@ -152,8 +157,8 @@ class PopReviveService:
             return False
         now = self.clock.now_us
         end_us = now - TIMER_PRECISION_US  # the newest timer time the scan has read
-        while pending and end_us - pending[0].revive_us > REVIVE_DUE_AFTER_US:
-            self._revive(pending.popleft())
+        while pending and end_us - pending[0][2].revive_us > REVIVE_DUE_AFTER_US:
+            self._revive(heapq.heappop(pending)[2])
         return True
 
     def _revive(self, ck: PopCheckPoint) -> None:
@@ -192,8 +197,9 @@ class PopReviveService:
         """Records past the CommitLog's flushed position are gone: checkpoints and acks."""
         flushed = self.broker.commit_log.flushed_position
         for qid, pending in enumerate(self.queues):
-            kept = deque()
-            for ck in pending:
+            kept = []
+            for entry in pending:
+                ck = entry[2]
                 if ck.position > flushed:
                     self.by_key.pop(ck.key(), None)
                     continue
@@ -201,5 +207,6 @@ class PopReviveService:
                     if position > flushed:
                         ck.acked &= ~(1 << bit)
                 ck.ack_positions = [(p, b) for p, b in ck.ack_positions if p <= flushed]
-                kept.append(ck)
+                kept.append(entry)
+            heapq.heapify(kept)
             self.queues[qid] = kept

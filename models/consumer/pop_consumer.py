@@ -32,8 +32,10 @@ acked and dropped (no dead-letter queue in this mode).
 
 Simplified: the SimpleConsumer's heartbeat and the telemetry session are the remoting client's
 heartbeat; orderly POP is a SimpleConsumer of a FIFO group (`pop.orderly`: its pops carry `order`,
-one queue's batch is blocked until acked); POP mode is set by the scenario, not by
-SetMessageRequestMode.
+one queue's batch is blocked until acked or visible again; the group's per-key order is checked as
+an orderly push group's is); POP mode is set by the scenario, not by SetMessageRequestMode; a FIFO
+group's client-side local retries (maxAttempts) are not modelled: a failed message waits for its
+invisible time.
 """
 
 from __future__ import annotations

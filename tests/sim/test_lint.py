@@ -31,6 +31,8 @@ def controller(nodes: int, store: str = "") -> str:
 
 
 CASES = [
+    ("pop-invisible-time-short", "consumers:\n  - {consume_time_ms: 1000, pop: {invisible_duration_ms: 10s}}\n",
+     "consumers[0].pop.invisible_duration_ms"),
     ("producer-never-sends", "duration_ms: 10s\nproducers: [{start_ms: 12s}]\nconsumers: [{}]\n",
      "producers[0].start_ms"),
     ("consumer-never-starts", "duration_ms: 10s\nsettle_ms: 5s\nproducers: [{}]\nconsumers: [{start_ms: 15s}]\n",
@@ -87,6 +89,7 @@ CASES = [
 
 # (check id, a file one step away from its trap): the check stays silent
 NEAR_MISSES = [
+    ("pop-invisible-time-short", "consumers:\n  - {consume_time_ms: 500, pop: {invisible_duration_ms: 10s}}\n"),
     ("controller-even-quorum", controller(3)),
     ("controller-acks-ahead", controller(3, "store: {all_ack_in_sync_state_set: true}, ")
      + FLOW + CRASH_A),
@@ -124,6 +127,7 @@ NEAR_MISSES = [
 
 # The traps the bundled scenarios fall into (file, check id): the lint's own findings on our files.
 BUNDLED_FINDINGS = [
+    ("pop_slow_consumer_invisible_time.yaml", "pop-invisible-time-short"),  # its very question
     ("power_loss_sync_master.yaml", "slave-read-disabled"),
 ]
 
