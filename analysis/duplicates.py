@@ -20,7 +20,8 @@ offset, reconsume times). Its cause, `CAUSES`:
     `invisible_time_expired` when a listener call of the message ended after its handle's
     invisible time (`pop.ack_late`: the ack came too late — a consumer slower than its invisible
     time); `broker_offset_rollback` when the broker's offset rolled back over the first copy before
-    the duplicate (it was popped twice, and one of those deliveries was revived); `invisible_time_expired` for an orderly
+    the duplicate (it was popped twice, and one of those deliveries was revived) or its revive
+    offset did (`pop.revived` with `replay`: a restarted broker revived a checkpoint again); `invisible_time_expired` for an orderly
     batch handed out again in place (`pop.order_redelivered`: another of its messages stayed
     un-acked past the invisible time); else `ack_lost` (the ack was sent in time and failed,
     `pop.ack_failed`, or was lost with the broker: a power loss took the ack record);
@@ -44,8 +45,10 @@ offset, reconsume times). Its cause, `CAUSES`:
     committed); still owning it at t0 (two owners at once during a rebalance) → `rebalance`;
   - `other` when none of these explains it.
   A POP group owns no queue: its re-read of the same copy is `broker_offset_rollback` when the
-  broker's offset table rolled back over it between the two consumptions (the pop had moved the
-  offset; a crash reloaded an older consumerOffset.json), else `other`.
+  broker's offset table rolled back over it before the second consumption (the pop had moved the
+  offset; a crash reloaded an older consumerOffset.json, and the copy was popped again — the
+  first consumption may itself come from the later pop, the earlier one's listener still
+  running), else `other`.
 A pull a slave serves never moves the consumer's offset back (slave_read.py: no OFFSET_MOVED
 without offsetCheckInSlave, and with it the correction is an `offset_reset`), so `failover` is
 only the offset answer above.
@@ -98,7 +101,7 @@ class Timeline:
         self.moved: dict[tuple, list[int]] = defaultdict(list)  # (group, broker, qid)
         self.rolled_back: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)  # (group, broker, qid, retry)
         self.behind: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)  # (group, client, broker, qid, retry)
-        # (group, msg id) → (t, broker, popped topic, queue id, offset) of each revive
+        # (group, msg id) → (t, broker, popped topic, queue id, offset, replay) of each revive
         self.pop_revived: dict[tuple, list[tuple]] = defaultdict(list)
         self.pop_late: dict[tuple, list[tuple[int, int]]] = defaultdict(list)  # (group, msg id) → (t, deadline)
         self.pop_failed: dict[tuple, list[tuple[int, str]]] = defaultdict(list)  # (group, msg id) → (t, reason)
@@ -121,10 +124,12 @@ class Timeline:
             elif kind == BROKER_OFFSET_BEHIND_REPLICA:  # (t, node, kind, group, topic, broker, qid, client, offset, held)
                 key = (r[3], r[7], r[5], r[6], r[4].startswith(RETRY_GROUP_TOPIC_PREFIX))
                 self.behind[key].append((r[0], r[8], r[9]))
-            elif kind == POP_REVIVED:  # (t, broker, kind, group, msg_id, topic, qid, offset, reconsume, from topic, qid, offset)
-                self.pop_revived[(r[3], r[4])].append((r[0], r[1], r[9], r[10], r[11]))
-            elif kind == POP_ORDER_REDELIVERED:  # the same, in place (orderly POP): (t, broker, kind, group, msg_id, topic, qid, offset, n)
-                self.pop_revived[(r[3], r[4])].append((r[0], r[1], r[5], r[6], r[7]))
+            elif kind == POP_REVIVED:  # (t, broker, kind, group, msg_id, topic, qid, offset, reconsume,
+                #                           from topic, from qid, from offset, replay)
+                self.pop_revived[(r[3], r[4])].append((r[0], r[1], r[9], r[10], r[11], r[12]))
+            elif kind == POP_ORDER_REDELIVERED:  # in place (orderly POP): (t, broker, kind, group, msg_id, topic, qid,
+                #                                   offset, n)
+                self.pop_revived[(r[3], r[4])].append((r[0], r[1], r[5], r[6], r[7], False))
                 self.pop_in_place.add((r[3], r[4]))
             elif kind == POP_ACK_LATE:  # (t, node, kind, group, msg_id, deadline)
                 self.pop_late[(r[3], r[4])].append((r[0], r[5]))
@@ -227,9 +232,10 @@ def cause_and_evidence(unit: Any, ledger: Any, copies: list[np.ndarray], timelin
     group, retry = unit.group, reconsume > 0
     key = (group, node, broker, qid, retry)
     t0 = why["t0"] = timeline.owned_since(key, t_us)
-    if t0 is None:  # no queue ownership: a POP group (module docstring)
+    if t0 is None:  # no queue ownership: a POP group (module docstring); a rollback before both
+        # consumptions counts too: one of them came from a pop the restart had forgotten
         for t, before, after in timeline.rolled_back.get((group, broker, qid, retry), ()):
-            if t_first < t <= t_us and after <= offset < before:
+            if t <= t_us and after <= offset < before:
                 why["rolled_back"] = (t, before, after)
                 return "broker_offset_rollback", why
         return "other", why
@@ -276,8 +282,12 @@ def _pop_cause(ledger: Any, timeline: Timeline, group: str, msg_id: int, first_p
         return "invisible_time_expired", why
     broker_index, qid = first_pos >> 52, (first_pos >> 40) & 0xFFF
     broker = next((name for name, i in ledger.brokers.items() if i == broker_index), None)
+    replayed = next((r for r in revived if r[5]), None)
+    if replayed is not None:  # revived again: a restart reloaded an older revive offset
+        why["revive_replayed"] = (replayed[0], replayed[1])
+        return "broker_offset_rollback", why
     popped = [(broker, qid, first_pos & _OFFSET_MASK, (first_pos >> 32) & 0xFF > 0)]
-    popped += [(node, q, off, topic.startswith(RETRY_GROUP_TOPIC_PREFIX)) for _t, node, topic, q, off in revived]
+    popped += [(node, q, off, topic.startswith(RETRY_GROUP_TOPIC_PREFIX)) for _t, node, topic, q, off, _r in revived]
     for node, q, offset, retry in popped:  # a rollback over a popped copy: it was popped twice
         for t, before, after in timeline.rolled_back.get((group, node, q, retry), ()):
             if t <= t_us and after <= offset < before:

@@ -112,11 +112,12 @@ BROKER_OFFSET_BEHIND_REPLICA = declare("broker.offset_behind_replica", group=str
 # POP consumption (5.x, models/broker/pop_revive_service.py, models/consumer/pop_consumer.py): ground
 # truth for the duplicate causes invisible_time_expired and ack_lost (analysis/duplicates.py). Rare: a
 # message put back into the group's POP retry topic by PopReviveService because its checkpoint's
-# invisible time passed without an ack (`reconsume_times` of the new copy; `from_*`: the popped copy), a
+# invisible time passed without an ack (`reconsume_times` of the new copy; `from_*`: the popped copy;
+# `replay`: a checkpoint revived again after a restart reloaded an older revive offset), a
 # listener call that ended after its handle's invisible time (`deadline_us`; the ack comes too late),
 # an ack the consumer sent and that failed (`reason`: timeout, connect_failed, code_<n>)
 POP_REVIVED = declare("pop.revived", group=str, msg_id=int, topic=str, queue_id=int, queue_offset=int,
-                      reconsume_times=int, from_topic=str, from_queue_id=int, from_offset=int)
+                      reconsume_times=int, from_topic=str, from_queue_id=int, from_offset=int, replay=bool)
 POP_ACK_LATE = declare("pop.ack_late", group=str, msg_id=int, deadline_us=int)
 # an orderly pop handing out again, in place, an offset of a batch whose invisible time passed with a
 # message un-acked (ConsumerOrderInfoManager; `reconsume_times` its offsetConsumedCount)

@@ -184,3 +184,22 @@ def test_a_failed_message_of_a_pop_push_consumer_comes_back_after_its_pop_delay_
         first = revived[msg_id][0]
         assert t_fail + 10 * S + REVIVE_MIN_US < first <= t_fail + 10 * S + REVIVE_MAX_US, (msg_id, t_fail, first)
     assert r.summary["groups"]["pop-group"]["lost"] == 0
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_broker_crash_under_slow_pop_consumers_explains_every_duplicate(seed: int) -> None:
+    """The broker dies at 60 s for 3 s while revives run: acks sent to it fail (ack_lost, each with
+    its pop.ack_failed), what it had popped since its last offset persist is popped again and the
+    checkpoints it revived since its last revive-offset persist are revived again
+    (broker_offset_rollback), slow listener calls stay invisible_time_expired; nothing is lost."""
+    r = run(str(SLOW), seed, ("faults=[{at_ms: 60s, kind: process_crash, node: broker-a, duration_ms: 3s}]",
+                              "expect={}"), detail=True)
+    s = r.summary
+    assert s["lost"] == 0
+    causes = nonzero(s["duplicates_by_cause"])
+    assert set(causes) <= {"invisible_time_expired", "ack_lost", "broker_offset_rollback"}, causes
+    failed = {x[field_index(rec.POP_ACK_FAILED, "msg_id")] for x in records(r, rec.POP_ACK_FAILED)}
+    assert causes.get("ack_lost", 0) <= len(failed)  # no power loss: an ack is lost only by failing
+    if seed == 1:  # checkpoints revived between the 55 s persist and the crash are revived again
+        replayed = [x for x in records(r, rec.POP_REVIVED) if x[field_index(rec.POP_REVIVED, "replay")]]
+        assert replayed and causes.get("broker_offset_rollback", 0) >= len(replayed)

@@ -27,11 +27,20 @@ power loss destroys those written after the CommitLog's flushed position (the re
 appended to the modelled CommitLog; each notes the CommitLog's written position when it was written
 and is dropped when the power loss leaves that position unflushed).
 
-Simplified: the revive progress (the revive offset of CID_RMQ_SYS_REVIVE_GROUP, persisted every 5 s)
-is treated as durable at once, so a broker crash never revives a checkpoint twice (5.3.3 rescans
-from the persisted revive offset and can); a message that can no longer be read is skipped (5.3.3
-re-puts the checkpoint with growing backoff); the ack and checkpoint records take no CommitLog
-space; PopBufferMergeService's merge (`enablePopBufferMerge` true) is not modelled.
+**Revive offset.** After each round the revive queue's progress (the number of checkpoints it
+has handled: its reviveOffset) is committed as the consumer offset of `CID_RMQ_SYS_REVIVE_GROUP` on
+`rmq_sys_REVIVE_LOG_<cluster>`, queue = revive queue, and persisted with consumerOffset.json every
+`flushConsumerOffsetInterval` (5 s). A restarted broker reloads that file and scans again from the
+offset it holds: the checkpoints revived since are revived a second time (`pop.revived` with
+`replay` true: a second retry copy of each un-acked message, the duplicate cause
+`broker_offset_rollback`). Acks that came after a checkpoint's first revive are not re-applied
+at its replay.
+
+Simplified: a message that can no longer be read is skipped (5.3.3 re-puts the checkpoint with
+growing backoff); the ack and checkpoint records take no CommitLog space; PopBufferMergeService's
+merge (`enablePopBufferMerge` true) is not modelled; an idle revive queue revives 3 s after the
+reviveTime like a busy one (5.3.3's idle scan takes `now` as its end time after 3 s without a
+record, about 1 s earlier).
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from typing import Any
 from models.message import PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC, RETRY_GROUP_TOPIC_PREFIX, record_bytes
 from models.records import POP_REVIVED
 from sim.kernel.coverage import COV_POP_ACK_AFTER_REVIVE, COV_POP_REVIVED
+from sim.kernel.env import ms
 
 REVIVE_QUEUE_NUM = 8  # BrokerConfig.reviveQueueNum
 REVIVE_INTERVAL_US = 1_000_000  # BrokerConfig.reviveInterval
@@ -52,6 +62,8 @@ ACK_TIME_INTERVAL_US = 1_000_000  # PopAckConstants.ackTimeInterval
 TIMER_PRECISION_US = 1_000_000  # MessageStoreConfig.timerPrecisionMs: a revive-topic record's visibility
 REVIVE_DUE_AFTER_US = ACK_TIME_INTERVAL_US + 1_000_000  # mergeAndRevive: endTime - reviveTime > 2 s
 ORDER_REVIVE_QID = 999  # KeyBuilder.POP_ORDER_REVIVE_QUEUE: an orderly pop's handle (no checkpoint)
+REVIVE_GROUP = "CID_RMQ_SYS_REVIVE_GROUP"  # PopAckConstants.REVIVE_GROUP
+REVIVE_TOPIC = "rmq_sys_REVIVE_LOG_DefaultCluster"  # PopAckConstants.REVIVE_TOPIC + brokerClusterName
 
 
 def pop_retry_topic(group: str, topic: str) -> str:
@@ -99,9 +111,15 @@ class PopReviveService:
         self._seq = itertools.count()
         self.by_key: dict[tuple, PopCheckPoint] = {}  # the checkpoints not yet revived
         self.ck_number = 0  # ckMessageNumber
+        self.revive_offsets = [0] * REVIVE_QUEUE_NUM  # checkpoints handled per revive queue (reviveOffset)
+        # per revive queue, (revive offset, checkpoint) of each one revived: scanned again after a restart
+        # that reloads an older revive offset; trimmed to what the offset file does not yet cover
+        self.revived: list[list[tuple[int, PopCheckPoint]]] = [[] for _ in range(REVIVE_QUEUE_NUM)]
         self.node.on_power_loss(self._power_loss)
+        self.node.on_start(self._rescan)
         for qid in range(REVIVE_QUEUE_NUM):
             self.node.add_service(lambda qid=qid: self.revive_loop(qid))
+        self.node.add_service(self._trim_loop)
 
     def next_revive_qid(self) -> int:
         """ckMessageNumber.getAndIncrement() % reviveQueueNum: once per pop request."""
@@ -118,7 +136,7 @@ class PopReviveService:
         now = self.clock.now_us if pop_time_us is None else pop_time_us
         ck = PopCheckPoint(group, topic, queue_id, offsets, now, invisible_us, revive_qid, self._position())
         slot = (ck.revive_us - ACK_TIME_INTERVAL_US) // TIMER_PRECISION_US  # the ck's deliverTimeMs, its timer slot
-        heapq.heappush(self.queues[revive_qid], (slot, next(self._seq), ck))
+        heapq.heappush(self.queues[revive_qid], (slot, next(self._seq), ck))  # sequence ≥ 0: not a replay
         self.by_key[ck.key()] = ck
         return ck
 
@@ -157,17 +175,45 @@ class PopReviveService:
             return False
         now = self.clock.now_us
         end_us = now - TIMER_PRECISION_US  # the newest timer time the scan has read
+        handled = False
         while pending and end_us - pending[0][2].revive_us > REVIVE_DUE_AFTER_US:
-            self._revive(heapq.heappop(pending)[2])
+            _slot, replay, ck = heapq.heappop(pending)
+            self.revive_offsets[qid] += 1
+            self.revived[qid].append((self.revive_offsets[qid], ck))
+            self._revive(ck, replay < 0)
+            handled = True
+        if handled:  # the round's new revive offset
+            self.broker.offsets.commit(REVIVE_GROUP, REVIVE_TOPIC, qid, self.revive_offsets[qid])
         return True
 
-    def _revive(self, ck: PopCheckPoint) -> None:
-        del self.by_key[ck.key()]
+    def _revive(self, ck: PopCheckPoint, replay: bool) -> None:
+        self.by_key.pop(ck.key(), None)
         for bit, offset in enumerate(ck.offsets):
             if not ck.acked >> bit & 1:
-                self._revive_retry(ck, offset)
+                self._revive_retry(ck, offset, replay)
 
-    def _revive_retry(self, ck: PopCheckPoint, offset: int) -> None:
+    def _rescan(self) -> None:
+        """A (re)started broker scans each revive queue from the revive offset its consumerOffset.json
+        held: the checkpoints revived past it go back into the queue, before the others."""
+        for qid in range(REVIVE_QUEUE_NUM):
+            loaded = max(0, self.broker.offsets.table.get((REVIVE_GROUP, REVIVE_TOPIC, qid), 0))
+            again = [(offset, ck) for offset, ck in self.revived[qid] if offset > loaded]
+            self.revived[qid] = [(offset, ck) for offset, ck in self.revived[qid] if offset <= loaded]
+            for offset, ck in again:  # a negative sequence: first, in their old order, and marked replayed
+                heapq.heappush(self.queues[qid], (-1, offset - loaded - len(again) - 1, ck))
+                self.by_key[ck.key()] = ck
+            self.revive_offsets[qid] = loaded
+
+    def _trim_loop(self) -> Generator:
+        """Forget revived checkpoints the persisted revive offsets cover (one file read per interval)."""
+        while True:
+            yield self.node.sleep_us(ms(self.broker.cfg.flush_consumer_offset_interval_ms))
+            persisted = self.broker.offsets.persisted
+            for qid in range(REVIVE_QUEUE_NUM):
+                covered = persisted.get((REVIVE_GROUP, REVIVE_TOPIC, qid), 0)
+                self.revived[qid] = [(o, ck) for o, ck in self.revived[qid] if o > covered]
+
+    def _revive_retry(self, ck: PopCheckPoint, offset: int, replay: bool) -> None:
         """reviveRetry: the message into the POP retry topic, reconsumeTimes + 1."""
         broker = self.broker
         cq = broker.reput.queue(ck.topic, ck.queue_id)
@@ -190,12 +236,13 @@ class PopReviveService:
             return
         self.cov[COV_POP_REVIVED] += 1
         self.node.trace(POP_REVIVED, ck.group, msg.msg_id, topic, 0, queue_offset, reconsume, ck.topic, ck.queue_id,
-                        offset)
+                        offset, replay)
 
     # --- power loss ------------------------------------------------------------------------
     def _power_loss(self) -> None:
         """Records past the CommitLog's flushed position are gone: checkpoints and acks."""
         flushed = self.broker.commit_log.flushed_position
+        self.revived = [[(o, ck) for o, ck in log if ck.position <= flushed] for log in self.revived]
         for qid, pending in enumerate(self.queues):
             kept = []
             for entry in pending:
