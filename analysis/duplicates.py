@@ -48,7 +48,8 @@ offset, reconsume times). Its cause, `CAUSES`:
   broker's offset table rolled back over it before the second consumption (the pop had moved the
   offset; a crash reloaded an older consumerOffset.json, and the copy was popped again — the
   first consumption may itself come from the later pop, the earlier one's listener still
-  running), else `other`.
+  running); else, an orderly queue handing it out again in place, `invisible_time_expired` or
+  `ack_lost` by its first delivery's ack (late, failed); else `other`.
 A pull a slave serves never moves the consumer's offset back (slave_read.py: no OFFSET_MOVED
 without offsetCheckInSlave, and with it the correction is an `offset_reset`), so `failover` is
 only the offset answer above.
@@ -232,13 +233,8 @@ def cause_and_evidence(unit: Any, ledger: Any, copies: list[np.ndarray], timelin
     group, retry = unit.group, reconsume > 0
     key = (group, node, broker, qid, retry)
     t0 = why["t0"] = timeline.owned_since(key, t_us)
-    if t0 is None:  # no queue ownership: a POP group (module docstring); a rollback before both
-        # consumptions counts too: one of them came from a pop the restart had forgotten
-        for t, before, after in timeline.rolled_back.get((group, broker, qid, retry), ()):
-            if t <= t_us and after <= offset < before:
-                why["rolled_back"] = (t, before, after)
-                return "broker_offset_rollback", why
-        return "other", why
+    if t0 is None:  # no queue ownership: a POP group (module docstring)
+        return _pop_same_copy(timeline, group, broker, qid, retry, offset, unit_msg_id(p, seq), t_us, why)
     moved = [t for t in timeline.moved.get((group, broker, qid), ()) if t_first < t <= t0]
     if moved:
         why["moved_us"] = moved[0]
@@ -297,3 +293,24 @@ def _pop_cause(ledger: Any, timeline: Timeline, group: str, msg_id: int, first_p
         return "invisible_time_expired", why
     why["ack_failed"] = next((f for f in timeline.pop_failed.get((group, msg_id), ()) if f[0] <= t_us), None)
     return "ack_lost", why
+
+
+def _pop_same_copy(timeline: Timeline, group: str, broker: str, qid: int, retry: bool, offset: int, msg_id: int,
+                   t_us: int, why: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A POP group's re-read of the same copy: the broker's offset rolled back over it (a rollback
+    before both consumptions counts too: one of them came from a pop the restart had forgotten);
+    else its first delivery's ack came too late or failed (an orderly queue hands the message out
+    again in place, its count lost with a restarted broker's order table)."""
+    for t, before, after in timeline.rolled_back.get((group, broker, qid, retry), ()):
+        if t <= t_us and after <= offset < before:
+            why["rolled_back"] = (t, before, after)
+            return "broker_offset_rollback", why
+    late = [(t, deadline) for t, deadline in timeline.pop_late.get((group, msg_id), ()) if t <= t_us]
+    if late:
+        why["ack_late"] = late[0]
+        return "invisible_time_expired", why
+    failed = next((f for f in timeline.pop_failed.get((group, msg_id), ()) if f[0] <= t_us), None)
+    if failed is not None:
+        why["ack_failed"] = failed
+        return "ack_lost", why
+    return "other", why

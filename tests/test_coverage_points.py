@@ -104,11 +104,11 @@ RUNS: dict[str, tuple[str, int, tuple[str, ...]]] = {
         "faults=[{at_ms: 20s, kind: process_crash, node: broker-a-s1, duration_ms: 10s}]")),
     # a SimpleConsumer slower than its invisible time: revived messages, late acks refused by the proxy
     "pop_slow_consumer": ("pop_slow_consumer_invisible_time", 1, ()),
-    # a POP-mode push consumer whose 9 s listener outlives the 5 s invisible time: its acks land after the revive
+    # a POP-mode push consumer's acks, sent in time, delayed 10 s on the way to the broker: they land after the revive
     "pop_push_acks_after_revive": ("pop_slow_consumer_invisible_time", 1, (
-        "consumers[0].pop={client: push, invisible_duration_ms: 5s}", "consumers[0].consume_time_ms=9000",
-        "consumers[0].client.consume_thread_max=1", "producers[0].rate_per_s=1", "duration_ms=30s",
-        "producers[0].stop_ms=20s")),
+        "consumers[0].pop={client: push, invisible_duration_ms: 5s}", "consumers[0].consume_time_ms=1",
+        "faults=[{at_ms: 20s, kind: link_latency, src: c-1, dst: broker-a, both_ways: false, extra_latency_ms: 10000, "
+        "duration_ms: 20s}]", "duration_ms=60s", "producers[0].stop_ms=50s")),
     # orderly POP: a queue's un-acked batch blocks it
     "pop_orderly": ("pop_consumer_crash", 1, ("consumers[0].pop.orderly=true",)),
 }

@@ -203,3 +203,18 @@ def test_a_broker_crash_under_slow_pop_consumers_explains_every_duplicate(seed: 
     if seed == 1:  # checkpoints revived between the 55 s persist and the crash are revived again
         replayed = [x for x in records(r, rec.POP_REVIVED) if x[field_index(rec.POP_REVIVED, "replay")]]
         assert replayed and causes.get("broker_offset_rollback", 0) >= len(replayed)
+
+
+def test_a_pop_push_consumer_sends_nothing_for_a_timed_out_pop() -> None:
+    """ConsumeMessagePopConcurrentlyService: a listener call that ends after its pop's invisible
+    time sends neither an ack nor an invisible-time change ("popTimeout"): its message is revived
+    once, and its duplicates are invisible_time_expired, never an ack_lost no ack explains."""
+    r = run(str(SLOW), 1, ("consumers[0].pop={client: push, invisible_duration_ms: 5s}",
+                           "consumers[0].consume_time_ms={dist: exponential, mean: 3000}",
+                           "consumers[0].client.consume_thread_max=1", "consumers[0].failure_probability=0.3",
+                           "duration_ms=60s", "producers[0].stop_ms=40s", "producers[0].rate_per_s=1",
+                           "expect={}"), detail=True)
+    causes = nonzero(r.summary["duplicates_by_cause"])
+    assert causes and set(causes) == {"invisible_time_expired"}, causes
+    assert not records(r, rec.POP_ACK_FAILED)
+    assert r.summary["coverage"]["pop_ack_after_revive"] == 0  # nothing late reaches the broker

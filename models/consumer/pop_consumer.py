@@ -26,8 +26,9 @@ ConsumeMessagePopConcurrentlyService): one pop loop per broker — flow control 
 with `popInvisibleTime` (60 s), pollTime 15 s, RPC timeout 25 s; found or not, pop again at once;
 an error waits `pullTimeDelayMillsWhenException` (3 s). The messages go to the consume pool
 (`consume_thread_max`): a task whose message is already visible again (now − popTime ≥
-invisibleTime) is skipped; success → ack (one ACK_MESSAGE each); failure → changeInvisibleTime to
-`popDelayLevel[reconsumeTimes]` (10 s, 30 s, 60 s, …). A message popped with reconsumeTimes > 16 is
+invisibleTime) is skipped, and a call that ends after it sends nothing; success → ack (one
+ACK_MESSAGE each); failure → changeInvisibleTime to `popDelayLevel[reconsumeTimes]` (10 s, 30 s,
+60 s, …). A message popped with reconsumeTimes > 16 is
 acked and dropped (no dead-letter queue in this mode).
 
 Simplified: the SimpleConsumer's heartbeat and the telemetry session are the remoting client's
@@ -292,9 +293,13 @@ class PopConsumer:
             self.node.call_later(duration_us, self._push_done, name, addr, msg, handle, ok)
 
     def _push_done(self, name: str, addr: str, msg: Any, handle: Any, ok: bool) -> None:
+        """processConsumeResult, unless the pop timed out meanwhile ("processQueue invalid or
+        popTimeout": no ack, no invisible-time change; the broker revives the message)."""
         self.busy -= 1
         self._consumed(msg, handle, ok)
-        if ok:
+        if self.clock.now_us - handle.pop_time_us >= handle.invisible_us:
+            pass
+        elif ok:
             self._ack(addr, msg, handle)
         else:  # changePopInvisibleTimeAsync to popDelayLevel[reconsumeTimes]
             delay_s = POP_DELAY_LEVEL_S[min(msg.reconsume_times, len(POP_DELAY_LEVEL_S) - 1)]
