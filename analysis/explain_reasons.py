@@ -233,6 +233,12 @@ def duplicate_verdict(f: Any, d: Any, records: list[tuple] | None = None) -> Ver
                 if "ack_late" in why else (f"{first}; another message of its orderly batch stayed un-acked past the "
                                            f"invisible time, so the broker handed the batch out again in place at "
                                            f"{seconds(why.get('revived_us', 0))}; {again} (reconsume {reconsume})"),
+                "broker_offset_rollback": f"{first}; its broker restarted from an older consumerOffset.json "
+                                          + ("and revived its checkpoint again (the revive offset went back)"
+                                             if why.get("revive_replayed") else
+                                             "and handed it out again (its popped offset went back), and one of "
+                                             "the two deliveries was revived")
+                                          + f"; {again} (reconsume {reconsume})",
                 "ack_lost": f"{first} in time, but its ack did not take effect"
                             + (f" ({why['ack_failed'][1]} at {seconds(why['ack_failed'][0])})"
                                if why.get("ack_failed") else "")
