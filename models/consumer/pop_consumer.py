@@ -8,8 +8,9 @@ handle once processed. A message not acked in time is put back by the broker's r
 the group's POP retry topic, reconsumeTimes + 1, and popped again by any member. So a consumer's
 crash re-delivers exactly the messages it held un-acked, after their invisible time, and a
 duplicate means an ack that came too late (`pop.ack_late`: the listener ended after the handle's
-invisible time — `invisible_time_expired`) or never took effect (`pop.ack_failed`, or lost with
-the broker — `ack_lost`); analysis/duplicates.py.
+invisible time — `invisible_time_expired`), an ack that never took effect (`pop.ack_failed`, or
+lost with the broker — `ack_lost`), or a broker restart that went back on its offsets (popped or
+revived again — `broker_offset_rollback`); analysis/duplicates.py.
 
 **SimpleConsumer** (rocketmq-clients SimpleConsumerImpl; `pop.client: simple`): `threads`
 application threads each loop `receive(maxMessageNum, invisibleDuration)` → process the messages
@@ -243,7 +244,7 @@ class PopConsumer:
                       msg, late)
 
     def _acked(self, msg: Any, late: bool, response: Any) -> None:
-        if late:  # recorded as late already (the proxy refuses it; a broker may still take it)
+        if late:  # recorded as late already (a SimpleConsumer's: the proxy refuses it)
             return
         if response is None or response is CONNECT_FAILED:
             reason = "timeout" if response is None else "connect_failed"
