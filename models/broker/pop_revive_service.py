@@ -106,8 +106,9 @@ class PopReviveService:
         self.node = broker.node
         self.clock = self.node.env.clock
         self.cov: list[int] = self.node.env.coverage
-        # per revive queue, a heap of (due slot, write sequence, checkpoint): the revive queue's order
-        self.queues: list[list[tuple[int, int, PopCheckPoint]]] = [[] for _ in range(REVIVE_QUEUE_NUM)]
+        # per revive queue, a heap of (due slot, order, unique tie, checkpoint): the revive queue's order
+        # (order: the write sequence, negative for a checkpoint scanned again after a restart)
+        self.queues: list[list[tuple[int, int, int, PopCheckPoint]]] = [[] for _ in range(REVIVE_QUEUE_NUM)]
         self._seq = itertools.count()
         self.by_key: dict[tuple, PopCheckPoint] = {}  # the checkpoints not yet revived
         self.ck_number = 0  # ckMessageNumber
@@ -136,7 +137,8 @@ class PopReviveService:
         now = self.clock.now_us if pop_time_us is None else pop_time_us
         ck = PopCheckPoint(group, topic, queue_id, offsets, now, invisible_us, revive_qid, self._position())
         slot = (ck.revive_us - ACK_TIME_INTERVAL_US) // TIMER_PRECISION_US  # the ck's deliverTimeMs, its timer slot
-        heapq.heappush(self.queues[revive_qid], (slot, next(self._seq), ck))  # sequence ≥ 0: not a replay
+        seq = next(self._seq)
+        heapq.heappush(self.queues[revive_qid], (slot, seq, seq, ck))  # order ≥ 0: not a replay
         self.by_key[ck.key()] = ck
         return ck
 
@@ -176,8 +178,8 @@ class PopReviveService:
         now = self.clock.now_us
         end_us = now - TIMER_PRECISION_US  # the newest timer time the scan has read
         handled = False
-        while pending and end_us - pending[0][2].revive_us > REVIVE_DUE_AFTER_US:
-            _slot, replay, ck = heapq.heappop(pending)
+        while pending and end_us - pending[0][3].revive_us > REVIVE_DUE_AFTER_US:
+            _slot, replay, _tie, ck = heapq.heappop(pending)
             self.revive_offsets[qid] += 1
             self.revived[qid].append((self.revive_offsets[qid], ck))
             self._revive(ck, replay < 0)
@@ -200,7 +202,7 @@ class PopReviveService:
             again = [(offset, ck) for offset, ck in self.revived[qid] if offset > loaded]
             self.revived[qid] = [(offset, ck) for offset, ck in self.revived[qid] if offset <= loaded]
             for offset, ck in again:  # a negative sequence: first, in their old order, and marked replayed
-                heapq.heappush(self.queues[qid], (-1, offset - loaded - len(again) - 1, ck))
+                heapq.heappush(self.queues[qid], (-1, offset - loaded - len(again) - 1, next(self._seq), ck))
                 self.by_key[ck.key()] = ck
             self.revive_offsets[qid] = loaded
 
@@ -246,7 +248,7 @@ class PopReviveService:
         for qid, pending in enumerate(self.queues):
             kept = []
             for entry in pending:
-                ck = entry[2]
+                ck = entry[3]
                 if ck.position > flushed:
                     self.by_key.pop(ck.key(), None)
                     continue
