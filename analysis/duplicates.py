@@ -272,9 +272,7 @@ def _pop_cause(ledger: Any, timeline: Timeline, group: str, msg_id: int, first_p
     out again in place (another of its messages stayed un-acked past the invisible time); else a
     lost ack."""
     why["revived_us"] = revived[-1][0]
-    late = [(t, deadline) for t, deadline in timeline.pop_late.get((group, msg_id), ()) if t <= t_us]
-    if late:
-        why["ack_late"] = late[0]
+    if _ack_was_late(timeline, group, msg_id, t_us, why):
         return "invisible_time_expired", why
     broker_index, qid = first_pos >> 52, (first_pos >> 40) & 0xFFF
     broker = next((name for name, i in ledger.brokers.items() if i == broker_index), None)
@@ -284,11 +282,9 @@ def _pop_cause(ledger: Any, timeline: Timeline, group: str, msg_id: int, first_p
         return "broker_offset_rollback", why
     popped = [(broker, qid, first_pos & _OFFSET_MASK, (first_pos >> 32) & 0xFF > 0)]
     popped += [(node, q, off, topic.startswith(RETRY_GROUP_TOPIC_PREFIX)) for _t, node, topic, q, off, _r in revived]
-    for node, q, offset, retry in popped:  # a rollback over a popped copy: it was popped twice
-        for t, before, after in timeline.rolled_back.get((group, node, q, retry), ()):
-            if t <= t_us and after <= offset < before:
-                why["rolled_back"] = (t, before, after)
-                return "broker_offset_rollback", why
+    if any(_rolled_back_over(timeline, group, node, q, retry, offset, t_us, why)  # popped twice
+           for node, q, offset, retry in popped):
+        return "broker_offset_rollback", why
     if (group, msg_id) in timeline.pop_in_place:
         return "invisible_time_expired", why
     why["ack_failed"] = next((f for f in timeline.pop_failed.get((group, msg_id), ()) if f[0] <= t_us), None)
@@ -301,16 +297,31 @@ def _pop_same_copy(timeline: Timeline, group: str, broker: str, qid: int, retry:
     before both consumptions counts too: one of them came from a pop the restart had forgotten);
     else its first delivery's ack came too late or failed (an orderly queue hands the message out
     again in place, its count lost with a restarted broker's order table)."""
-    for t, before, after in timeline.rolled_back.get((group, broker, qid, retry), ()):
-        if t <= t_us and after <= offset < before:
-            why["rolled_back"] = (t, before, after)
-            return "broker_offset_rollback", why
-    late = [(t, deadline) for t, deadline in timeline.pop_late.get((group, msg_id), ()) if t <= t_us]
-    if late:
-        why["ack_late"] = late[0]
+    if _rolled_back_over(timeline, group, broker, qid, retry, offset, t_us, why):
+        return "broker_offset_rollback", why
+    if _ack_was_late(timeline, group, msg_id, t_us, why):
         return "invisible_time_expired", why
     failed = next((f for f in timeline.pop_failed.get((group, msg_id), ()) if f[0] <= t_us), None)
     if failed is not None:
         why["ack_failed"] = failed
         return "ack_lost", why
     return "other", why
+
+
+def _ack_was_late(timeline: Timeline, group: str, msg_id: int, t_us: int, why: dict[str, Any]) -> bool:
+    """A listener call of the message ended after its handle's invisible time (`pop.ack_late`) by `t_us`."""
+    late = next((x for x in timeline.pop_late.get((group, msg_id), ()) if x[0] <= t_us), None)
+    if late is not None:
+        why["ack_late"] = late
+    return late is not None
+
+
+def _rolled_back_over(timeline: Timeline, group: str, broker: str | None, qid: int, retry: bool, offset: int,
+                      t_us: int, why: dict[str, Any]) -> bool:
+    """The broker's offset of (group, queue) went back over `offset` at or before `t_us` (a POP
+    group: the copy was then handed out, or revived, twice)."""
+    for t, before, after in timeline.rolled_back.get((group, broker, qid, retry), ()):
+        if t <= t_us and after <= offset < before:
+            why["rolled_back"] = (t, before, after)
+            return True
+    return False
