@@ -2,8 +2,10 @@
 grouped by section, causes included, and whether the resolved scenarios differ (which keys).
 
 A side is a run directory (`rmqsim run` wrote its `summary.json` and `scenario.resolved.json`) or a
-sweep point, `SWEEP_DIR:run_id` (its `runs` row; the resolved scenario is rebuilt from the sweep's
-base file and the row's `--set` items, and its digest checked against the row's). Both become flat
+sweep point, `SWEEP_DIR:run_id` (its `runs` row; the resolved scenario is rebuilt from the base
+scenario the sweep stored in its `sweep.json` and the row's `--set` items, and used only if its
+digest is the row's: the sweep's `base` path, like any path inside a result file, is never
+opened — it may name any file by now). Both become flat
 metric names (`lost_by_cause_unflushed_at_power_loss`, as in a sweep's runs table:
 analysis/results_store.py), so a run directory compares with a sweep point; a name one side lacks
 (a summary's per-group tree, a row's rates) is not compared. Identity (scenario, seed, digests,
@@ -12,11 +14,14 @@ histogram lists and the controller's `elections` are left out; so is the older t
 split (`duplicate_causes`: the ten mechanisms say it).
 
 Input that is not one of those is a `DiffError` (the CLI's exit 2, one line): a missing path, a
-directory that is neither, a damaged file, a run id the sweep does not have or a run that failed.
+directory that is neither, a damaged file (the JSON files are read by sim/kernel/readback.py:
+bounded in size and depth, each field diff reads of its declared type, and so is a `runs` row),
+a run id the sweep does not have or a run that failed.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -28,6 +33,19 @@ from typing import Any
 from analysis import fmt, sweep_dir
 from analysis import results_store as store
 from sim.kernel.files import UnsafeFile, lstat_kind, read_json, regular_file
+from sim.kernel.inputs import short
+from sim.kernel.readback import (
+    MAX_JSON_DEPTH,
+    RUN_ROW,
+    SUMMARY,
+    SUMMARY_IDENTITY,
+    DocumentError,
+    Record,
+    describe,
+    missing,
+    parse_json,
+    shape_problem,
+)
 
 MAX_JSON_BYTES = 64 << 20
 RUN_ID_RE = re.compile(r"p[0-9]{4,}-s[0-9]+")
@@ -96,14 +114,14 @@ def read_side(text: str) -> Side:
     return _run_dir(text, path)
 
 
-def _json(path: Path) -> Any:
-    return read_json(path, MAX_JSON_BYTES, DiffError, "is damaged (not the JSON rmqsim writes)")
+def _json(path: Path, shape: Record | None = None) -> Any:
+    return read_json(path, MAX_JSON_BYTES, DiffError, "is damaged (not the JSON rmqsim writes)", shape)
 
 
 def _run_dir(text: str, path: Path) -> Side:
-    summary = _json(path / "summary.json")
-    if not isinstance(summary, dict) or "trace_sha256" not in summary:
-        raise DiffError(f"{path / 'summary.json'} is not an rmqsim run summary")
+    summary = _json(path / "summary.json", SUMMARY)
+    if missing(summary, SUMMARY_IDENTITY):
+        raise DiffError(f"{path / 'summary.json'} is not an rmqsim run summary (no trace_sha256)")
     resolved, note = None, ""
     if lstat_kind(path / "scenario.resolved.json") is None:
         note = "no scenario.resolved.json"
@@ -122,17 +140,32 @@ def _sweep_point(text: str, folder: Path, run: str) -> Side:
         manifest = sweep_dir.read_manifest(folder)
     except sweep_dir.ForeignDirectory as exc:
         raise DiffError(str(exc)) from None
-    row = _row(folder / store.RUNS / f"{run}.parquet", text)
+    row = _row(_path_of(folder, run), text)
     if row.get("status") != "ok":
         error = (row.get("error") or "").strip().splitlines()[:1]
         raise DiffError(f"{text}: the run failed to run ({error[0] if error else 'no error recorded'}); "
                         f"nothing to compare (reproduce: {row.get('repro')})")
-    params = json.loads(row.get("params_json") or "{}")  # the point's parameters: in its scenario, below
+    params = _params(_path_of(folder, run), row)  # the point's parameters: in its scenario, below
     metrics, labels = flatten({k: _map(v) for k, v in row.items() if k not in params})
     side = Side(text, f"sweep point {row.get('point_key') or '(base)'}", metrics, labels,
                 {k: row.get(k) for k in IDENTITY}, None)
     side.resolved, side.resolved_note = _rebuilt_scenario(manifest, row)
     return side
+
+
+def _path_of(folder: Path, run: str) -> Path:
+    return folder / store.RUNS / f"{run}.parquet"
+
+
+def _params(path: Path, row: dict[str, Any]) -> dict[str, Any]:
+    """The row's `params_json`: an object (bounded in depth as every JSON rmqsim reads back)."""
+    try:
+        params = parse_json((row.get("params_json") or "{}").encode())
+    except DocumentError as exc:
+        raise DiffError(f"{path}: params_json is damaged (not the JSON rmqsim writes): {exc}") from None
+    if not isinstance(params, dict):
+        raise DiffError(f"{path}: params_json: expected an object, got {describe(params)}")
+    return params
 
 
 def _row(path: Path, text: str) -> dict[str, Any]:
@@ -149,6 +182,9 @@ def _row(path: Path, text: str) -> dict[str, Any]:
         raise DiffError(f"{path} is damaged (not readable Parquet): rerun the sweep command to redo it") from None
     if len(rows) != 1:
         raise DiffError(f"{path} is not one run's row")
+    problem = shape_problem(rows[0], RUN_ROW)
+    if problem is not None:
+        raise DiffError(f"{path}: {problem}")
     return rows[0]
 
 
@@ -160,24 +196,27 @@ def _map(value: Any) -> Any:
 
 
 def _rebuilt_scenario(manifest: dict[str, Any], row: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    """The point's resolved scenario: the sweep's base file with the row's `--set` items."""
+    """The point's resolved scenario: the base scenario stored in the sweep's manifest with the
+    row's `--set` items, if that gives the scenario the run ran (its digest); the base file the
+    manifest names is never opened."""
     from sim import scenario as scenario_mod
     from sim.kernel.config import ConfigError
 
+    base = manifest.get("base_scenario")
+    if not isinstance(base, dict):
+        return None, "its sweep.json holds no base scenario (written by an older rmqsim)"
     try:
         words = shlex.split(row.get("repro") or "")
     except ValueError:
         words = []
     sets = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "--set"]
     try:
-        sc = scenario_mod.load(manifest.get("base", ""), sets)
+        sc = scenario_mod.from_data(copy.deepcopy(base), "sweep.json base_scenario", sets)
     except ConfigError as exc:
-        return None, f"cannot rebuild it from the sweep's base {manifest.get('base')} ({len(exc.problems)} problem(s))"
-    except OSError as exc:
-        return None, f"cannot rebuild it from the sweep's base: {exc}"
-    note = "" if sc.digest() == row.get("scenario_sha256") else (
-        f"rebuilt from {manifest.get('base')} as it is now, which differs from the one the sweep ran")
-    return sc.model_dump(mode="json"), note
+        return None, f"cannot rebuild it from the sweep's stored base scenario ({len(exc.problems)} problem(s))"
+    if sc.digest() != row.get("scenario_sha256"):
+        return None, "the sweep's stored base scenario with the run's --set items is not the scenario it ran"
+    return sc.model_dump(mode="json"), ""
 
 
 def flatten(tree: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -185,10 +224,13 @@ def flatten(tree: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     metrics: dict[str, Any] = {}
     labels: dict[str, str] = {}
 
-    def walk(value: Any, dotted: str) -> None:
+    def walk(value: Any, dotted: str, depth: int = 0) -> None:
         if isinstance(value, dict):  # an empty map adds no name: its keys are absent, as on the other side
+            if depth >= MAX_JSON_DEPTH:  # a JSON file cannot be deeper (readback); a Parquet row could
+                raise DiffError(f"{short(dotted.split('.')[0])} nests deeper than {MAX_JSON_DEPTH} levels: not what "
+                                "rmqsim writes")
             for key, sub in value.items():
-                walk(sub, f"{dotted}.{key}" if dotted else str(key))
+                walk(sub, f"{dotted}.{key}" if dotted else str(key), depth + 1)
             return
         flat = store.flat_name(*dotted.split("."))
         if not _skipped(flat):
@@ -256,7 +298,7 @@ def _pair(a: Any, b: Any) -> str:
 
 def _delta(a: Any, b: Any) -> str:
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
-    if not numeric:
+    if not numeric or max(abs(a), abs(b)) > 1e300:  # beyond: a difference of thousands of digits
         return ""
     d = b - a
     return f"  ({'+' if d > 0 else '−'}{fmt.number(abs(d))})"

@@ -1,10 +1,10 @@
-"""The executors' Python environment on a cluster: a packed virtual environment, shipped with `spark.archives`.
+"""The executors' Python environment on a cluster: a packed virtual environment, unpacked once per host.
 
 PySpark's package-management guide ("Using Virtualenv": venv-pack, `spark.archives`
-`env.tar.gz#environment`, `spark.pyspark.python=./environment/bin/python`) is what this follows,
-without venv-pack: the driver's venv holds the project as an editable install (a path, not files
-to pack) and everything the reports need (matplotlib, pandas, duckdb), so the archive is made
-here, holding exactly what an executor imports:
+`env.tar.gz#environment`, `spark.pyspark.python=./environment/bin/python`) is what the archive
+follows, without venv-pack: the driver's venv holds the project as an editable install (a path,
+not files to pack) and everything the reports need (matplotlib, pandas, duckdb), so the archive is
+made here, holding exactly what an executor imports:
 - the project's packages as a wheel would install them: sources, their `.pxd`, the compiled
   binaries beside them and `sim/compiled_build.json` (so executors run compiled, checked as any
   process is: sim/kernel/compiled.py);
@@ -13,13 +13,18 @@ here, holding exactly what an executor imports:
   Spark it runs; Spark puts its `python/lib` zips on the executors' path) and `matplotlib` (reports
   run on the driver);
 - `bin/python`, a copy of the driver's base interpreter's executable, and a `pyvenv.cfg` naming
-  its home (`python -m venv --copies`; venv-pack links instead, but Spark's tar unpacking refuses
-  a link that leaves the archive): as with venv-pack, workers need the same Python installation at
-  the same path (its standard library and libpython are not in the archive), and nothing else: no
-  checkout, no venv, no installed package.
-The archive is a tar.gz at gzip's fastest level (Spark unpacks `.tar.gz` with the system's `tar`,
-modes kept; a plain `.tar` it unpacks in Java, which drops the executable bit), written once per
-content under the temp directory, entries in sorted order with fixed times.
+  its home (`python -m venv --copies`; venv-pack links instead): as with venv-pack, workers need
+  the same Python installation at the same path (its standard library and libpython are not in the
+  archive), and nothing else: no checkout, no venv, no installed package.
+It is not shipped with `spark.archives`, which unpacks it afresh into every application's work
+directory (284 MB per sweep and executor, kept until the worker's directory is cleaned): three
+files go with `spark.files` instead (`executor_files`), and the executors' Python is the launcher
+among them, `./rmqsim-python`, which runs analysis/executor_boot.py with the host's base Python:
+the environment is unpacked once per host into a cache keyed by the archive's digest, reused by
+every later sweep with the same content, and unused ones are removed by a size bound (that
+module's docstring). The archive is a tar.gz at gzip's fastest level named `.pack` (Spark would
+unpack a `.tar.gz` given in `spark.files` itself), entries in sorted order with fixed times; the
+three files are written once per content into one folder under the temp directory.
 """
 
 from __future__ import annotations
@@ -28,17 +33,22 @@ import hashlib
 import importlib.metadata as md
 import io
 import json
+import os
 import re
+import shlex
+import shutil
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
+from analysis import executor_boot
 from sim.kernel import compiled
-from sim.kernel.files import atomic_path
 
-ARCHIVE_NAME = "rmqsim_env"  # the directory the executors unpack it into: spark.archives `…#rmqsim_env`
-PYTHON = f"./{ARCHIVE_NAME}/bin/python"  # relative to an executor's working directory
+LAUNCHER = "rmqsim-python"  # the executors' Python (spark.pyspark.python), in their work directory
+PYTHON = f"./{LAUNCHER}"  # relative to an executor's working directory, where spark.files puts it
+BOOT = "rmqsim_executor_boot.py"  # analysis/executor_boot.py as shipped
+FOLDER_PREFIX = "rmqsim-executor-env-"  # <temp>/rmqsim-executor-env-<key>/: the three files of one content
 EXCLUDED = {"pyspark", "py4j", "matplotlib"}  # module docstring
 PROJECT_SUFFIXES = (".py", ".pxd", ".properties", ".json", *compiled.importlib.machinery.EXTENSION_SUFFIXES)
 SITE = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
@@ -100,17 +110,53 @@ def _key(project: list[tuple[str, Path]], dists: list[md.Distribution]) -> str:
 
 
 def packed_env() -> Path:
-    """The archive for this driver's project and dependencies (made if not there yet)."""
+    """The archive for this driver's project and dependencies, with the launcher and boot file
+    beside it (made if not there yet: built in a hidden folder, then renamed into place whole)."""
     project, dists = _project_files(), runtime_distributions()
-    path = Path(tempfile.gettempdir()) / f"rmqsim-executor-env-{_key(project, dists)}.tar.gz"
-    if path.exists():
-        return path
+    key = _key(project, dists)
+    folder = Path(tempfile.gettempdir()) / f"{FOLDER_PREFIX}{key}"
+    archive = folder / f"rmqsim-executor-env-{key}.pack"
+    if archive.is_file():
+        return archive
+    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        _write_archive(tmp / archive.name, project, dists)
+        shutil.copyfile(Path(executor_boot.__file__), tmp / BOOT)
+        launcher = tmp / LAUNCHER
+        launcher.write_text(launcher_text(archive.name))
+        launcher.chmod(0o755)
+        try:
+            os.rename(tmp, folder)
+        except OSError:  # another driver made it meanwhile
+            if not archive.is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return archive
+
+
+def executor_files(archive: Path) -> list[Path]:
+    """What `spark.files` ships for the archive `packed_env` made: launcher, boot file, archive."""
+    return [archive.with_name(LAUNCHER), archive.with_name(BOOT), archive]
+
+
+def launcher_text(archive_name: str) -> str:
+    """The executors' Python: the boot file, run by the base interpreter (isolated, no site), with the
+    archive beside it; it execs the unpacked environment's Python with Spark's arguments."""
+    return ("#!/bin/sh\n# rmqsim's executor Python (analysis/executor_env.py, analysis/executor_boot.py)\n"
+            'here=$(dirname "$0")\n'
+            f'exec {shlex.quote(sys._base_executable)} -I -S "$here/{BOOT}" "$here/{archive_name}" "$@"\n')
+
+
+def _write_archive(path: Path, project: list[tuple[str, Path]], dists: list[md.Distribution]) -> None:
     files = sorted({f"{SITE}/{name}": source for name, source in project + _dependency_files(dists)}.items())
-    with atomic_path(path) as tmp, tarfile.open(tmp, "w:gz", compresslevel=1, format=tarfile.PAX_FORMAT) as tar:
+    with tarfile.open(path, "w:gz", compresslevel=1, format=tarfile.PAX_FORMAT) as tar:
         home = Path(sys._base_executable)
         _add_bytes(tar, "pyvenv.cfg", f"home = {home.parent}\ninclude-system-site-packages = false\n"
                                       f"version = {'.'.join(map(str, sys.version_info[:3]))}\n".encode())
-        info = tar.gettarinfo(str(home), arcname="bin/python")  # a copy: Spark unpacks no link leaving the archive
+        info = tar.gettarinfo(str(home), arcname="bin/python")  # a copy: a link would leave the archive
         info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
         with open(home, "rb") as handle:
             tar.addfile(info, handle)
@@ -119,7 +165,6 @@ def packed_env() -> Path:
             info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
             with open(source, "rb") as handle:
                 tar.addfile(info, handle)
-    return path
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -129,10 +174,10 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 
 def spark_conf(archive: Path) -> dict[str, str]:
-    """What a cluster session needs to run its executors in the archive."""
-    return {"spark.archives": f"{archive}#{ARCHIVE_NAME}",
+    """What a cluster session needs to run its executors in the archive's environment."""
+    return {"spark.files": ",".join(str(path) for path in executor_files(archive)),
             "spark.pyspark.python": PYTHON}
 
 
-if __name__ == "__main__":  # for spark-submit's --archives (scripts/rmqsim_submit.py)
-    print(f"{packed_env()}#{ARCHIVE_NAME}")
+if __name__ == "__main__":  # for spark-submit's --files (scripts/rmqsim_submit.py), with --conf spark.pyspark.python=./rmqsim-python
+    print(",".join(str(path) for path in executor_files(packed_env())))

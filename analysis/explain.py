@@ -19,6 +19,7 @@ them into text. Bad input (not a run directory, an unknown message, cause or fau
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
@@ -38,26 +39,56 @@ from analysis.ledger_codes import SEQ_BITS, SEQ_MASK
 from analysis.metrics import LOSS_CAUSES
 from analysis.order import CAUSES as ORDER_CAUSES
 from analysis.txn_checker import CAUSES_LOST as TXN_CAUSES
+from sim.kernel.files import some
+from sim.kernel.inputs import short
+from sim.kernel.readback import missing
 
 DEFAULT_LIMIT = 10
+MAX_ID_CHARS = 200  # a display key: a producer's name (64 characters, a `-N` suffix) and a sequence number
+MAX_INT_ID_DIGITS = 20  # an id is below 2^64 (20 digits); longer digit strings are no id, never converted
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only
 __all__ = ["ExplainError", "explain_cause", "explain_fault", "explain_message", "explain_result", "message_id",
            "read_run", "render"]
 
 
 def message_id(text: str | int, names: list[str]) -> int:
-    """The integer id of a message given as a display key (`<producer>-<seq>`) or an integer."""
-    if isinstance(text, int) or str(text).isdigit():
-        msg_id = int(text)
-        p, seq = msg_id >> SEQ_BITS, msg_id & SEQ_MASK
-        if p < len(names) and seq >= 1:
-            return msg_id
-        raise ExplainError(f"{text} is not a message id of this run (ids are producer index << 32 | seq; "
-                           f"producers: {', '.join(names)})")
-    producer, _, seq = str(text).rpartition("-")
-    if producer not in names or not seq.isdigit() or int(seq) < 1:
-        raise ExplainError(f"{text!r} is not a message of this run: give a display key <producer>-<seq> "
-                           f"(producers: {', '.join(names)}) or an integer id")
-    return names.index(producer) << SEQ_BITS | int(seq)
+    """The integer id of a message given as a display key (`<producer>-<seq>`) or an integer id
+    (`producer index << 32 | seq`), the one parser of both: ASCII digits only (`²` is no digit,
+    though `str.isdigit` says so), at most `MAX_ID_CHARS` characters (a 5,000-digit id is never
+    converted), a producer of this run and a sequence number from 1. ExplainError otherwise: "was
+    never sent in this run" for a well-formed id beyond the run's producers or any sequence number
+    (one beyond what its producer sent is found once the records are read: `explain_message`)."""
+    if isinstance(text, bool) or not isinstance(text, int | str):
+        raise ExplainError(f"a message is a display key or an integer id, not {type(text).__name__}")
+    shown = short(text)
+    if isinstance(text, str) and len(text) > MAX_ID_CHARS:
+        raise ExplainError(f"{shown} is not a message of this run: longer than any display key or id "
+                           f"({MAX_ID_CHARS} characters)")
+    if isinstance(text, int):
+        return _in_range(shown, text if 0 <= text < 1 << 64 else -1, names)
+    if _DIGITS.fullmatch(text):
+        return _in_range(shown, int(text) if len(text) <= MAX_INT_ID_DIGITS else -1, names)
+    producer, _, seq = text.rpartition("-")
+    if producer not in names or not _DIGITS.fullmatch(seq):
+        raise ExplainError(f"{shown} is not a message of this run: give a display key <producer>-<seq> "
+                           f"(producers: {some(names) or 'none'}) or an integer id")
+    number = int(seq) if len(seq) <= MAX_INT_ID_DIGITS else SEQ_MASK + 1
+    if number < 1:
+        raise ExplainError(f"{shown} is not a message: sequence numbers start at 1")
+    if number > SEQ_MASK:
+        raise ExplainError(f"{shown} was never sent in this run (a sequence number beyond {SEQ_MASK:,})")
+    return names.index(producer) << SEQ_BITS | number
+
+
+def _in_range(shown: str, msg_id: int, names: list[str]) -> int:
+    """`msg_id` if it is an id of one of this run's producers (-1: too many digits for any)."""
+    p, seq = msg_id >> SEQ_BITS, msg_id & SEQ_MASK
+    if 0 <= msg_id and p < len(names) and seq >= 1:
+        return msg_id
+    if 0 <= msg_id and p < len(names):
+        raise ExplainError(f"{shown} is not a message id: its sequence number (the low 32 bits) is 0")
+    raise ExplainError(f"{shown} was never sent in this run (an integer id is producer index << 32 | seq; "
+                       f"this run's {len(names)} producer(s): {some(names) or 'none'})")
 
 
 def explain_message(run: RunFiles, msg: str | int) -> dict[str, Any]:
@@ -90,7 +121,7 @@ def explain_cause(run: RunFiles, cause: str, limit: int = DEFAULT_LIMIT) -> dict
     kinds = [kind for kind, causes in known_causes().items() if cause in causes]
     if not kinds:
         listed = "; ".join(f"{k}: {', '.join(c)}" for k, c in known_causes().items())
-        raise ExplainError(f"unknown cause {cause!r}; causes are {listed}")
+        raise ExplainError(f"unknown cause {short(cause)}; causes are {listed}")
     if limit < 1:
         raise ExplainError(f"--limit must be at least 1, not {limit}")
     f = investigate(run)
@@ -133,7 +164,11 @@ def _txn_found(f: Findings, cause: str) -> list[Any]:
 
 def explain_fault(run: RunFiles, index: int) -> dict[str, Any]:
     """What fault `index` did (module docstring of explain_fault.py), with the whole run's attribution."""
-    applied = run.summary.get("faults_applied") or []
+    lacking = missing(run.summary, ("faults_applied", "groups"))
+    if lacking:
+        where = f"{run.directory}/summary.json" if run.directory is not None else "this run's summary"
+        raise ExplainError(f"{where}: written by an older rmqsim (no {', '.join(lacking)}): re-run it")
+    applied = run.summary["faults_applied"]
     indexes = [a["index"] for a in applied]
     if index not in indexes:
         scripted = len(run.scenario.faults)

@@ -58,8 +58,8 @@ class Window:
 def windows(f: Any) -> list[Window]:
     """The run's faults with their recovery (module docstring)."""
     applied = f.run.summary.get("faults_applied")
-    if applied is None:
-        raise ExplainError("this run's summary has no `faults_applied` (an older rmqsim made it): run it again")
+    if applied is None:  # explain_fault refuses such a summary first; its entries have their declared shape
+        raise ExplainError("this run's summary was written by an older rmqsim (no faults_applied): re-run it")
     end_us = f.run.summary["sim_time_ms"] * 1000
     out = [Window(a["index"], a["kind"], a["target"], round(a["start_ms"] * 1000),
                   round(a["end_ms"] * 1000) if a["end_ms"] is not None else end_us) for a in applied]

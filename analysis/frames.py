@@ -5,6 +5,11 @@ with the Parquet trace's types (int64, string, double, boolean; nullable), read 
 records kept in memory (`keep_records=True`) or from a Parquet trace (`trace_dir=`). Given the
 producers' names, a kind with a `msg_id` column gets the message's display key `msg_key`
 (`<producer>-<seq>`, as in the summary's samples and `rmqsim explain`) right beside it.
+
+Errors: `FrameError` for a kind that is not declared or records that were not kept;
+`analysis.trace_store.TraceError` ("could not read FILE: REASON") for a trace folder or kind file
+that is not the one rmqsim wrote (a symbolic link, FIFO, folder, damaged or foreign Parquet, another
+kind's columns): it is read through trace_store's checks, never opened as it stands.
 """
 
 from __future__ import annotations
@@ -13,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from analysis.trace_store import kind_path, kind_schema
+from analysis.trace_store import check_folder, kind_path, kind_schema, read_kind
+from sim.kernel.files import lstat_kind
 from sim.kernel.trace import KINDS
 
 
@@ -49,13 +54,15 @@ def records_frame(records: list[tuple], kind: str, producers: list[str] | None =
 
 
 def trace_frame(trace_dir: Path, kind: str, producers: list[str] | None = None) -> Any:
-    """One kind of a Parquet trace as a DataFrame (the same columns; `seq` dropped)."""
+    """One kind of a Parquet trace as a DataFrame (the same columns; `seq` dropped). TraceError
+    if the folder or the kind's file is not what rmqsim wrote (module docstring)."""
     check_kind(kind)
-    path = kind_path(Path(trace_dir), kind)
-    if not path.is_file():  # the run emitted no record of this kind
+    trace_dir = Path(trace_dir)
+    check_folder(trace_dir)
+    path = kind_path(trace_dir, kind)
+    if lstat_kind(path) is None:  # the run emitted no record of this kind
         return records_frame([], kind, producers)
-    table = pq.read_table(path)
-    return _with_keys(table.drop_columns(["seq"]), producers)
+    return _with_keys(read_kind(path, kind).drop_columns(["seq"]), producers)
 
 
 def _with_keys(table: pa.Table, producers: list[str] | None) -> Any:

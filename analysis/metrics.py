@@ -79,7 +79,8 @@ Send side (from the producer records, per message; a batch's outcome counts once
 - send_share_by_broker: each broker's fraction of `producer.sent` records (the broker of the final
   attempt; ONEWAY included); `send_share_by_broker_in_faults` and `send_latency_ms_in_faults`:
   the share and the send latency over the sends born in a second that lies wholly inside a fault
-  window (null without fault windows);
+  window, each window clipped at the run's end (null without fault windows; the seconds are kept
+  as spans, `FaultSeconds`, so a fault far longer than the run costs no memory);
 - send_steered_away: sends with at least one attempt steered away from a broker the fault
   strategy held unavailable (models/producer/producer.py);
 - oneway_unstored: ONEWAY messages no broker ever stored (lost in transit; never in `lost`,
@@ -434,7 +435,7 @@ def send_metrics(ledger: Any) -> dict[str, Any]:
     }
 
 
-def _send_latencies(ledger: Any, seconds: set[int] | None) -> np.ndarray:
+def _send_latencies(ledger: Any, seconds: FaultSeconds | None) -> np.ndarray:
     """RT (µs) of every send born at or after the warm-up that returned a result; with `seconds`,
     of those born in them."""
     parts = []
@@ -444,7 +445,7 @@ def _send_latencies(ledger: Any, seconds: set[int] | None) -> np.ndarray:
         born = ledger.born_us[p].view(n)
         keep = (rt != NO_RT) & (born >= ledger.warmup_us)  # warm-up: not measured, as in latency_ms
         if seconds is not None:
-            keep &= np.isin(born // 1_000_000, np.fromiter(seconds, np.int64, len(seconds)))
+            keep &= seconds.holds(born // 1_000_000)
         parts.append(rt[keep].astype(np.int64))
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
@@ -457,21 +458,49 @@ def _shares(counts: Iterable[tuple[tuple[int, str], int]]) -> dict[str, float]:
     return {b: round(n / total, 6) for b, n in sorted(by_broker.items())} if total else {}
 
 
-def fault_seconds(windows: list[dict[str, Any]]) -> set[int] | None:
+class FaultSeconds:
+    """The seconds of simulated time wholly inside a fault window, as sorted disjoint spans
+    [first, stop) of whole seconds: memory by the number of windows, never by their length."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        merged: list[list[int]] = []
+        for first, stop in sorted(span for span in spans if span[1] > span[0]):
+            if merged and first <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], stop)
+            else:
+                merged.append([first, stop])
+        self.first = np.array([m[0] for m in merged], np.int64)
+        self.stop = np.array([m[1] for m in merged], np.int64)
+
+    def holds(self, seconds: np.ndarray) -> np.ndarray:
+        """For each second (int64): inside one of the spans."""
+        if not len(self.first):
+            return np.zeros(len(seconds), bool)
+        at = np.searchsorted(self.first, seconds, side="right") - 1
+        return (at >= 0) & (seconds < self.stop[np.maximum(at, 0)])
+
+
+def fault_seconds(windows: list[dict[str, Any]], run_end_ms: float) -> FaultSeconds | None:
     """The seconds of simulated time wholly inside a fault window [start, end) (`windows` as
-    analysis/run_rows.py fault_windows gives them); None without a window."""
-    spans = [(w["start_ms"], w["end_ms"]) for w in windows if w["end_ms"] is not None and w["end_ms"] > w["start_ms"]]
-    if not spans:
-        return None
-    return {s for start, end in spans for s in range(math.ceil(start / 1000), math.floor(end / 1000))}
+    analysis/run_rows.py fault_windows gives them), each window clipped at the run's end
+    `run_end_ms` first (a fault longer than the run ends with it); None without a window."""
+    spans = []
+    for w in windows:
+        end_ms = None if w["end_ms"] is None else min(w["end_ms"], run_end_ms)
+        if end_ms is not None and end_ms > w["start_ms"]:
+            spans.append((math.ceil(w["start_ms"] / 1000), math.floor(end_ms / 1000)))
+    return FaultSeconds(spans) if spans else None
 
 
-def send_metrics_in_faults(ledger: Any, windows: list[dict[str, Any]]) -> dict[str, Any]:
+def send_metrics_in_faults(ledger: Any, windows: list[dict[str, Any]], run_end_ms: float) -> dict[str, Any]:
     """`send_share_by_broker_in_faults` and `send_latency_ms_in_faults`: the same metrics over the
-    sends born in a second wholly inside a fault window (null without fault windows)."""
-    seconds = fault_seconds(windows)
+    sends born in a second wholly inside a fault window, clipped at the run's end `run_end_ms`
+    (null without fault windows)."""
+    seconds = fault_seconds(windows, run_end_ms)
     if seconds is None:
         return {"send_share_by_broker_in_faults": None, "send_latency_ms_in_faults": None}
-    return {"send_share_by_broker_in_faults": _shares((k, n) for k, n in ledger.sends_by_second.items()
-                                                      if k[0] in seconds),
+    counts = list(ledger.sends_by_second.items())
+    inside = seconds.holds(np.fromiter((key[0] for key, _n in counts), np.int64, len(counts)))
+    return {"send_share_by_broker_in_faults": _shares(c for c, keep in zip(counts, inside.tolist(), strict=True)
+                                                      if keep),
             "send_latency_ms_in_faults": percentiles_ms(_send_latencies(ledger, seconds))}

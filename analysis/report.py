@@ -70,9 +70,14 @@ def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "l
                  own_session: bool = False) -> Path:
     """Write the report (module docstring); `spark`: a session to use, else one is started (with
     `own_session`, by a command that ends after the report: its JVM may then leave a class archive
-    for the next report's, analysis/spark_classes.py `finish`); `focus`: overrides the sweep file's."""
+    for the next report's, analysis/spark_classes.py `finish`; a master it cannot start with:
+    analysis.sweep.SparkMasterError); `focus`: overrides the sweep file's."""
     if focus is not None and focus not in focus_mod.LABELS:
         raise ReportError(f"--focus {focus}: not a focus (one of {', '.join(focus_mod.LABELS)})")
+    if spark is None:  # a malformed --master: SparkMasterError before anything is read or a JVM starts
+        from analysis.sweep import check_master
+
+        check_master(master)
     if not (out_dir / sweep_dir.MANIFEST).is_file():
         raise ReportError(f"{out_dir} is not a sweep output directory (no {sweep_dir.MANIFEST})")
     try:
@@ -82,12 +87,13 @@ def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "l
     schema, n_runs = check_tables(out_dir, manifest["digest"])
     folder = claim_report_dir(out_dir / "report", report_dir)
     owned = OwnedDir(folder, REPORT_TOOL, names=["points.json", "index.html", *FIGURE_FILES])
+    importer = threading.Thread(target=_import_figures, name="rmqsim-import-figures")  # joined below
     try:
         if spark is None:
             from analysis.sweep import spark_session
 
             # matplotlib's imports (over a second) run while the JVM starts, which is mostly waiting here
-            threading.Thread(target=_import_figures, name="rmqsim-import-figures", daemon=True).start()
+            importer.start()
             spark = spark_session(master, None, app=f"rmqsim-report-{manifest['name']}", purpose="report",
                                   keep_classes=own_session)
         params = manifest["grid"] + manifest["zip"]
@@ -105,7 +111,20 @@ def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "l
     except BaseException:
         owned.abandon()
         raise
+    finally:
+        _join_import(importer)
     return written
+
+
+def _join_import(importer: threading.Thread) -> None:
+    """Wait for the background import of matplotlib, if it started, however the report ends (an
+    error after it started: a Spark master that fails, `--run` naming no run), so that no thread of
+    the report is still running extension-module code when the interpreter finalizes: a thread
+    that must take the GIL back then is ended by pthread_exit, and where that unwinds through a
+    C++ destructor the process aborts (SIGABRT, as Arrow's workers did: sweep_dir.read_row). On
+    success the drawing waits for the import anyway."""
+    if importer.ident is not None:
+        importer.join()
 
 
 def _import_figures() -> None:

@@ -47,7 +47,7 @@ from sim.kernel.files import atomic_path, file_digest
 
 TABLES = ("runs", "deliveries", "latencies")  # DIR/<table>/<run_id>.parquet (the directory: sweep_dir.py)
 RUNS, DELIVERIES, LATENCIES = TABLES
-EXTRA_COLUMNS = frozenset({"sweep_digest", "output_files"})  # runs-table columns beyond run_rows.RESERVED_COLUMNS
+EXTRA_COLUMNS = frozenset({"sweep_digest", "output_files", "attempt"})  # runs-table columns beyond run_rows.RESERVED_COLUMNS
 OUTPUT_FILE = pa.struct([("path", pa.string()), ("bytes", pa.int64()), ("sha256", pa.string())])
 
 _PARAM_TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
@@ -117,6 +117,7 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields += [(f"dup_rate_{c}", pa.float64()) for c in CAUSES]
     fields += [("verdict", pa.string()), ("verdict_failures", pa.string()),
                ("wall_s", pa.float64()), ("simulate_wall_s", pa.float64()),
+               ("attempt", pa.int32()),  # Spark's task attempt that wrote the row (0: the first; outside digests)
                ("lat_hist_bucket", pa.list_(pa.int32())), ("lat_hist_count", pa.list_(pa.int64())),
                ("delivery_hist", pa.list_(pa.int64())), ("tl_second", pa.list_(pa.int64())),
                ("tl_p50_ms", pa.list_(pa.float64())), ("tl_p99_ms", pa.list_(pa.float64())),

@@ -13,27 +13,31 @@ It reads only what `rmqsim run` wrote, and refuses anything else with a `RunData
 the file (the CLI's exit 2), never a traceback: every file must be a regular file (a symbolic
 link, FIFO or device is refused, and `trace/` must be a folder, not a link), the JSON files are
 read up to `MAX_JSON_BYTES`, the summary must have every field the report reads with the right
-type (`summary_problems`), and each trace file must be Parquet with the kind's columns and
-types, its times inside the run. A run with a manifest (sim/run_store.py) must be complete, its
-JSON files must have the recorded SHA-256 and its trace files the recorded sizes, and a trace
-file it does not list is refused; a run written without one (older runs, `sim.run(...,
-trace_dir=...)`) is read with the other checks.
+type (`summary_problems`), and each trace file must pass analysis/trace_store.py's checks
+(`read_kind`, as explain and `RunResult.frame` read it: Parquet with the kind's columns and
+types, a bounded size and frame), its times inside the run. A run with a manifest
+(sim/run_store.py) must be complete, its JSON files must have the recorded SHA-256 and its trace
+files the recorded sizes, and a trace file it does not list is refused; a run written without
+one (older runs, `sim.run(..., trace_dir=...)`) is read with the other checks.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from analysis.duplicates import CAUSES as DUPLICATE_CAUSES
 from analysis.run_rows import fault_windows
-from analysis.trace_store import kind_path, kind_schema
+from analysis.trace_store import (
+    TraceError,
+    kind_path,
+    kind_schema,  # noqa: F401  (analysis/timeline_data.py reads rd.kind_schema)
+    read_kind,
+)
 from models.records import (
     BROKER_LOCK_GRANTED,
     BROKER_LOCK_REFUSED,
@@ -48,8 +52,9 @@ from models.records import (
     TXN_ENDED,
     TXN_LOCAL_DONE,
 )
-from sim.kernel.files import UnsafeFile, lstat_kind, read_bounded, read_manifest, regular_file
+from sim.kernel.files import UnsafeFile, lstat_kind, read_bounded, read_manifest
 from sim.kernel.limits import MAX_TIME_MS
+from sim.kernel.readback import DocumentError, parse_json
 from sim.kernel.trace import FAULT_HEALED, FAULT_INJECTED
 
 MAX_JSON_BYTES = 64 << 20  # summary.json, scenario.resolved.json (a few KiB to a few MiB)
@@ -183,35 +188,23 @@ def _read_json(directory: Path, name: str, manifest: dict[str, Any] | None) -> A
         if len(raw) != entry["size"] or hashlib.sha256(raw).hexdigest() != entry["sha256"]:
             raise RunDataError(f"{path} differs from what rmqsim wrote (damaged or edited since): rerun the run")
     try:
-        return json.loads(raw)
-    except ValueError:  # JSONDecodeError, UnicodeDecodeError
-        raise RunDataError(f"{path} is damaged (not the JSON rmqsim writes)") from None
+        return parse_json(raw)
+    except DocumentError as exc:  # not JSON, not UTF-8, nested past the depth bound
+        raise RunDataError(f"{path} is damaged (not the JSON rmqsim writes): {exc}") from None
 
 
 def _read_kind(directory: Path, kind: str, cols: tuple[str, ...], manifest: dict[str, Any] | None,
                end_us: int) -> Any:
     """The columns `cols` of `trace/<kind>.parquet` (a pyarrow Table), None if the run has no such
-    file; RunDataError if it is not a regular file, not Parquet, lacks a column or has another type,
-    or holds times outside the run."""
+    file; RunDataError if trace_store's checks refuse it (`read_kind`: not a regular file, not
+    Parquet, a column missing or of another type) or it holds times outside the run."""
     path = kind_path(directory / "trace", kind)
     if lstat_kind(path) is None:
         return None
-    expected = kind_schema(kind)
     try:
-        with regular_file(path) as handle:
-            parquet = pq.ParquetFile(handle)
-            schema = parquet.schema_arrow
-            wrong = [c for c in cols if c not in schema.names or schema.field(c).type != expected.field(c).type]
-            if wrong:
-                raise RunDataError(f"{path} is not a trace file of {kind} as rmqsim writes it (columns "
-                                   f"{', '.join(wrong)} missing or of another type)")
-            table = parquet.read(columns=list(cols))
-    except UnsafeFile as exc:
-        raise RunDataError(f"{path}: {exc}; a report reads only the regular files rmqsim wrote") from None
-    except RunDataError:
-        raise
-    except Exception:  # noqa: BLE001 - pyarrow raises several types for damaged or foreign files
-        raise RunDataError(f"{path} is damaged (not readable Parquet): rerun the run to rewrite its trace") from None
+        table = read_kind(path, kind, cols)
+    except TraceError as exc:
+        raise RunDataError(str(exc)) from None
     if "t_us" in cols and table.num_rows:
         t = table.column("t_us").to_numpy(zero_copy_only=False)
         if t.min() < 0 or t.max() > end_us:

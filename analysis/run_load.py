@@ -5,8 +5,9 @@ Parquet trace when it was written with `--trace` (with the display key `msg_key`
 `explain(msg)` answers as `rmqsim explain RUN_DIR MSG --json` does (replaying the run when it has
 no trace): this module, above the runner, gives the result analysis/explain.py's `explain_result`.
 The world is not rebuilt: `world` holds the resolved scenario and the producers (the message ids'
-owners), and no environment. A directory that is not a finished run raises
-`analysis.explain_source.ExplainError`.
+owners), and no environment. A directory that is not a finished run, or one whose files are not
+what rmqsim writes (analysis/explain_source.py `read_run`: each file read through
+sim/kernel/readback.py, of its declared shape), raises `analysis.explain_source.ExplainError`.
 """
 
 from __future__ import annotations

@@ -211,9 +211,13 @@ def _timeline(born_us: np.ndarray, latency_us: np.ndarray) -> dict[str, list]:
 
 
 def fault_windows(records: Iterable[tuple], end_ms: float) -> list[dict[str, Any]]:
-    """[start, end) of every injected fault, in simulated ms, from the fault records."""
+    """[start, end) of every injected fault, in simulated ms, from the fault records. No window
+    ends after `end_ms` (the run's end), and a `pause` or `fsync_stall` ends at the end of the
+    fault phase (the `all` heal: it unpauses every node and clears every stall) if that comes
+    first (analysis/faults_applied.py, which says the same of the summary's `faults_applied`)."""
     open_: list[dict[str, Any]] = []
     done: list[dict[str, Any]] = []
+    timed: list[dict[str, Any]] = []
     for r in records:
         kind = r[2]
         if kind == FAULT_INJECTED:
@@ -225,16 +229,23 @@ def fault_windows(records: Iterable[tuple], end_ms: float) -> list[dict[str, Any
             if detail.startswith("duration_ms=") and fault in ("pause", "fsync_stall"):
                 window["end_ms"] = window["start_ms"] + float(detail.split("=", 1)[1])
                 done.append(window)
+                timed.append(window)
             else:
                 open_.append(window)
         elif kind == FAULT_HEALED:
             fault, target = r[3], r[4]
+            if fault == "all":
+                for window in timed:
+                    window["end_ms"] = min(window["end_ms"], r[0] / 1000)
             _close(open_, done, r[0] / 1000,
                    lambda w, f=fault, t=target: f == "all" or (w["kind"] == f and w["target"] == t))
     for window in open_:
         window["end_ms"] = float(end_ms)
         done.append(window)
+    for window in done:
+        window["end_ms"] = min(window["end_ms"], float(end_ms))
     return sorted(done, key=lambda w: (w["start_ms"], w["kind"], w["target"]))
+
 
 
 def _close(open_: list[dict], done: list[dict], at_ms: float, matches: Any) -> None:

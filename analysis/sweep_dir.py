@@ -1,6 +1,8 @@
 """A sweep's output directory: made, recognised, resumed, and replaced only when it is ours.
 
-    DIR/sweep.json                   the manifest (tool, digest, simulator digest, points, seeds)
+    DIR/sweep.json                   the manifest (tool, digest, simulator digest, points, seeds, the
+                                     base scenario's tree `base_scenario`; `base` is its path, shown,
+                                     never opened again: it may name any file by now)
     DIR/runs/<run_id>.parquet        one row per run (analysis/results_store.py)
     DIR/deliveries/, DIR/latencies/  per-message tables, when kept
     DIR/report/                      `rmqsim report`, with its own manifest (sim/kernel/files.py)
@@ -13,6 +15,10 @@ analysis/results_store.py): that listing, written atomically with the row, is th
 record of what it wrote, one run at a time (no directory-wide manifest to rewrite).
 
 Rules, so that no user file is ever deleted, read as a result, or mixed into results:
+
+- `sweep.json` and each `runs` row are read as hostile input (sim/kernel/readback.py): the
+  manifest bounded in size and depth, every field of its declared type (`SWEEP_MANIFEST`), or
+  the directory is refused with the key named; a row of another shape (`RUN_ROW`) is damaged.
 
 - A new sweep starts only in a missing or empty directory, never a system directory.
 - A directory is resumed only if its `sweep.json` is a manifest of this tool for the same
@@ -52,6 +58,7 @@ from sim.kernel.files import (
     atomic_write_text,
     is_temporary,
     lstat_kind,
+    read_json,
     regular_file,
     removal_plan,
     some,
@@ -59,8 +66,8 @@ from sim.kernel.files import (
     writable_dir,
     write_error,
 )
-from sim.kernel.inputs import InputProblem, read_text
 from sim.kernel.limits import MAX_MANIFEST_BYTES
+from sim.kernel.readback import RUN_ROW, SWEEP_MANIFEST, missing, shape_problem
 
 MANIFEST = "sweep.json"
 TOOL = "rmqsim sweep"
@@ -117,33 +124,34 @@ def _update_report_section(out_dir: Path, existing: dict[str, Any], manifest: di
 
 
 def read_manifest(out_dir: Path) -> dict[str, Any]:
-    """DIR's manifest; ForeignDirectory if it is unreadable or not one of this tool's."""
+    """DIR's manifest; ForeignDirectory if it is unreadable (a link, too large, not JSON, nested
+    too deep), not one of this tool's, or of another shape than rmqsim writes (the key named:
+    sim/kernel/readback.py `SWEEP_MANIFEST`)."""
     path = out_dir / MANIFEST
     if path.is_symlink():
         raise ForeignDirectory(f"{path} is a symbolic link, not a sweep manifest; not touching {out_dir}")
-    try:
-        data = json.loads(read_text(path, MAX_MANIFEST_BYTES))
-    except InputProblem as exc:
-        raise ForeignDirectory(f"{path}: {exc.reason}; not touching {out_dir}") from None
-    except ValueError:  # JSONDecodeError
-        raise ForeignDirectory(f"{path} is not a readable sweep manifest (damaged JSON); not touching "
-                               f"{out_dir}: remove it yourself if it is yours") from None
+    data = read_json(path, MAX_MANIFEST_BYTES, lambda text: ForeignDirectory(f"{text}; not touching {out_dir}"),
+                     "is not a readable sweep manifest (damaged JSON)")
     if not isinstance(data, dict) or not (data.get("tool") == TOOL or LEGACY_KEYS <= data.keys()):
         raise ForeignDirectory(f"{path} is not a sweep manifest of rmqsim; not touching {out_dir}")
+    problem = shape_problem(data, SWEEP_MANIFEST)
+    if problem is not None:
+        raise ForeignDirectory(f"{path}: {problem}: not the sweep manifest rmqsim writes; not touching {out_dir}: "
+                               "remove it yourself if it is yours")
     return data
 
 
-_SHAPE = {"name": str, "digest": str, "source": str, "base": str, "params": dict, "grid": list, "zip": list,
-          "points": list, "seeds": list, "timeline_run": str}
+_REPORT_NEEDS = ("name", "digest", "source", "base", "params", "grid", "zip", "points", "seeds", "timeline_run")
 _PARAM_NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,39}")  # as analysis/sweep_checks.py: SQL column names
 
 
 def check_shape(out_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
-    """`data` if it has every field a report reads, with the right types; else ForeignDirectory.
-    Parameter names become SQL column names in the report, so they must be plain names."""
-    wrong = [key for key, kind in _SHAPE.items() if not isinstance(data.get(key), kind)]
+    """`data` (a manifest `read_manifest` read, its fields of their declared types) if it has
+    every field a report reads; else ForeignDirectory. Parameter names become SQL column names
+    in the report, so they must be plain names."""
+    wrong = missing(data, _REPORT_NEEDS)
     names = [*data.get("grid", []), *data.get("zip", [])] if not wrong else []
-    if wrong or not all(isinstance(n, str) and _PARAM_NAME_RE.fullmatch(n) for n in names):
+    if wrong or not all(_PARAM_NAME_RE.fullmatch(n) for n in names):
         raise ForeignDirectory(f"{out_dir / MANIFEST} lacks or garbles what a report needs "
                                f"({', '.join(wrong) or 'parameter names'}); rerun the sweep with --replace")
     return data
@@ -263,7 +271,8 @@ def _own_table_file(path: Path, rel: str, table: str, listed: dict[str, int]) ->
 
 def read_row(path: Path, columns: list[str], schemas: list[Any] | None = None) -> dict[str, Any] | None:
     """The one row of a `runs` file (those columns), or None if it is damaged, too large, not one
-    row, or lacks a column; UnsafeFile if it is not a regular file (never opened then). A row
+    row, lacks a column, or has one of another type than rmqsim writes (sim/kernel/readback.py
+    `RUN_ROW`: a `run_id` that is no string, `output_files` entries without a path); UnsafeFile if it is not a regular file (never opened then). A row
     written before rows listed their files has `output_files` None (`legacy`). With `schemas`,
     the file's Arrow schema is added to it unless an equal one is there already."""
     with regular_file(path) as handle:
@@ -279,7 +288,7 @@ def read_row(path: Path, columns: list[str], schemas: list[Any] | None = None) -
             rows = parquet.read(columns=present).to_pylist()
         except Exception:  # noqa: BLE001 - pyarrow raises several types for damaged or foreign files
             return None
-    if len(rows) != 1:
+    if len(rows) != 1 or shape_problem(rows[0], RUN_ROW) is not None:
         return None
     return {"output_files": None, **rows[0]}
 

@@ -46,16 +46,20 @@ from sim.kernel import compiled
 from sim.kernel.trace import field_index
 
 
-def execute(task: dict[str, Any]) -> dict[str, Any]:
+def execute(task: dict[str, Any], attempt: int = 0) -> dict[str, Any]:
+    """Run one task; `attempt`: Spark's task attempt number (TaskContext.attemptNumber(), 0 for the
+    first try), recorded in the row's `attempt` column and returned, so a run Spark retried after
+    losing an executor or Python worker is named (analysis/sweep.py); no digest depends on it."""
     out_dir = Path(task["out_dir"])
     schema = store.runs_schema(task["param_types"])
     row = _identity(task)
+    row["attempt"] = attempt
     written: list[Path] = []
     try:
-        attempt = sweep_dir.begin_attempt(out_dir, task["run_id"])
-        if attempt > sweep_dir.RUN_ATTEMPTS:
+        starts = sweep_dir.begin_attempt(out_dir, task["run_id"])  # this one included, however Spark counts
+        if starts > sweep_dir.RUN_ATTEMPTS:
             row["status"] = "failed"
-            row["error"] = (f"WorkerLost: the Python worker running this run died {attempt - 1} times (killed, or "
+            row["error"] = (f"WorkerLost: the Python worker running this run died {starts - 1} times (killed, or "
                             "out of memory?); run it alone with the reproduction command to see why")
         else:
             written = _run(task, row, out_dir)
@@ -67,9 +71,9 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
         if not no_space(exc):
             raise
         return {"run_id": row["run_id"], "status": NO_SPACE, "error": f"{type(exc).__name__}: {exc}"[:400],
-                "pid": os.getpid()}
+                "pid": os.getpid(), "attempt": attempt}
     return {"run_id": row["run_id"], "status": row["status"], "trace_sha256": row.get("trace_sha256"),
-            "wall_s": row.get("wall_s"), "pid": os.getpid(),
+            "wall_s": row.get("wall_s"), "pid": os.getpid(), "attempt": attempt,
             "pythonhashseed": os.environ.get("PYTHONHASHSEED"), "compiled_modules": len(compiled.status()["compiled"])}
 
 

@@ -3,10 +3,10 @@
 spark-submit runs a Python file, not a console script; this one puts the project root on
 sys.path (the driver needs no installation of rmqsim) and runs `rmqsim` with the arguments.
 The Spark master and other options come from spark-submit, and so, on a cluster, does the
-executors' environment: the packed one analysis/executor_env.py makes (it prints `PATH#rmqsim_env`),
+executors' environment: the packed one analysis/executor_env.py makes (it prints the three files `--files` ships),
 
-    spark-submit --archives "$(.venv/bin/python -m analysis.executor_env)" \\
-      --conf spark.pyspark.python=./rmqsim_env/bin/python scripts/rmqsim_submit.py sweep S.yaml --out /shared/dir
+    spark-submit --files "$(.venv/bin/python -m analysis.executor_env)" \\
+      --conf spark.pyspark.python=./rmqsim-python scripts/rmqsim_submit.py sweep S.yaml --out /shared/dir
 
 (docs/sweeps-and-clusters.md).
 """

@@ -4,7 +4,7 @@
 #   bash scripts/spark_standalone.sh start                    # master + one worker on this machine
 #   bash scripts/spark_standalone.sh start-master             # the master only
 #   bash scripts/spark_standalone.sh start-worker MASTER_URL  # a worker of the master at MASTER_URL
-#   bash scripts/spark_standalone.sh status | stop
+#   bash scripts/spark_standalone.sh status | stop     # stop: also removes the executors' environments
 #
 # Why: pip's pyspark ships bin/spark-class but not Spark's sbin/start-master.sh / start-worker.sh,
 # and Spark's default worker directory would be pyspark/work inside the venv. This starts the same
@@ -18,7 +18,9 @@
 #   SPARK_MASTER_PORT        [7077]    SPARK_MASTER_WEBUI_PORT [8080]   SPARK_WORKER_WEBUI_PORT [8081]
 #   SPARK_WORKER_CORES       [all cores]                              SPARK_WORKER_MEMORY [2g]
 #   RMQSIM_SPARK_DIR         state: work/ (SPARK_WORKER_DIR, executor logs), logs/, conf/
-#                            (SPARK_CONF_DIR), *.pid [${XDG_STATE_HOME:-~/.local/state}/rmqsim-spark]
+#                            (SPARK_CONF_DIR), envs/ (the executors' unpacked Python environments,
+#                            one per content, reused by every sweep: analysis/executor_boot.py),
+#                            *.pid [${XDG_STATE_HOME:-~/.local/state}/rmqsim-spark]
 #   PYTHON                   the interpreter whose pyspark is used [<repo>/.venv/bin/python]
 #   JAVA_HOME                else the `java` on PATH
 #   SPARK_WAIT_S             how long start-* wait for the master / the worker's registration [90]
@@ -47,6 +49,8 @@ setup() {
   STATE=$(cd "$STATE" && pwd) && cd "$STATE"  # the daemons' working directory, whatever the caller's
   export SPARK_HOME SPARK_LOCAL_IP=$HOST SPARK_WORKER_DIR=$STATE/work SPARK_LOG_DIR=$STATE/logs
   export SPARK_CONF_DIR=$STATE/conf
+  # the worker's executors unpack rmqsim's environment here, once per content (`stop` removes it)
+  export RMQSIM_EXECUTOR_ENV_CACHE=$STATE/envs
   # a busy port is an error, not a silent move to the next one (Spark's default is 16 retries)
   export SPARK_DAEMON_JAVA_OPTS="${SPARK_DAEMON_JAVA_OPTS:-} -Dspark.port.maxRetries=0"
   export SPARK_MASTER_OPTS="${SPARK_MASTER_OPTS:-} -Dspark.master.rest.enabled=false"
@@ -153,6 +157,13 @@ stop() {  # NAMES (worker first: its executors go with it): each daemon's whole 
   done
 }
 
+remove_envs() {  # the executors' environments (no executor is left to use them): rmqsim's own folder
+  if [[ -d $STATE/envs && ! -L $STATE/envs ]]; then
+    rm -rf -- "$STATE/envs"
+    echo "removed the executors' environments ($STATE/envs)"
+  fi
+}
+
 status() {
   local name pid url webui
   for name in master worker; do
@@ -161,7 +172,10 @@ status() {
   if [[ -f $STATE/master.url ]] && read -r url webui <"$STATE/master.url"; then
     echo "master $url: alive workers $(json "$webui" "j['aliveworkers']" || true)"
   fi
-  echo "state: $STATE (work/, logs/, conf/)"
+  if [[ -d $STATE/envs ]]; then
+    echo "executors' environments: $(du -sh "$STATE/envs" 2>/dev/null | cut -f1) in $STATE/envs"
+  fi
+  echo "state: $STATE (work/, logs/, conf/, envs/)"
 }
 
 case ${1:-} in
@@ -171,7 +185,7 @@ case ${1:-} in
          echo "spark://$HOST:$MASTER_PORT" ;;
   start-master) setup; start_master ;;
   start-worker) [[ $# -eq 2 ]] || die "usage: $0 start-worker spark://MASTER:PORT"; setup; start_worker "$2" ;;
-  stop) stop worker master ;;
+  stop) stop worker master; remove_envs ;;
   status) status ;;
   *) die "usage: $0 start | start-master | start-worker MASTER_URL | stop | status" ;;
 esac

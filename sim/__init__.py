@@ -79,7 +79,13 @@ def load(run_dir: Any) -> Any:
     `.summary`, `.meta`, `.frame(kind)` when it was written with `--trace` (a `msg_id` column has
     the display key `msg_key` beside it), `.explain(msg)` (the life of one message, by display key
     `p-1-42` or integer id, as `rmqsim explain --json` prints it; a run without a trace is replayed).
-    Raises `analysis.explain_source.ExplainError` for a directory that is not a finished run."""
+    Raises `analysis.explain_source.ExplainError` (one line naming the file and the reason) for
+    a directory that is not a finished run, or whose files rmqsim would not have written: damaged
+    or not JSON, nested too deep, a field of another type ("summary.json: seed: expected an
+    integer ..."), a summary of an older rmqsim that lacks a field it reads, a resolved scenario
+    that is not the summary's; never a TypeError, KeyError or RecursionError. `.explain` raises
+    the same class (its subclass `ReplayStopped` when a replay reaches its bound), `.frame` an
+    `analysis.trace_store.TraceError` for a trace file rmqsim did not write."""
     from analysis.run_load import load_run
 
     return load_run(run_dir)

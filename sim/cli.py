@@ -186,11 +186,16 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from analysis.sweep import SweepAborted, run_sweep
+    from analysis.sweep import SparkMasterError, SweepAborted, check_master, run_sweep
     from analysis.sweep_dir import ForeignDirectory
     from analysis.sweep_spec import load_sweep
 
     sweep = load_sweep(args.sweep, progress=sys.stderr)  # every problem reported before Spark starts
+    try:
+        check_master(args.master)
+    except SparkMasterError as exc:
+        print(f"rmqsim sweep: {exc}", file=sys.stderr)
+        return 2
     out = Path(args.out) if args.out else _inside(Path("sweeps"), sweep.name)
     print(f"sweep {sweep.name}: {sweep.n_points:,} points × {len(sweep.seeds):,} seeds = {sweep.n_runs:,} runs → {out}")
     if args.dry_run:
@@ -209,6 +214,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except ForeignDirectory as exc:
         print(f"rmqsim sweep: {exc}", file=sys.stderr)
         return 2
+    except SparkMasterError as exc:
+        kept = f"\ncomplete runs are kept in {out}; rerun the same command to resume" if out.is_dir() else ""
+        print(f"rmqsim sweep: {exc}{kept}", file=sys.stderr)
+        return 2
     except SweepAborted as exc:
         print(f"rmqsim sweep: the Spark job failed: {exc}\ncomplete runs are kept in {out}; "
               "rerun the same command to resume", file=sys.stderr)
@@ -221,6 +230,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
           f"{len(outcome.failed)} failed; {outcome.compiled_runs} on compiled modules")
     for run_id in outcome.failed:
         print(f"  failed: {run_id} (error and reproduction command in {out}/runs/{run_id}.parquet)")
+    if outcome.retried:
+        print(f"retried by Spark after losing an executor or Python worker: {_retried_text(outcome.retried)} "
+              "(the runs table's `attempt` column)")
     if args.report and _sweep_report(out, args, outcome.spark) != 0:
         return 2
     if outcome.mismatches:
@@ -231,13 +243,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 1 if outcome.failed else 0
 
 
+def _retried_text(retried: dict[str, int], shown: int = 20) -> str:
+    """`p0001-s2 (attempt 1), ...`: Spark's attempt numbers count from 0; at most `shown` runs named."""
+    named = ", ".join(f"{run_id} (attempt {attempt})" for run_id, attempt in itertools.islice(retried.items(), shown))
+    return named + (f" and {len(retried) - shown:,} more" if len(retried) > shown else "")
+
+
 def _sweep_report(out: Path, args: argparse.Namespace, spark: Any) -> int:
     """`sweep --report`: the report, in the sweep's own SparkSession (none started if no run ran)."""
     from analysis.report import ReportError, build_report
+    from analysis.sweep import SparkMasterError
 
     try:
         page = build_report(out, master=args.master or "local[1]", spark=spark)
-    except ReportError as exc:
+    except (ReportError, SparkMasterError) as exc:
         print(f"rmqsim sweep --report: {exc}", file=sys.stderr)
         return 2
     print(f"report: {page}")
@@ -269,10 +288,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"report: {out}")
         return 0
     from analysis import spark_classes
+    from analysis.sweep import SparkMasterError
 
     try:
         out = build_report(Path(args.dir), Path(args.out) if args.out else None, master=args.master,
                            timeline_run=args.run, focus=args.focus, own_session=True)
+    except SparkMasterError as exc:  # Spark did not start: no class archive to finish
+        print(f"rmqsim report: {exc}", file=sys.stderr)
+        return 2
     except ReportError as exc:
         print(f"rmqsim report: {exc}", file=sys.stderr)
         code = 2

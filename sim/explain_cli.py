@@ -4,8 +4,11 @@
     rmqsim explain RUN_DIR --cause CAUSE [--limit N] [--json]
     rmqsim explain RUN_DIR --fault K [--json]
 
-Exit codes: 0 answered; 2 bad input (not a run directory, an unknown message, cause or fault
-index, a run made by another simulator that has no trace), with one line on stderr.
+Exit codes: 0 answered; 2 bad input (not a run directory, a file of it damaged or of another
+type than rmqsim writes, an unknown message, cause or fault index, a run made by another
+simulator that has no trace); 3 a replay stopped at its bound (analysis/explain_source.py:
+twice the run's own wall time and events, with a margin, and its memory bound) — each with one
+line on stderr.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import json
 import sys
 from typing import Any
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+EXIT_OK, EXIT_BAD_INPUT, EXIT_BOUND = 0, 2, 3
 
 
 def add_parser(sub: Any) -> None:
@@ -23,7 +26,8 @@ def add_parser(sub: Any) -> None:
     exp = sub.add_parser("explain", help="why did this happen? one message's life as a timeline, the messages of "
                                          "a cause, or what a fault did",
                          epilog="a run without a trace is replayed from scenario.resolved.json and its seed (same "
-                                "simulator only); exit codes: 0 answered, 2 bad input")
+                                "simulator only), within twice the run's own wall time and events; exit codes: 0 "
+                                "answered, 2 bad input, 3 the replay stopped at that bound")
     exp.add_argument("dir", metavar="RUN_DIR", help="a run directory written by `rmqsim run`")
     exp.add_argument("msg", nargs="?", metavar="MSG",
                      help="a message: its display key <producer>-<seq> (as in lost_sample) or its integer id")
@@ -39,6 +43,7 @@ def add_parser(sub: Any) -> None:
 def cmd_explain(args: argparse.Namespace) -> int:
     # here, not at the top: every `rmqsim` start registers this parser; the runner, the models and NumPy are for explain
     from analysis.explain import ExplainError, explain_cause, explain_fault, explain_message, read_run, render
+    from analysis.explain_source import ReplayStopped
 
     asked = [x for x in (args.msg, args.cause, args.fault) if x is not None]
     if len(asked) != 1:
@@ -54,6 +59,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
             answer = explain_fault(run, args.fault)
     except ExplainError as exc:
         print(f"rmqsim explain: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return EXIT_BOUND if isinstance(exc, ReplayStopped) else EXIT_BAD_INPUT
     print(json.dumps(answer, indent=1) if args.json else render(answer))
     return EXIT_OK

@@ -14,13 +14,23 @@ message is kept unless the caller asks (`keep_records`).
 Bounds: `max_events` (events processed; default `sim.kernel.limits.DEFAULT_MAX_EVENTS`) and
 `max_wall_s` (wall time) are checked between slices of simulated time; the watchdog
 (sim/kernel/watchdog.py), a thread started before set-up, enforces wall time, resident memory
-(`limits.max_rss_mb`) and livelock (`limits.max_events_per_instant`, `limits.max_step_wall_s`)
-also while a step never yields or set-up runs long, by interrupting this thread. A MemoryError
-stops the run like the memory bound. A stopped run still gets a summary of what happened so far,
-with `stopped_by` naming the bound (`max_events`, `max_wall_s`, `max_rss_mb`, `livelock`),
-`stopped_at_ms` the simulated time, `stopped_detail` one sentence (`livelock_owner`: the code that
-looped), acknowledged messages not yet consumed counted as `unconsumed` instead of lost, and the
-verdict `unknown`; a run stopped during set-up gets the summary of an empty run (every count 0).
+(`limits.max_rss_mb`) and livelock (`limits.max_step_wall_s`) also while a step never yields or
+set-up runs long, by interrupting this thread; the run loop itself counts the events of each
+simulated instant against `limits.max_events_per_instant` (sim/kernel/env.py, `InstantLivelock`).
+A MemoryError stops the run like the memory bound. A stopped run still gets a summary of what
+happened so far, with `stopped_by` naming the bound (`max_events`, `max_wall_s`, `max_rss_mb`,
+`livelock`), `stopped_at_ms` the simulated time, `stopped_detail` one sentence (`livelock_owner`:
+the code that looped), acknowledged messages not yet consumed counted as `unconsumed` instead of
+lost, and the verdict `unknown`; a run stopped during set-up gets the summary of an empty run
+(every count 0).
+
+The analysis after the run (the checkers' judgement: `summarize`) runs under the memory bound
+too (`Watchdog.watch_analysis`; a run the memory bound already stopped gets `ANALYSIS_HEADROOM`
+of the bound more): an analysis that exceeds it, or a MemoryError in it, ends with the summary of
+an empty run, the run's own trace digest, `stopped_by: max_rss_mb` and a `stopped_detail`
+starting "while building the summary after the run". Fault windows end where the run ends
+(analysis/faults_applied.py, analysis/metrics.py `fault_seconds`), so what the analysis builds
+per second of a fault is bounded by the run's length, not the fault's.
 """
 
 from __future__ import annotations
@@ -62,7 +72,7 @@ from models.producer.workload import Workload
 from sim import scenario as scenario_mod
 from sim.kernel import compiled, trace
 from sim.kernel.coverage import counts as coverage_counts
-from sim.kernel.env import SimEnv, ms
+from sim.kernel.env import InstantLivelock, SimEnv, ms
 from sim.kernel.faults import FaultInjector
 from sim.kernel.limits import DEFAULT_MAX_EVENTS
 from sim.kernel.network import Network
@@ -78,6 +88,7 @@ SLICE_START_US = 1_000  # the first slice of simulated time between checks of th
 SLICE_MAX_US = 10_000_000
 SLICE_EVENTS = 200_000  # slices grow or shrink to hold about this many events
 EXACT_BELOW = 2_000_000  # with fewer events left than this, the loop counts them exactly
+ANALYSIS_HEADROOM = 0.5  # the analysis of a run stopped above its memory bound: this share of the bound more
 
 
 @dataclass
@@ -143,6 +154,7 @@ class RunResult:
 
 def build(sc: Scenario, seed: int, keep_records: bool = False, detail: bool = False) -> World:
     env = SimEnv()
+    env.max_events_per_instant = sc.limits.max_events_per_instant  # counted by the run loop (sim/kernel/env.py)
     env.rng = Rng(seed)
     env.tracer = Tracer(env, keep=keep_records)
     env.tracer.detail = detail  # the detail kinds (sim/kernel/trace.py), read by the models as they are built
@@ -382,8 +394,7 @@ def _watchdog(sc: Scenario, bounds: _Bounds) -> Watchdog:
     limits = sc.limits
     return Watchdog(time.perf_counter, bounds.wall_start, max_wall_s=bounds.max_wall_s,
                     max_rss_mb=limits.max_rss_mb if limits.max_rss_mb is not None else default_max_rss_mb(),
-                    max_events=bounds.max_events, max_events_per_instant=limits.max_events_per_instant,
-                    max_step_wall_s=limits.max_step_wall_s)
+                    max_events=bounds.max_events, max_step_wall_s=limits.max_step_wall_s)
 
 
 def _observe(world: World, observers: tuple, trace_dir: str | Path | None,
@@ -429,7 +440,7 @@ def _simulate(world: World, seed: int, watchdog: Watchdog, bounds: _Bounds,
             stopped_by = _run_and_settle(world, watch, end_us, bounds, report)
             watchdog.stop()
             stop = None if stopped_by is None else _slice_stop(stopped_by, bounds)
-        except (RunInterrupted, MemoryError) as exc:
+        except (RunInterrupted, MemoryError, InstantLivelock) as exc:
             stop = _stop_of(watchdog, exc, env, sc)
         tracer.emit("run", trace.RUN_ENDED, "settled" if stop is None else f"stopped:{stop.bound}")
         digest = tracer.close()
@@ -438,13 +449,45 @@ def _simulate(world: World, seed: int, watchdog: Watchdog, bounds: _Bounds,
         sim_wall_s = time.perf_counter() - wall_start
         facts: dict[str, Any] | None = {} if details else None
         quiet = watch.verdict(env.now, stopped=stop is not None)
-        summary = summarize(world, seed, ledger, digest, tracer.count, env.now, stop.bound if stop else None, facts,
-                            txn_ledger, stop, quiet, timer)
+        watchdog.watch_analysis(_analysis_rss_mb(world.scenario))
+        try:
+            summary = summarize(world, seed, ledger, digest, tracer.count, env.now, stop.bound if stop else None,
+                                facts, txn_ledger, stop, quiet, timer)
+            watchdog.stop()
+            analysis_stop = None
+        except (RunInterrupted, MemoryError) as exc:  # the partial analysis goes with `exc` at the block's end
+            analysis_stop = _stop_of(watchdog, exc, None, sc)
+        if analysis_stop is not None:
+            facts = {} if details else None
+            summary = _stopped_in_analysis(world, seed, digest, tracer.count, analysis_stop)
     finally:
         if gc_was_enabled:
             gc.enable()
     return RunResult(summary, _meta(env, wall_start, sim_wall_s), world, tracer.records, facts or {},
                      world.injector.log, Path(trace_dir) if trace_dir is not None else None)
+
+
+def _analysis_rss_mb(sc: Scenario) -> float | None:
+    """The memory bound of the run's analysis (`Watchdog.watch_analysis`): the run's own
+    (`limits.max_rss_mb`, or its default), or where the run already stands above it (a run the
+    memory bound stopped) its resident memory now plus `ANALYSIS_HEADROOM` of the bound: the summary
+    of what ran needs some memory of its own."""
+    limit = sc.limits.max_rss_mb if sc.limits.max_rss_mb is not None else default_max_rss_mb()
+    rss = rss_mb()
+    if limit is None or rss is None or rss <= limit:
+        return limit
+    return rss + limit * ANALYSIS_HEADROOM
+
+
+def _stopped_in_analysis(world: World, seed: int, digest: str, records: int, stop: Stop) -> dict[str, Any]:
+    """The summary of a run whose analysis reached a bound (its memory): the summary of an empty
+    run, as for a stop during set-up (every count 0: nothing could be judged), with the run's own
+    trace digest, record count and simulated time, `stopped_by` the bound and `stopped_detail`
+    saying that the analysis, not the simulation, was stopped."""
+    stop = Stop(stop.bound, f"while building the summary after the run (the counts are an empty run's): "
+                            f"{stop.detail}", stop.owner)
+    empty = World(world.env, world.scenario, producers=world.producers)
+    return summarize(empty, seed, make_ledger(empty), digest, records, world.env.now, stop.bound, None, None, stop)
 
 
 def _meta(env: SimEnv, wall_start: float, sim_wall_s: float) -> dict[str, Any]:
@@ -560,9 +603,9 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
     # failovers, unwritable_s, unwritable_at_end, two_masters_s, elections
     metrics.update((world.failover or failover_checker(sc)).results(now_us))
     windows = fault_windows(world.injector.log, now_us / 1000) if world.injector is not None else []
-    metrics.update(send_metrics_in_faults(ledger, windows))
+    metrics.update(send_metrics_in_faults(ledger, windows, now_us / 1000))  # windows clipped at the run's end
     metrics["faults_applied"] = [] if world.injector is None else \
-        faults_applied(world.injector.log, world.injector.log_index, len(sc.faults))
+        faults_applied(world.injector.log, world.injector.log_index, len(sc.faults), now_us / 1000)
     for key in ("send_share_by_broker", "send_share_by_broker_in_faults"):  # brokers sent nothing: 0
         if metrics[key] is not None:
             metrics[key] = {b.name: metrics[key].get(b.name, 0.0) for b in sc.cluster.brokers} | metrics[key]

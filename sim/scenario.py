@@ -115,8 +115,9 @@ Zone = NodeName
 
 class Limits(BaseModel):
     """Sane maxima (sim/kernel/limits.py), raised deliberately by a scenario's own `limits:` section.
-    `max_route_entries` is checked before the run (sim/setup_size.py); `max_rss_mb`,
-    `max_events_per_instant` and `max_step_wall_s` during it (sim/kernel/watchdog.py), where a breach stops
+    `max_route_entries` is checked before the run (sim/setup_size.py); `max_rss_mb` and
+    `max_step_wall_s` during it (sim/kernel/watchdog.py; `max_rss_mb` during its analysis too), and
+    `max_events_per_instant` counted exactly by the run loop (sim/kernel/env.py), where a breach stops
     the run with `stopped_by` max_rss_mb or livelock, verdict unknown."""
 
     model_config = _STRICT

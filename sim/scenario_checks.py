@@ -3,7 +3,8 @@
 pydantic checks each value where it stands; what it cannot see is how sections refer to each
 other: fault targets and network links must be nodes, producers and consumers must use declared
 topics, members of a consumer group must subscribe (and consume) alike, disk faults need a node with a disk,
-and the sane maxima of the scenario's `limits:` section. These checks run on the raw document
+an `expect:` metric needs the feature that measures it (`_NEEDS`: `failovers` a controller, `timer.*`
+timer messages, ...), and the sane maxima of the scenario's `limits:` section. These checks run on the raw document
 (so they report alongside pydantic's problems), but every value they use is first read through
 the model's own field definition (`FieldReader`): a value pydantic rejects is `INVALID` here,
 and a check that needs it is skipped instead of tripping over a wrong type (`consumers: 5`,
@@ -106,6 +107,7 @@ class Context:
     read: FieldReader
     nodes: Nodes
     topics: list[str] | None  # declared topic names; None if unknown
+    lacking: dict[str, str] | None = None  # feature → why the scenario lacks it (`_lacking`), once read
 
     def model(self, *path: str) -> type[BaseModel]:
         """The model class of a (list) section, e.g. model('cluster', 'brokers') → BrokerSpec."""
@@ -174,6 +176,8 @@ def _check_expect(data: dict, ctx: Context) -> list[str]:
         if prefix in EXPECTABLE_BROKER_METRICS and broker:
             if brokers is not None and broker not in brokers:
                 problems.append(f"{where}: {short(broker)} is not a broker here (brokers: {listing(brokers)})")
+            else:
+                problems += [f"{where}: not measured: {why}" for why in _unmeasurable(key, data, ctx)]
             continue
         if key not in EXPECTABLE_METRICS:
             hint = difflib.get_close_matches(key, (*EXPECTABLE_METRICS, EXPECT_GUARANTEES), n=1, cutoff=0.6) \
@@ -181,7 +185,137 @@ def _check_expect(data: dict, ctx: Context) -> list[str]:
             problems.append(f"{where}: not a metric an expectation can bound" +
                             (f" (did you mean {hint[0]!r}?)" if hint else
                              f" (metrics: {_grouped(EXPECTABLE_METRICS)})"))
+            continue
+        problems += [f"{where}: not measured: {why}" for why in _unmeasurable(key, data, ctx)]
     return problems
+
+
+# --- expectations the scenario can measure -------------------------------------------------------
+# A metric the summary leaves null for want of a feature (analysis/verdict.py judges it "not
+# measured", exit 3), or a cause count only a missing feature can raise (always 0): each needs a
+# feature, named here by the metric's exact path or its head (`txn` covers `txn.pending`).
+
+@dataclass(frozen=True)
+class _Need:
+    feature: str  # a key of `_lacking`'s answer
+    paths: tuple[str, ...] = ()  # exact metric paths
+    heads: tuple[str, ...] = ()  # every metric `<head>.<rest>`
+    lead: str = ""  # said before why the feature is missing (a cause count: what alone raises it)
+
+
+_NEEDS: tuple[_Need, ...] = (
+    _Need("transactional", ("txn_violations",), ("txn",)),
+    _Need("transactional", ("duplicates_by_cause.txn_double_commit",), lead="only a transactional producer causes it: "),
+    _Need("timer", (), ("timer", "timer_delay_error_ms")),
+    _Need("timer", ("duplicates_by_cause.timer_redelivered",), lead="only timer messages cause it: "),
+    _Need("pop", ("duplicates_by_cause.invisible_time_expired", "duplicates_by_cause.ack_lost"),
+          lead="only POP consumption causes it: "),
+    _Need("controller", ("failovers",), ("two_masters_s",)),
+    _Need("orderly", ("order_violations",), ("order_violations_by_cause",)),
+    _Need("consumer", (), ("latency_ms", "consume_latency_ms")),
+    _Need("queue_owner", ("rebalances",)),
+    _Need("clustering_owner", ("unowned_queue_s",)),
+    _Need("send_result", (), ("send_latency_ms", "send_latency_ms_in_faults")),
+    _Need("fault_window", (), ("send_latency_ms_in_faults", "send_share_by_broker_in_faults")),
+)
+
+
+def _unmeasurable(key: str, data: dict, ctx: Context) -> list[str]:
+    """Why the scenario cannot measure the expectable metric `key` (empty: it can, or an entry
+    it depends on is invalid, which pydantic reports)."""
+    needs = [n for n in _NEEDS if key in n.paths or key.partition(".")[0] in n.heads]
+    if not needs:
+        return []
+    lacking = _lacking(data, ctx)
+    return [n.lead + lacking[n.feature] for n in needs if n.feature in lacking]
+
+
+def _lacking(data: dict, ctx: Context) -> dict[str, str]:
+    """Feature → why the scenario surely lacks it (read once per document). A feature it has, or
+    whose entries are invalid, is absent."""
+    if ctx.lacking is None:
+        ctx.lacking = {**_producer_gaps(data, ctx), **_consumer_gaps(data, ctx), **_controller_gap(data, ctx),
+                       **_fault_gap(data, ctx)}
+    return ctx.lacking
+
+
+def _read_all(ctx: Context, data: dict, section: str, names: tuple[str, ...]) -> list[tuple] | None:
+    """Each entry of list section `section` as a tuple of its fields `names`, as the model reads
+    them; None when the section or any of those fields is invalid."""
+    entries = ctx.read.entries(ctx.root, data, section)
+    if entries is INVALID:
+        return None
+    model = ctx.model(section)
+    rows = [tuple(ctx.read.get(model, entry, n) for n in names) for entry in entries]
+    return None if any(INVALID in row for row in rows) else rows
+
+
+def _producer_gaps(data: dict, ctx: Context) -> dict[str, str]:
+    rows = _read_all(ctx, data, "producers", ("transaction", "deliver_time_ms", "send_mode"))
+    if rows is None:
+        return {}
+    gaps = {"transactional": "no producer here is transactional (producers[].transaction)",
+            "timer": "no producer here sends timer messages (producers[].deliver_time_ms)",
+            "send_result": "no producer here waits for a send's result (every one is ONEWAY)" if rows else
+            "the scenario has no producer (producers)"}
+    has = {"transactional": any(t is not None for t, _, _ in rows),
+           "timer": any(d is not None for _, d, _ in rows),
+           "send_result": any(mode != "ONEWAY" for _, _, mode in rows)}
+    return {feature: why for feature, why in gaps.items() if not has[feature]}
+
+
+def _consumer_gaps(data: dict, ctx: Context) -> dict[str, str]:
+    """Consumer features, as sim/runner.py consumer_groups reads them: a FIFO POP group
+    (`pop.orderly`) is orderly too; a POP group owns no queue, a BROADCASTING member every one."""
+    rows = _read_all(ctx, data, "consumers", ("consume_mode", "pop", "client"))
+    if rows is None:
+        return {}
+    none = "the scenario has no consumer (consumers)"
+    gaps = {"consumer": none,
+            "orderly": "no consumer group here consumes ORDERLY (consumers[].consume_mode, or pop.orderly): "
+                       "order is checked only there" if rows else none,
+            "pop": "no consumer group here consumes by POP (consumers[].pop)" if rows else none,
+            "queue_owner": "every consumer group here consumes by POP (consumers[].pop), which owns no queue "
+                           "and never rebalances" if rows else none,
+            "clustering_owner": "no CLUSTERING consumer group here owns queues (a BROADCASTING member owns "
+                                "every queue, a POP group none)" if rows else none}
+    has = {"consumer": bool(rows),
+           "orderly": any(mode == "ORDERLY" or (pop is not None and pop.orderly) for mode, pop, _ in rows),
+           "pop": any(pop is not None for _, pop, _ in rows),
+           "queue_owner": any(pop is None for _, pop, _ in rows),
+           "clustering_owner": any(pop is None and client.message_model == "CLUSTERING" for _, pop, client in rows)}
+    return {feature: why for feature, why in gaps.items() if not has[feature]}
+
+
+def _controller_gap(data: dict, ctx: Context) -> dict[str, str]:
+    """Controller mode (sim/runner.py failover_checker): the cluster's controller and a broker
+    group with `enable_controller_mode`. A group in controller mode without a controller is
+    `_check_roles`'s to report."""
+    cluster = ctx.read.section(data, "cluster")
+    if cluster is INVALID:
+        return {}
+    controller = ctx.read.get(ctx.model("cluster"), cluster, "controller")
+    entries = ctx.read.entries(ctx.model("cluster"), cluster, "brokers")
+    if INVALID in (controller, entries):
+        return {}
+    modes = [ctx.read.get(ctx.model("cluster", "brokers"), entry, "broker") for entry in entries]
+    if INVALID in modes or any(broker.enable_controller_mode for broker in modes):
+        return {}
+    if controller is None:
+        return {"controller": "the scenario has no controller (cluster.controller), so no master fails over"}
+    return {"controller": "no broker group here runs in controller mode (cluster.brokers[].broker."
+                          "enable_controller_mode), so no master fails over"}
+
+
+def _fault_gap(data: dict, ctx: Context) -> dict[str, str]:
+    """A fault window (analysis/run_rows.py fault_windows): any fault but an instant one."""
+    from analysis.run_rows import INSTANT
+
+    sections = [_read_all(ctx, data, section, ("kind",)) for section in ("faults", "random_faults")]
+    if None in sections or any(row[0] not in INSTANT for rows in sections for row in rows):
+        return {}
+    return {"fault_window": "the scenario has no fault with a window (faults, random_faults; "
+                            f"{' and '.join(INSTANT)} have none)"}
 
 
 def _grouped(metrics: Iterable[str]) -> str:
@@ -228,18 +362,19 @@ def _check_expected_guarantees(section: Any, data: dict, ctx: Context) -> list[s
 
 
 def _guarantee_holders(data: dict, ctx: Context) -> tuple[list[str], list[str], bool] | None:
-    """(consumer groups, the ORDERLY ones, whether a producer is transactional); None when an
-    entry is invalid (pydantic reports it, and the sets are uncertain)."""
+    """(consumer groups, the ORDERLY ones — a FIFO POP group, `pop.orderly`, is one, as sim/runner.py
+    consumer_groups reads it — whether a producer is transactional); None when an entry is invalid
+    (pydantic reports it, and the sets are uncertain)."""
     consumers, producers = (ctx.read.entries(ctx.root, data, section) for section in ("consumers", "producers"))
     if INVALID in (consumers, producers):
         return None
     groups: dict[str, bool] = {}
     model = ctx.model("consumers")
     for entry in consumers:
-        group, mode = ctx.read.get(model, entry, "group"), ctx.read.get(model, entry, "consume_mode")
-        if INVALID in (group, mode):
+        group, mode, pop = (ctx.read.get(model, entry, name) for name in ("group", "consume_mode", "pop"))
+        if INVALID in (group, mode, pop):
             return None
-        groups[group] = groups.get(group, False) or mode == "ORDERLY"
+        groups[group] = groups.get(group, False) or mode == "ORDERLY" or (pop is not None and pop.orderly)
     model = ctx.model("producers")
     transaction = [ctx.read.get(model, entry, "transaction") for entry in producers]
     if INVALID in transaction:

@@ -468,3 +468,33 @@ def test_issue_25_cases_through_the_cli(tmp_path):
                   "--set seed: cannot read the value")
     (tmp_path / "w.yaml").write_text(f"name: w\nbase: {BASELINE}\nseeds: [0x{'f' * 3_600}]\n")
     assert_exit_2(cli("sweep", "w.yaml", "--dry-run", cwd=tmp_path), "a number literal is at most 32 characters")
+
+
+# --- issue 37, item 11: nothing of the report's left running at interpreter exit -----------------
+
+def test_a_report_that_fails_after_spark_starts_leaves_no_import_running(tmp_path, monkeypatch):
+    """The sweep report imports matplotlib on a thread while the JVM starts. A report that fails
+    after that (here: the session cannot start) must not return with the import still running,
+    or the interpreter would finalize under it: the thread is joined however the report ends."""
+    import threading
+
+    from analysis import report, sweep
+    from tests.analysis.test_sweep_hardening import _sweep_with_rows
+
+    _sweep, out = _sweep_with_rows(tmp_path)
+    importing = threading.Event()
+
+    def slow_import() -> None:  # matplotlib's imports take seconds in a fresh clone or on a loaded machine
+        importing.set()
+        time.sleep(1.0)
+
+    def no_session(*args: object, **kwargs: object) -> None:
+        assert importing.wait(5)
+        raise report.ReportError("no Spark here")
+
+    monkeypatch.setattr(report, "_import_figures", slow_import)
+    monkeypatch.setattr(sweep, "spark_session", no_session)
+    with pytest.raises(report.ReportError, match="no Spark here"):
+        report.build_report(out, master="local[1]")
+    assert not [t for t in threading.enumerate() if t.name == "rmqsim-import-figures"]
+    assert not (out / "report" / "index.html").exists()

@@ -57,7 +57,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # directory and tables, pooled results; a failing run's repro card (a sweep's runs and `rmqsim run`)
     "sweeps": ("analysis/sweep.py", "analysis/sweep_task.py", "analysis/sweep_spec.py", "analysis/sweep_values.py",
                "analysis/sweep_checks.py", "analysis/sweep_dir.py", "analysis/results_store.py",
-               "analysis/spark_classes.py", "analysis/executor_env.py", "analysis/aggregate.py", "analysis/stats.py",
+               "analysis/spark_classes.py", "analysis/executor_env.py", "analysis/executor_boot.py", "analysis/aggregate.py", "analysis/stats.py",
                "analysis/repro_card.py"),
     # `rmqsim report`, the per-run report, `rmqsim diff`, the printed summary: what a person reads
     "reports": ("analysis/report.py", "analysis/report_html.py", "analysis/run_report.py", "analysis/figures.py",

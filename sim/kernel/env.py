@@ -33,6 +33,13 @@ event's `callbacks`, `_ok`, `_value` and `_defused`; `SimEnv` overrides the four
 touch the heap (`schedule`, `peek`, `step`, `run`). The heap is pushed and popped with
 `sim/kernel/event_queue.py`: heapq's algorithm, comparing entries on C integers when compiled.
 
+Livelock: `max_events_per_instant` (set from the scenario's `limits:` by sim/runner.py; None:
+no bound) caps the events processed at one simulated instant. The loop counts them exactly — heap
+entries popped at one time, the run's own stop marker (`run(until)`) left out, the count going on
+across `run` calls and reset when the clock moves — and, instead of processing the one beyond the
+bound, puts it back on the heap and raises `InstantLivelock` (sim/runner.py stops the run with
+`stopped_by: livelock`). Compiled, that is a conversion and a compare of C integers per event.
+
 Compiled (sim/kernel/compiled.py), reading SimPy's `env._now` is an attribute lookup on a Python class,
 about 150 instructions, and hot code reads the time about 20 times a simulated message. So
 `SimEnv._now` is a property over a `Clock` object's `now_us`, which hot code holds as a typed
@@ -57,6 +64,7 @@ from sim.kernel.event_queue import heappop, heappush
 US_PER_MS = 1_000
 US_PER_S = 1_000_000
 FAR_US = 50_000  # entries due further ahead than this are staged (module docstring)
+NO_INSTANT_BOUND = 1 << 62  # the loop's per-instant bound when `max_events_per_instant` is None
 
 
 def ms(value_ms: float) -> int:
@@ -166,6 +174,17 @@ class _StopRun(Exception):
     """`run(until)` reached `until`."""
 
 
+class InstantLivelock(Exception):
+    """Raised by `SimEnv.run` instead of processing event number `events` of the simulated
+    instant `instant_us`: more than `limit` (`SimEnv.max_events_per_instant`) at one instant, the
+    clock not moving (module docstring). That event is back on the heap, unprocessed."""
+
+    def __init__(self, instant_us: int, events: int, limit: int) -> None:
+        super().__init__(f"event {events:,} at simulated {instant_us / US_PER_S:.6f} s: more than {limit:,} "
+                         "at one instant")
+        self.instant_us, self.events, self.limit = instant_us, events, limit
+
+
 def _stop() -> None:
     raise _StopRun
 
@@ -188,7 +207,7 @@ class SimEnv(simpy.Environment):
 
     # the heap SimPy's __init__ sets and this class's own state as slots, not instance-dict entries
     __slots__ = ("clock", "_queue", "_eid", "_active_proc", "rng", "tracer", "network", "_far", "_far_marker",
-                 "coverage")
+                 "coverage", "max_events_per_instant", "_instant_us", "_instant_events")
 
     def __init__(self, rng: Any = None, tracer: Any = None) -> None:
         self.clock = Clock()
@@ -199,6 +218,8 @@ class SimEnv(simpy.Environment):
         self._far: list[tuple] = []  # staged far-future entries (a heap; module docstring)
         self._far_marker: Call | None = None
         self.coverage: list[int] = new_counter()  # the run's rare-state counts (sim/kernel/coverage.py)
+        self.max_events_per_instant: int | None = None  # the livelock bound (module docstring)
+        self._instant_us, self._instant_events = -1, 0  # the instant the loop counts, and its events so far
 
     @property
     def _now(self) -> int:
@@ -255,14 +276,14 @@ class SimEnv(simpy.Environment):
         """Entries popped so far: pushed minus still queued (a staged entry is popped twice)."""
         return self.scheduled() - len(self._queue) - len(self._far)
 
-    @cython.locals(clock=Clock, owner=Owner)
     def run(self, until: int | None = None, max_events: int | None = None) -> bool:
         """Process events until simulated time `until` (µs) or until none are left; with
         `max_events`, stop after that many more. Returns True if stopped by `max_events`.
 
         Same contract as `simpy.Environment.run` with a number: events at `until` itself are
         not processed, and `now == until` afterwards. Without `max_events` the loop counts
-        nothing (`processed()` reads the count off the eid counter).
+        nothing but the events of the current instant (`processed()` reads the count off the eid
+        counter). More than `max_events_per_instant` at one instant raises `InstantLivelock`.
         """
         stop = None
         if until is not None:
@@ -274,9 +295,35 @@ class SimEnv(simpy.Environment):
         try:
             if max_events is not None:
                 return self._run_counted(max_events)
-            queue, eid, clock = self._queue, self._eid, self.clock
+            self._run_loop()
+            return False
+        except _StopRun:
+            self._instant_events -= 1  # the stop marker is the loop's own, not an event of the instant
+            return False
+        finally:
+            if stop is not None:
+                stop.cancel()  # a stop not reached (max_events) must not end a later run
+
+    @cython.locals(clock=Clock, owner=Owner, at=cython.longlong, instant=cython.longlong, count=cython.longlong,
+                   most=cython.longlong)
+    def _run_loop(self) -> None:
+        """`run`'s loop: every entry until the heap is empty (or `_StopRun`), counting the events of
+        the current instant in C integers (module docstring)."""
+        queue, eid, clock = self._queue, self._eid, self.clock
+        instant, count = self._instant_us, self._instant_events
+        most = NO_INSTANT_BOUND if self.max_events_per_instant is None else self.max_events_per_instant
+        try:
             while queue:
-                now, _, _, owner, epoch, fn, args = heappop(queue)  # = _fire, inlined: the hot loop
+                now, priority, entry_id, owner, epoch, fn, args = heappop(queue)  # = _fire, inlined: the hot loop
+                at = now
+                if at != instant:
+                    instant, count = at, 1
+                else:
+                    count += 1
+                    if count > most and fn is not _stop:
+                        heappush(queue, (now, priority, entry_id, owner, epoch, fn, args))
+                        count -= 1
+                        raise InstantLivelock(now, count + 1, most)
                 clock.now_us = now
                 # `is` first: the entry holds the very int its owner's epoch was when pushed, and a
                 # paused_until of 0 (no pause) is false; both skip a rich comparison per event
@@ -287,12 +334,8 @@ class SimEnv(simpy.Environment):
                         fn(*args)
                 elif owner.on_drop is not None:  # the owner died since: the entry dies with it
                     owner.on_drop((now, NORMAL, 0, owner, epoch, fn, args))
-            return False
-        except _StopRun:
-            return False
         finally:
-            if stop is not None:
-                stop.cancel()  # a stop not reached (max_events) must not end a later run
+            self._instant_us, self._instant_events = instant, count
 
     def _run_counted(self, max_events: int) -> bool:
         queue = self._queue
@@ -300,9 +343,23 @@ class SimEnv(simpy.Environment):
             if not queue:
                 return False
             entry = heappop(queue)
+            self._count(entry)
             self._now = entry[0]
             _fire(self, entry)
         return bool(queue)
+
+    def _count(self, entry: tuple) -> None:
+        """Count a popped entry among the events of its instant; past `max_events_per_instant`,
+        put it back and raise `InstantLivelock` (`_run_loop`'s rule, for the slower paths)."""
+        if entry[0] != self._instant_us:
+            self._instant_us, self._instant_events = entry[0], 1
+            return
+        self._instant_events += 1
+        most = self.max_events_per_instant
+        if most is not None and self._instant_events > most and entry[5] is not _stop:
+            heappush(self._queue, entry)
+            self._instant_events -= 1
+            raise InstantLivelock(entry[0], self._instant_events + 1, most)
 
     def step(self) -> None:
         """Process one event (SimPy's `step`, with this module's entries)."""
@@ -310,5 +367,6 @@ class SimEnv(simpy.Environment):
             entry = heappop(self._queue)
         except IndexError:
             raise EmptySchedule() from None
+        self._count(entry)
         self._now = entry[0]
         _fire(self, entry)

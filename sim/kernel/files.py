@@ -18,7 +18,8 @@ that fails on the way (a full disk) is an `OutputError` "could not write <path>:
 Reading back (reports, resume): `open_regular(path)` opens without following a final symbolic
 link and without blocking, and insists on a regular file (a FIFO, device, directory or link is
 an `UnsafeFile`); `read_bounded` reads at most a given size; `file_digest` gives size and
-SHA-256.
+SHA-256; `read_json` reads a JSON file rmqsim wrote (bounded in size here, in depth and by a
+declared shape in sim/kernel/readback.py).
 
 The manifest (`MANIFEST`, `.rmqsim-manifest.json`): `OwnedDir` writes files into one directory
 and records each one it wrote (relative path, size, SHA-256), and the folders it created, in
@@ -45,6 +46,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from sim.kernel.readback import DocumentError, Shape, parse_json, shape_problem
 
 _TEMPORARY_RE = re.compile(r"\.(?P<name>.+)\.tmp-[0-9]+")
 MANIFEST = ".rmqsim-manifest.json"
@@ -205,15 +208,25 @@ def read_at_most(fd: int, limit: int) -> bytes | None:
     return None if size > limit else b"".join(chunks)
 
 
-def read_json(path: Path, limit: int, error: type[Exception], damaged: str) -> Any:
-    """A JSON file rmqsim wrote (bounded as `read_bounded`); a file that cannot be read raises
-    `error("cannot read <path>: <why>")`, one that is not JSON `error("<path> <damaged>")`."""
+def read_json(path: Path, limit: int, error: Callable[[str], Exception], damaged: str,
+              shape: Shape | None = None) -> Any:
+    """The JSON file `path`, bounded in size (`limit` bytes), depth and shape (sim/kernel/readback.py:
+    `shape`, when given, checks the fields of the parsed value). `error(text)` is raised: "cannot read PATH: WHY"
+    (not a regular file, too large, unreadable), "PATH DAMAGED: WHY" (not UTF-8, too deep, not
+    JSON: the parser's reason), "PATH: KEY PATH: expected ..., got ..." (not of `shape`)."""
     try:
-        return json.loads(read_bounded(path, limit))
+        raw = read_bounded(path, limit)
     except (UnsafeFile, OSError) as exc:
         raise error(f"cannot read {path}: {exc}") from None
-    except ValueError:
-        raise error(f"{path} {damaged}") from None
+    try:
+        data = parse_json(raw)
+    except DocumentError as exc:
+        raise error(f"{path} {damaged}: {exc}") from None
+    if shape is not None:
+        problem = shape_problem(data, shape)
+        if problem is not None:
+            raise error(f"{path}: {problem}")
+    return data
 
 
 def read_bounded(path: Path, limit: int) -> bytes:
@@ -267,11 +280,11 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
     if lstat_kind(path) is None:
         return None
     try:
-        data = json.loads(read_bounded(path, MAX_MANIFEST_BYTES))
+        data = parse_json(read_bounded(path, MAX_MANIFEST_BYTES))
     except UnsafeFile as exc:
         raise UnsafeFile(f"{path}: {exc}") from None
-    except ValueError:  # JSONDecodeError, UnicodeDecodeError
-        raise UnsafeFile(f"{path}: damaged (not the JSON rmqsim writes)") from None
+    except DocumentError as exc:  # not UTF-8, nested too deep, not JSON
+        raise UnsafeFile(f"{path}: damaged (not the JSON rmqsim writes: {exc})") from None
     files = data.get("files") if isinstance(data, dict) else None
     ok = (isinstance(data, dict) and isinstance(data.get("tool"), str) and data.get("format") == _FORMAT
           and isinstance(data.get("complete"), bool) and isinstance(files, dict)

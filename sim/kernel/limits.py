@@ -13,10 +13,12 @@ Two kinds:
 
 Run bounds (`DEFAULT_MAX_EVENTS`, `DEFAULT_MAX_WALL_S`) stop a run that would otherwise grow
 without limit; `rmqsim run --max-events/--max-wall-s` and a sweep's `run_max_events` /
-`run_timeout_s` set them. The scenario's `limits:` adds three more, watched from a thread even
-while one model step never yields (sim/kernel/watchdog.py): resident memory (`max_rss_mb`; default half
-the machine's memory), and livelock (`max_events_per_instant` events at one simulated instant,
-or one step running `max_step_wall_s` without yielding). A run stopped at any of them still gets
+`run_timeout_s` set them. The scenario's `limits:` adds three more: resident memory
+(`max_rss_mb`; default half the machine's memory; the run's analysis too) and one step running
+`max_step_wall_s` without yielding (a livelock), watched from a thread even while one model step
+never yields (sim/kernel/watchdog.py), and more than `max_events_per_instant` events at one
+simulated instant (a livelock), counted exactly by the run loop (sim/kernel/env.py: the bound
+fires at the event after the N-th of one instant). A run stopped at any of them still gets
 a summary, marked `stopped_by`, with the messages not yet consumed counted as `unconsumed`, never
 as lost. Before any run, validation estimates the route tables set-up builds (sim/setup_size.py)
 against `max_route_entries`.

@@ -10,10 +10,16 @@ a world too large to finish. The watchdog is a thread, started before set-up, th
 - the process's resident memory (`/proc/self/statm`), against `max_rss_mb` (`default_max_rss_mb`:
   half the memory of the machine or of its cgroup, whichever is smaller);
 - once the simulation runs (`watch`): the clock (`env.clock.now_us`) and the events processed
-  (`env.processed()`). More than `max_events_per_instant` events at one simulated instant is a
-  livelock, and so is one step that processes no event for `max_step_wall_s` (a loop that never
-  yields). More than `max_events` with the clock stopped is the event bound the slice loop
-  cannot reach.
+  (`env.processed()`). One step that processes no event for `max_step_wall_s` is a livelock (a
+  loop that never yields). More than `max_events` with the clock stopped is the event bound the
+  slice loop cannot reach;
+- after the run, while its summary is built (`watch_analysis`): resident memory only, so that
+  the analysis runs under the run's memory bound too.
+
+The other livelock, more than `limits.max_events_per_instant` events at one simulated instant,
+is not sampled: a sample every 0.1 s cannot count the events of one instant. The run loop counts
+them exactly and raises `InstantLivelock` instead of processing the one beyond the bound
+(sim/kernel/env.py); `stop()` turns it into the same `livelock` stop.
 
 On a breach it raises `RunInterrupted` in the simulation thread (`PyThreadState_SetAsyncExc`:
 delivered at the next bytecode that thread runs, so even inside `while True: pass`); sim/runner.py
@@ -46,6 +52,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
+
+from sim.kernel.env import InstantLivelock
 
 SAMPLE_S = 0.1  # wall seconds between samples
 REFIRE_S = 1.0  # an interruption not acknowledged by then is raised again
@@ -116,11 +124,10 @@ class Watchdog:
 
     def __init__(self, clock: Callable[[], float], started: float, *, max_wall_s: float | None = None,
                  max_rss_mb: float | None = None, max_events: int | None = None,
-                 max_events_per_instant: int | None = None, max_step_wall_s: float | None = None,
-                 sample_s: float = SAMPLE_S) -> None:
+                 max_step_wall_s: float | None = None, sample_s: float = SAMPLE_S) -> None:
         self.clock, self.started, self.sample_s = clock, started, sample_s
         self.max_wall_s, self.max_rss_mb, self.max_events = max_wall_s, max_rss_mb, max_events
-        self.max_events_per_instant, self.max_step_wall_s = max_events_per_instant, max_step_wall_s
+        self.max_step_wall_s = max_step_wall_s
         self.breach: Stop | None = None  # the first breach found; set before it is raised
         self._target = threading.get_ident()  # the simulation thread: the one that creates the watchdog
         self._lock = threading.Lock()
@@ -143,21 +150,37 @@ class Watchdog:
     def watch(self, env: Any, first_events: int) -> None:
         """From now on also watch the simulation: events since `first_events`, and the clock."""
         now = self.clock()
-        self._first, self._instant, self._instant_events = first_events, env.clock.now_us, first_events
+        self._first, self._instant = first_events, env.clock.now_us
         self._last_events, self._last_change = first_events, now
         self._env = env
 
+    def watch_analysis(self, max_rss_mb: float | None) -> None:
+        """After the run, while its summary is built: watch resident memory only, against
+        `max_rss_mb` (None: nothing), re-armed with no breach of the run's left to raise. The
+        wall-time and event bounds are the run's, judged when it ended; the analysis is bounded by
+        memory (a summary that would exceed it stops with `max_rss_mb`, sim/runner.py). `stop()`
+        ends it as it ends the run."""
+        with self._lock:
+            self._env, self.max_wall_s, self.max_rss_mb = None, None, max_rss_mb
+            self.breach, self._fired_at, self._armed = None, None, True
+
     def stop(self, exc: BaseException | None = None, env: Any = None) -> Stop | None:
         """Disarm (no interruption after this returns, none left pending) and say why the run
-        stopped: the breach, if `exc` is the watchdog's interruption (for a livelock, with the code
-        that looped: the entries due at `env`'s instant, or the frame `exc` was raised in); None
-        otherwise. Call it from the simulation thread."""
+        stopped: the breach, if `exc` is the watchdog's interruption, or the livelock the run loop
+        raised (`InstantLivelock`); for a livelock, with the code that looped: the entries due at
+        `env`'s instant, or the frame `exc` was raised in. None otherwise. Call it from the
+        simulation thread."""
         with self._lock:
             self._armed = False
             _set_async_exc(self._target, None)
-        breach = self.breach
-        if not isinstance(exc, RunInterrupted) or breach is None or breach.bound != "livelock":
-            return breach if isinstance(exc, RunInterrupted) else None
+        if isinstance(exc, InstantLivelock):
+            breach: Stop | None = instant_livelock(exc)
+        elif isinstance(exc, RunInterrupted):
+            breach = self.breach
+        else:
+            return None
+        if breach is None or breach.bound != "livelock":
+            return breach
         due = owners_due_now(env) if breach.at_instant and env is not None else []
         owner = due[0] if due else raising_owner(exc)
         looping = ", ".join(due) if due else owner
@@ -173,17 +196,18 @@ class Watchdog:
     # --- the thread ---------------------------------------------------------------------------
     def _loop(self) -> None:
         while not self._done.wait(self.sample_s):
-            breach = self.breach or self._check()
-            if breach is not None:
-                self._fire(breach)
+            with self._lock:  # a sample taken under bounds that `watch_analysis` then changed is not fired
+                breach = self.breach or self._check()
+                if breach is not None:
+                    self._fire(breach)
 
     def _fire(self, breach: Stop) -> None:
+        """Raise the interruption (the lock held): once, again after `REFIRE_S` if unacknowledged."""
         now = self.clock()
-        with self._lock:
-            if not self._armed or (self._fired_at is not None and now - self._fired_at < REFIRE_S):
-                return
-            self.breach, self._fired_at = self.breach or breach, now
-            _set_async_exc(self._target, RunInterrupted)
+        if not self._armed or (self._fired_at is not None and now - self._fired_at < REFIRE_S):
+            return
+        self.breach, self._fired_at = self.breach or breach, now
+        _set_async_exc(self._target, RunInterrupted)
 
     def _check(self) -> Stop | None:
         now = self.clock()
@@ -202,19 +226,24 @@ class Watchdog:
         instant, events = env.clock.now_us, env.processed()
         at = f"simulated {instant / 1e6:.6f} s"
         if instant != self._instant:
-            self._instant, self._instant_events = instant, events
+            self._instant = instant
         elif self.max_events is not None and events - self._first > self.max_events:
             return Stop("max_events", f"{events - self._first:,} events, above max_events ({self.max_events:,}), "
                                       f"the clock stopped at {at}")
-        elif self.max_events_per_instant is not None and events - self._instant_events > self.max_events_per_instant:
-            return Stop("livelock", f"more than limits.max_events_per_instant ({self.max_events_per_instant:,}) "
-                                    f"events at {at} without the clock moving", at_instant=True)
         if events != self._last_events:
             self._last_events, self._last_change = events, now
         elif self.max_step_wall_s is not None and now - self._last_change > self.max_step_wall_s:
             return Stop("livelock", f"one step ran {now - self._last_change:.1f} s of wall time at {at} without "
                                     f"yielding (limits.max_step_wall_s: {self.max_step_wall_s:g} s)")
         return None
+
+
+def instant_livelock(exc: InstantLivelock) -> Stop:
+    """The stop of a run whose loop found more than `limits.max_events_per_instant` events at one
+    instant (sim/kernel/env.py): the instant, and the event it stopped at, unprocessed."""
+    return Stop("livelock", f"more than limits.max_events_per_instant ({exc.limit:,}) events at simulated "
+                            f"{exc.instant_us / 1e6:.6f} s without the clock moving: stopped at event {exc.events:,} "
+                            "of that instant, not processed", at_instant=True)
 
 
 # --- naming the code that looped ------------------------------------------------------------------

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from analysis.executor_env import ARCHIVE_NAME
 from tests.analysis.test_spark_standalone import JVM_QUICK, SCRIPT, _free_port, _sigkill, _spark_home, _tail
 from tests.analysis.test_sweep import (
     CRASH,
@@ -95,7 +94,7 @@ def test_executors_on_a_host_without_the_project_run_compiled(tmp_path):
     # (bytecode written where the executors import from: the evidence below)
     worker_env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHON", "PYTHONDONTWRITEBYTECODE")}
     worker_env.update(SPARK_CONF_DIR=str(state / "conf"), SPARK_LOCAL_IP="127.0.0.1",
-                      SPARK_WORKER_OPTS="-Dspark.port.maxRetries=0")
+                      SPARK_WORKER_OPTS="-Dspark.port.maxRetries=0", RMQSIM_EXECUTOR_ENV_CACHE=str(state / "envs"))
     worker_log = tmp_path / "worker.log"
     master = f"spark://127.0.0.1:{port}"
     try:
@@ -108,15 +107,18 @@ def test_executors_on_a_host_without_the_project_run_compiled(tmp_path):
                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
                                stdin=subprocess.DEVNULL)
         assert swept.returncode == 0, swept.stdout + swept.stderr + _tail(worker_log)
+        # the executors ran in the environment unpacked once into the host's cache (the script's envs/), keyed
+        # by its digest: its modules were imported there (bytecode written); the work directory keeps no copy
+        unpacked = [path.parent.parent for path in (state / "envs").glob("*/bin/python")]
+        assert len(unpacked) == 1, sorted((state / "envs").iterdir())
+        assert not [p for p in (state / "work").rglob("*") if p.name == "lib" or p.suffix == ".pack"]
+        site = unpacked[0] / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+        assert (site / "sim" / "__pycache__").is_dir() and (site / "sim" / "kernel" / "env.pxd").is_file()
     finally:
         subprocess.run(["bash", SCRIPT, "stop"], cwd=ROOT, env=env, capture_output=True, timeout=TIMEOUT_S)
         _sigkill(tagged_pids(tag))
     assert re.search(r"\b4 on compiled modules\b", swept.stdout + swept.stderr), swept.stdout + swept.stderr
-    # the executors ran in the unpacked archive: its modules were imported there (bytecode written)
-    unpacked = list((state / "work").glob(f"app-*/*/{ARCHIVE_NAME}"))
-    assert unpacked, sorted((state / "work").rglob("*"))[:20]
-    site = unpacked[0] / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
-    assert (site / "sim" / "__pycache__").is_dir() and (site / "sim" / "kernel" / "env.pxd").is_file()
+    assert not (state / "envs").exists()  # `stop` removed the executors' environments
     runs = read_runs(tmp_path / "out")
     assert sorted(runs) == ["p0000-s1", "p0000-s2", "p0001-s1", "p0001-s2"]
     from analysis.sweep_spec import load_sweep
