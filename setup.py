@@ -3,7 +3,7 @@
 `pip install .` / `pip wheel .` put the binaries in the wheel beside the sources; the editable
 install (scripts/setup.sh, `uv sync`) and `python setup.py build_ext --inplace` put them beside the
 sources in the checkout. Either way `sim/compiled_build.json` records what each was compiled from,
-which `import sim` checks (sim/kernel/compiled.py: which modules, their `.pxd`, the rules).
+which `import sim` checks (sim/compiled.py: which modules, their `.pxd`, the rules).
 `RMQSIM_PURE_BUILD=1` builds without them (a pure install; rmqsim then says it runs pure).
 The rest of the package metadata is in pyproject.toml.
 """
@@ -20,13 +20,13 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("_rmqsim_compiled", ROOT / "sim" / "kernel" / "compiled.py")
+_spec = importlib.util.spec_from_file_location("_rmqsim_compiled", ROOT / "sim" / "compiled.py")
 compiled = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compiled)
 
 
 class CythonBuildExt(build_ext):
-    """build_ext over `cythonize`, recording each binary's digest (sim/kernel/compiled.py)."""
+    """build_ext over `cythonize`, recording each binary's digest (sim/compiled.py)."""
 
     def finalize_options(self) -> None:
         from Cython.Build import cythonize
@@ -65,7 +65,7 @@ class CythonBuildExt(build_ext):
 def extensions() -> list[Extension]:
     if os.environ.get("RMQSIM_PURE_BUILD", "") not in ("", "0"):
         return []
-    # a C function pointer of the wrong type is an error, not a warning (sim/kernel/compiled.py: Broker._build_store)
+    # a C function pointer of the wrong type is an error, not a warning (sim/compiled.py: Broker._build_store)
     return [Extension(name, [compiled.source_path(name, Path()).as_posix()],
                       extra_compile_args=["-Werror=incompatible-pointer-types"])
             for name in compiled.compiled_modules(ROOT)]

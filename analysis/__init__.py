@@ -1,6 +1,9 @@
-"""Downstream of the simulator: checkers over records (checks.py, metrics.py); above them explain, sweeps, reports.
+"""Downstream of the simulator, by floor (the rule: sim/__init__.py):
 
-The layering rule (sim/__init__.py): the checkers import no models but models/records.py, the record schema.
+- checkers/  the ledger and checkers over records, the verdict, the trace's Parquet files; below the runner
+- explain/   `rmqsim explain` and `rmqsim.load`'s `.explain`: a finished run's records judged again
+- sweeps/    `rmqsim sweep`: sweep files, their runs on Spark, their directory and tables, pooled results
+- reports/   `rmqsim report`, the per-run report, `rmqsim diff`, the printed summary: what a person reads
 """
 
-import sim  # noqa: E402,F401  the compiled build is checked before any compiled module loads (sim/kernel/compiled.py)
+import sim  # noqa: F401  the compiled build is checked before any compiled module loads (sim/compiled.py)

@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim import runner  # noqa: E402
-from sim.scenario import from_data  # noqa: E402
+from rmqsim import runner  # noqa: E402
+from rmqsim.scenario.spec import from_data  # noqa: E402
 
 SLICE_US = 200_000
 CHECKPOINT = 1_000_000

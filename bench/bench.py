@@ -9,7 +9,7 @@ includes everything a real run does (routing, broker store and dispatch, pulls, 
 offsets, traces, the digest and the checkers). Machines here are noisy, so the ratio of the two,
 measured back to back in one process, is the number to compare across changes. Best of
 `--repeat` runs is reported, and the median beside it as a measure of the noise. The report says
-how many per-message modules ran compiled (sim/kernel/compiled.py); `RMQSIM_PURE=1` measures them pure.
+how many per-message modules ran compiled (sim/compiled.py); `RMQSIM_PURE=1` measures them pure.
 """
 
 from __future__ import annotations
@@ -58,10 +58,10 @@ def bare_simpy(messages: int, rate_per_s: float = 2000.0) -> float:
 
 
 def rmqsim_run(path: str) -> tuple[float, float, dict]:
-    import sim
+    import rmqsim
 
     start = time.perf_counter()
-    result = sim.run(path)
+    result = rmqsim.run(path)
     wall = time.perf_counter() - start
     s = result.summary
     return s["consumed"] / wall, s["sim_time_ms"] / 1000 / wall, s
@@ -81,7 +81,7 @@ def main() -> int:
         sims.append(per_s)
         ratios.append(per_s / bare)
         sim_walls.append(sim_wall)
-    from sim.kernel import compiled
+    from sim import compiled
 
     report = {
         "scenario": args.scenario,
@@ -94,7 +94,7 @@ def main() -> int:
         "median_rmqsim_messages_per_wall_s": round(statistics.median(sims)),
         "median_ratio_to_bare_simpy": round(statistics.median(ratios), 3),
         "repeats": args.repeat,
-        # the per-message modules this measured compiled (sim/kernel/compiled.py; RMQSIM_PURE=1: none)
+        # the per-message modules this measured compiled (sim/compiled.py; RMQSIM_PURE=1: none)
         "compiled_modules": len(compiled.status()["compiled"]),
     }
     print(json.dumps(report, indent=1))

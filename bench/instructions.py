@@ -13,7 +13,7 @@ is doing. Needs valgrind (`apt-get install valgrind`); PYTHONHASHSEED is pinned 
 differ only in their duration, and address-space randomisation is turned off (`setarch -R`,
 where there is one): with it on, allocation addresses move dict and heap layouts and the count
 by up to ±1 % between identical runs; with it off, by about 0.1 %. A run takes about a minute.
-`compiled_modules` says how many per-message modules ran compiled (sim/kernel/compiled.py); with
+`compiled_modules` says how many per-message modules ran compiled (sim/compiled.py); with
 RMQSIM_PURE=1, none.
 """
 
@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = """
 import json, sys
 sys.path.insert(0, {root!r})
-import sim
-from sim.kernel import compiled
-r = sim.run({scenario!r}, overrides=["duration_ms={duration_ms}"])
+import rmqsim
+from sim import compiled
+r = rmqsim.run({scenario!r}, overrides=["duration_ms={duration_ms}"])
 print("RESULT " + json.dumps({{"consumed": r.summary["consumed"], "sent_ok": r.summary["sent_ok"],
                                "compiled_modules": len(compiled.status()["compiled"])}}))
 """
@@ -72,7 +72,7 @@ def main() -> int:
         "instructions_short": short_i, "instructions_long": long_i,
         "messages_consumed_short": short["consumed"], "messages_consumed_long": long_["consumed"],
         "instructions_per_message": round((long_i - short_i) / messages) if messages > 0 else None,
-        "compiled_modules": long_["compiled_modules"],  # sim/kernel/compiled.py; RMQSIM_PURE=1: none
+        "compiled_modules": long_["compiled_modules"],  # sim/compiled.py; RMQSIM_PURE=1: none
     }, indent=1))
     return 0
 

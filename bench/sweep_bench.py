@@ -5,7 +5,7 @@
 
 Each master runs the whole sweep into a fresh directory, in a fresh driver process (a Spark
 context's master cannot change within a process). The plain loop runs the first `--loop-runs`
-runs of the same sweep with `analysis.sweep_task.execute` in one process — the same simulation,
+runs of the same sweep with `analysis.sweeps.task.execute` in one process — the same simulation,
 checks and Parquet writes, without Spark — and gives the per-run cost without Spark. Spark's
 per-run overhead is (local[1] wall / runs) − (plain-loop wall / loop runs). Prints JSON.
 """
@@ -26,15 +26,15 @@ sys.path.insert(0, str(ROOT))
 
 def spark_wall_s(sweep: str, master: str, out: Path) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "sim.cli", "sweep", sweep, "--master", master, "--out", str(out)],
+    subprocess.run([sys.executable, "-m", "rmqsim.cli", "sweep", sweep, "--master", master, "--out", str(out)],
                    cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
 def loop_wall_s(sweep_path: str, out: Path, runs: int) -> float:
-    from analysis.sweep import tasks
-    from analysis.sweep_spec import load_sweep
-    from analysis.sweep_task import execute
+    from analysis.sweeps.spec import load_sweep
+    from analysis.sweeps.sweep import tasks
+    from analysis.sweeps.task import execute
 
     chosen = tasks(load_sweep(sweep_path), out)[:runs]
     start = time.perf_counter()
@@ -49,7 +49,7 @@ def main() -> int:
     ap.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
     ap.add_argument("--loop-runs", type=int, default=20)
     args = ap.parse_args()
-    from analysis.sweep_spec import load_sweep
+    from analysis.sweeps.spec import load_sweep
 
     total = len(load_sweep(args.sweep).runs)
     report: dict = {"sweep": args.sweep, "runs": total}

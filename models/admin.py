@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sim.kernel.config import DurationMs, Name
-from sim.kernel.env import ms
+from sim.config import DurationMs, Name
+from sim.env import ms
 
 
 class ActionSpec(BaseModel):

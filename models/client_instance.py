@@ -49,12 +49,13 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from models.message import MessageQueue
-from models.producer.fault_strategy import PERM_READ, PERM_WRITE, TopicPublishInfo
-from models.producer.fault_strategy import QueueData as PublishQueueData
+from models.perm_name import PERM_READ, PERM_WRITE
 from models.protocol import GetRouteInfo, Heartbeat, TopicRouteData
 from models.records import CLIENT_ROUTE_UPDATED
-from sim.kernel.env import ms
-from sim.kernel.node import CONNECT_FAILED
+from models.topic_publish_info import QueueData as PublishQueueData
+from models.topic_publish_info import TopicPublishInfo
+from sim.env import ms
+from sim.node import CONNECT_FAILED
 
 ROUTE_POLL_INITIAL_DELAY_US = 10_000  # startScheduledTask: updateTopicRouteInfoFromNameServer first after 10 ms
 HEARTBEAT_INITIAL_DELAY_US = 1_000_000  # cleanOfflineBroker + sendHeartbeatToAllBroker first after 1 s
@@ -68,7 +69,7 @@ def topic_route_data_to_publish_info(route: TopicRouteData, rng: Any, client_ver
     writable one whose broker group has a master, queues 0 .. writeQueueNums-1. `rng` draws the
     start of the new TopicPublishInfo's index (the producer's own stream)."""
     masters = {b.broker_name for b in route.broker_datas if any(i == MASTER_ID for i, _ in b.addrs)}
-    queues = []
+    queues: list[MessageQueue] = []
     for qd in sorted(route.queue_datas):
         if qd.perm & PERM_WRITE and qd.broker_name in masters:
             queues.extend(MessageQueue(route.topic, qd.broker_name, i) for i in range(qd.write_queue_nums))
@@ -84,7 +85,7 @@ def topic_route_data_to_subscribe_info(route: TopicRouteData) -> list[MessageQue
 
 
 class MQClientInstance:
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("_heartbeat_running", "_watched", "api_timeout_us", "broker_addr_table", "client_id", "consumers",
                  "heartbeat_interval_us", "namesrv_chosen", "namesrv_index", "namesrvs", "node", "open_channels",
                  "persist_interval_us", "poll_interval_us", "producers", "publish_addr", "stream", "subscribe_addr",
@@ -206,7 +207,7 @@ class MQClientInstance:
         for consumer in self.consumers.values():
             consumer.update_topic_subscribe_info(topic, route)
         self.topic_route_table[topic] = route
-        if self.node.env.tracer.detail:  # the route this client now uses (detail kind, sim/kernel/trace.py)
+        if self.node.env.tracer.detail:  # the route this client now uses (detail kind, sim/trace.py)
             self.node.trace(CLIENT_ROUTE_UPDATED, topic, ",".join(f"{q.broker_name}:{q.write_queue_nums}"
                                                                   for q in route.queue_datas))
         return True

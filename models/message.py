@@ -4,7 +4,7 @@ A message's identity is an integer, `msg_id = producer_index << 32 | seq` (the p
 scenario order, and its 1-based sequence number). It plays the role of the `UNIQ_KEY` property
 (MessageClientIDSetter): set once per message and reused by every retry, so a re-sent message has
 the same id but a new CommitLog record. The key string a person reads (`p-1-42`) is derived from
-it only for display (analysis/ledger.py `display_key`).
+it only for display (analysis/checkers/ledger.py `display_key`).
 
 `Message` is what a producer sends (the request body and header of SEND_MESSAGE); the broker copies
 its fields into the CommitLog's arrays and keeps no object. `MessageExt` is a stored message as a
@@ -41,7 +41,7 @@ PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"  # MessageConst (Message.setDeliv
 PROPERTY_TIMER_OUT_MS = "TIMER_OUT_MS"  # the wheel slot a parked timer message waits in; here in sim µs
 PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 
-SEQ_BITS = 32  # msg_id = producer_index << SEQ_BITS | seq (analysis/ledger.py reads it the same way)
+SEQ_BITS = 32  # msg_id = producer_index << SEQ_BITS | seq (analysis/checkers/ledger.py reads it the same way)
 SEQ_MASK = (1 << SEQ_BITS) - 1
 
 

@@ -27,7 +27,7 @@ from models.protocol import (
     TopicRouteData,
 )
 from models.records import NAMESRV_BROKER_UNREGISTERED
-from sim.kernel.node import Node
+from sim.node import Node
 
 SCAN_NOT_ACTIVE_BROKER_INTERVAL_US = 5_000_000  # NamesrvConfig.scanNotActiveBrokerInterval
 BROKER_CHANNEL_EXPIRED_TIME_US = 120_000_000  # BrokerLiveInfo heartbeatTimeoutMillis default

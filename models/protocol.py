@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from models.message import Message, MessageExt, MessageQueue, fast_constructor
+from models.version import V4, V5
 
 # ResponseCode / RemotingSysResponseCode
 SUCCESS, SYSTEM_ERROR, SYSTEM_BUSY = 0, 1, 2
@@ -35,7 +36,7 @@ SEND_STATUS_BY_CODE = {SUCCESS: SEND_OK, FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT
 RETRY_RESPONSE_CODES_4X = frozenset({TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR, NO_PERMISSION,
                                      NO_BUYER_ID, NOT_IN_CURRENT_UNIT})
 RETRY_RESPONSE_CODES = RETRY_RESPONSE_CODES_4X | {SYSTEM_BUSY, GO_AWAY}
-RETRY_RESPONSE_CODES_BY_VERSION = {"4.x": RETRY_RESPONSE_CODES_4X, "5.x": RETRY_RESPONSE_CODES}
+RETRY_RESPONSE_CODES_BY_VERSION = {V4: RETRY_RESPONSE_CODES_4X, V5: RETRY_RESPONSE_CODES}
 
 
 class QueueData(NamedTuple):

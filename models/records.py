@@ -9,7 +9,7 @@ the digest and the checkers.
 
 from __future__ import annotations
 
-from sim.kernel.trace import declare, declare_detail
+from sim.trace import declare, declare_detail
 
 # producer: one record per message of a send() call, when its outcome is known. `born_us` is the
 # send() call (the application hands the message over); the send latency (RT) is the record's
@@ -89,7 +89,7 @@ CONSUMER_RESENT_AS_NORMAL = declare("consumer.resent_as_normal", group=str, msg_
                                    ok=bool)
 CONSUMER_EXPIRED_CLEANED = declare("consumer.expired_cleaned", group=str, msg_id=int, broker=str, queue_id=int,
                                    queue_offset=int)
-# ground truth for the duplicate causes (analysis/duplicates.py): rare, one per queue ownership change
+# ground truth for the duplicate causes (analysis/checkers/duplicates.py): rare, one per queue ownership change
 CONSUMER_QUEUE_STARTED = declare("consumer.queue_started", group=str, topic=str, broker=str, queue_id=int, offset=int)
 CONSUMER_QUEUE_DROPPED = declare("consumer.queue_dropped", group=str, topic=str, broker=str, queue_id=int,
                                  reason=str)
@@ -110,7 +110,7 @@ BROKER_OFFSET_BEHIND_REPLICA = declare("broker.offset_behind_replica", group=str
                                        queue_id=int, client=str, offset=int, replica_offset=int)
 
 # POP consumption (5.x, models/broker/pop_revive_service.py, models/consumer/pop_consumer.py): ground
-# truth for the duplicate causes invisible_time_expired and ack_lost (analysis/duplicates.py). Rare: a
+# truth for the duplicate causes invisible_time_expired and ack_lost (analysis/checkers/duplicates.py). Rare: a
 # message put back into the group's POP retry topic by PopReviveService because its checkpoint's
 # invisible time passed without an ack (`reconsume_times` of the new copy; `from_*`: the popped copy;
 # `replay`: a checkpoint revived again after a restart reloaded an older revive offset), a
@@ -125,7 +125,7 @@ POP_ORDER_REDELIVERED = declare("pop.order_redelivered", group=str, msg_id=int, 
                                 queue_offset=int, reconsume_times=int)
 POP_ACK_FAILED = declare("pop.ack_failed", group=str, msg_id=int, reason=str)
 
-# transactional messages (analysis/txn_checker.py). Producer side: `txn.local_done` when the local
+# transactional messages (analysis/checkers/txn_checker.py). Producer side: `txn.local_done` when the local
 # transaction's outcome is decided (ground truth: `outcome` COMMIT / ROLLBACK; `state` what
 # executeLocalTransaction returned: COMMIT_MESSAGE / ROLLBACK_MESSAGE / UNKNOW / EXCEPTION, or
 # NOT_EXECUTED after a stored-but-not-OK half send); `txn.check_answered` per check answered.
@@ -142,7 +142,7 @@ TXN_DISCARDED = declare("txn.discarded", msg_id=int, check_times=int)
 TXN_HALF_LOST = declare("txn.half_lost", msg_id=int)
 CONSUMER_OFFSET_RESET = declare("consumer.offset_reset", group=str, topic=str, queues=int)  # 4.x client-side reset
 
-# Detail kinds (sim/kernel/trace.py `declare_detail`): emitted only by a run that asks for them (a traced
+# Detail kinds (sim/trace.py `declare_detail`): emitted only by a run that asks for them (a traced
 # run, `rmqsim explain`'s replay), left out of the digest. `producer.attempt_failed`: a send
 # attempt that failed and was retried or ended the send (SYNC sends; `rt_us` the attempt's time);
 # the last attempt of a successful send is its `producer.sent`.

@@ -5,11 +5,11 @@
 
 Generated pages (do not edit them by hand; edit the source and rerun this script):
 
-- docs/scenario-fields.md: every field of every scenario model (walked from `sim.scenario.Scenario`
-  by `sim.reference.every_model`), with its type, default, unit and description (the field's
+- docs/scenario-fields.md: every field of every scenario model (walked from `rmqsim.scenario.spec.Scenario`
+  by `rmqsim.scenario.reference.every_model`), with its type, default, unit and description (the field's
   pydantic `description`, declared with it: `Field(description=...)`);
-- docs/lint.md: the configuration lint checks, `sim.scenario_lint.LINT_CHECKS` (id, summary, fix);
-- docs/coverage.md: the rare-state coverage points, `sim.kernel.coverage.POINTS`.
+- docs/lint.md: the configuration lint checks, `rmqsim.scenario.lint.LINT_CHECKS` (id, summary, fix);
+- docs/coverage.md: the rare-state coverage points, `models.coverage_points.POINTS`.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def type_name(tp: Any) -> str:
 def unit_of(name: str, field: Any) -> str:
     """The unit a number in this field is read in ('' if none): from its `Units` or duration
     validator, looked for in the field's metadata and inside its annotation."""
-    from sim.kernel import config
+    from sim import config
 
     def from_meta(items: list[Any]) -> str:
         for item in items:
@@ -129,11 +129,11 @@ def default_of(field: Any) -> str:
 
 
 def scenario_fields() -> str:
-    from sim.reference import every_model
-    from sim.scenario import Scenario
+    from rmqsim.scenario.reference import every_model
+    from rmqsim.scenario.spec import Scenario
 
     models = every_model(Scenario)
-    out = [HEADER.format(source="the pydantic models reachable from sim/scenario.py's Scenario and their fields' "
+    out = [HEADER.format(source="the pydantic models reachable from rmqsim/scenario/spec.py's Scenario and their fields' "
                                 "`Field(description=...)`"),
            "# Scenario fields\n\n",
            "Every field of a scenario file, model by model, walked from `Scenario` (the file's top level). "
@@ -158,9 +158,9 @@ def scenario_fields() -> str:
 
 
 def lint_page() -> str:
-    from sim.scenario_lint import LINT_CHECKS
+    from rmqsim.scenario.lint import LINT_CHECKS
 
-    out = [HEADER.format(source="sim/scenario_lint.py LINT_CHECKS"),
+    out = [HEADER.format(source="rmqsim/scenario/lint.py LINT_CHECKS"),
            "# Configuration lint\n\n",
            "A scenario can be valid, run, and answer a question other than the one its author asked. "
            "`rmqsim validate` and `rmqsim run` check every scenario against the registered checks below "
@@ -171,7 +171,7 @@ def lint_page() -> str:
            "scripted faults are followed through time, random faults count where they can fire at all, "
            "and where RocketMQ's behaviour depends on the line, `version` decides (4.x = 4.9.8, "
            "5.x = 5.3.3). The first checks are the parts of a scenario that silently do nothing "
-           "(sim/scenario_warnings.py), the rest are RocketMQ configuration traps.\n\n",
+           "(rmqsim/scenario/useless_parts.py), the rest are RocketMQ configuration traps.\n\n",
            f"{len(LINT_CHECKS)} checks:\n\n",
            "| id | the trap | fix |\n|---|---|---|\n"]
     for check in LINT_CHECKS:
@@ -180,9 +180,9 @@ def lint_page() -> str:
 
 
 def coverage_page() -> str:
-    from sim.kernel.coverage import POINTS
+    from models.coverage_points import POINTS
 
-    out = [HEADER.format(source="sim/kernel/coverage.py POINTS"),
+    out = [HEADER.format(source="models/coverage_points.py POINTS"),
            "# Rare-state coverage\n\n",
            "A run of 1,000 seeds that reports \"0 lost\" says little unless the states that could lose a "
            "message were reached. Each point below names one branch of the models that decides loss, "
@@ -192,7 +192,7 @@ def coverage_page() -> str:
            "(`coverage: 4 of 47 rare-state points reached: ...`), and a sweep shows which points no run "
            "reached. The counts are not part of the trace digest. Names are stable (sweeps and reports key "
            "on them); each point is reached by at least one bundled scenario or test "
-           "(tests/test_coverage_points.py). To add one, see the docstring of sim/kernel/coverage.py.\n\n",
+           "(tests/test_coverage_points.py). To add one, see the docstring of models/coverage_points.py.\n\n",
            f"{len(POINTS)} points:\n\n",
            "| point | branch taken | RocketMQ class and method it mirrors |\n|---|---|---|\n"]
     for point in POINTS:

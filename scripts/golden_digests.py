@@ -4,7 +4,7 @@ tests/data/golden_digests.json and compared by tests/test_golden_digests.py.
     .venv/bin/python scripts/golden_digests.py --write   # run them all, (re)write the file
     .venv/bin/python scripts/golden_digests.py           # run them all, compare; exit 1 on a change
 
-A run's trace digest covers every record it emits (sim/kernel/trace.py), so a digest that changes means
+A run's trace digest covers every record it emits (sim/trace.py), so a digest that changes means
 the simulator behaves differently: other records, other times, other values, another order —
 even when every invariant still holds. Regenerate with --write only when that change is intended,
 and state it (and why) in the commit message. Same sources, scenario and seed give the same digest
@@ -55,9 +55,9 @@ RUNS: list[dict[str, Any]] = [
 
 def compute(run: dict[str, Any]) -> dict[str, Any]:
     """Run one entry (records streamed, not kept); its digest and a few summary facts."""
-    import sim
+    import rmqsim
 
-    s = sim.run(str(ROOT / run["scenario"]), seed=run["seed"], overrides=list(run["overrides"])).summary
+    s = rmqsim.run(str(ROOT / run["scenario"]), seed=run["seed"], overrides=list(run["overrides"])).summary
     return {"trace_sha256": s["trace_sha256"], "records": s["records"], "sent_ok": s["sent_ok"],
             "lost": s["lost"], "duplicates": s["duplicates"], "verdict": s["verdict"]}
 
@@ -67,7 +67,7 @@ def scenario_sha256(run: dict[str, Any]) -> str:
 
 
 def simulator_sha256() -> str:
-    from analysis.sweep import simulator_sha256 as digest
+    from analysis.sweeps.sweep import simulator_sha256 as digest
 
     return digest()
 

@@ -3,7 +3,7 @@
 # hashes of requirements/uv.txt (in .venv/uv/), then every dependency at the version and hash of
 # uv.lock (`uv sync --frozen`: a package changed by hand is put back, one the lock lacks removed),
 # the project itself (editable: setup.py compiles the modules with a .pxd beside them in place,
-# sim/kernel/compiled.py; needs a C compiler; modules changed since are rebuilt here); and a Java 17+
+# sim/compiled.py; needs a C compiler; modules changed since are rebuilt here); and a Java 17+
 # runtime for Spark (installed with apt-get when running as root; otherwise a clear stop).
 #   --test       also headless Chromium (the report test renders the HTML page in it)
 #   --uv-only    only .venv and uv (scripts/lock.sh)
@@ -103,7 +103,7 @@ if ! UV_PYTHON_DOWNLOADS=never .venv/uv/bin/uv sync --frozen --all-extras --no-p
 fi
 .venv/bin/python -c 'import simpy, networkx, pydantic, yaml, pyspark, matplotlib, pytest' \
   || { echo "dependency installation failed (see $log)" >&2; exit 1; }
-if ! .venv/bin/python -c 'import sys, sim.kernel.compiled as c; sys.exit(c.main())' >"$log" 2>&1; then  # rebuilds what changed
+if ! .venv/bin/python -c 'import sys, sim.compiled as c; sys.exit(c.main())' >"$log" 2>&1; then  # rebuilds what changed
   cat "$log" >&2
   echo "compiling the per-message modules failed (log above; it needs gcc and the Python headers)." >&2
   echo "rmqsim runs without them, about 1.5x slower; setting up stops here so that this is not missed." >&2

@@ -19,7 +19,7 @@
 #   SPARK_WORKER_CORES       [all cores]                              SPARK_WORKER_MEMORY [2g]
 #   RMQSIM_SPARK_DIR         state: work/ (SPARK_WORKER_DIR, executor logs), logs/, conf/
 #                            (SPARK_CONF_DIR), envs/ (the executors' unpacked Python environments,
-#                            one per content, reused by every sweep: analysis/executor_boot.py),
+#                            one per content, reused by every sweep: analysis/sweeps/executor_boot.py),
 #                            *.pid [${XDG_STATE_HOME:-~/.local/state}/rmqsim-spark]
 #   PYTHON                   the interpreter whose pyspark is used [<repo>/.venv/bin/python]
 #   JAVA_HOME                else the `java` on PATH

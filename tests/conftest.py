@@ -16,7 +16,7 @@ def root() -> Path:
 
 def short_baseline(duration_ms: int = 20_000, settle_ms: int = 10_000, rate: int = 500):
     """The bundled baseline, shortened (same topology) for tests that run it many times."""
-    from sim import scenario
+    from rmqsim.scenario import spec as scenario
 
     return scenario.load(ROOT / "scenarios" / "baseline.yaml",
                          [f"duration_ms={duration_ms}", f"settle_ms={settle_ms}",

@@ -8,10 +8,10 @@ from collections import defaultdict
 import pytest
 
 from models.records import CONSUMER_CONSUMED
-from sim.kernel.config import ConfigError
-from sim.kernel.trace import field_index
-from sim.runner import run_scenario
-from sim.scenario import from_data
+from rmqsim.runner import run_scenario
+from rmqsim.scenario.spec import from_data
+from sim.config import ConfigError
+from sim.trace import field_index
 
 SEED = 3
 

@@ -18,9 +18,9 @@ import functools
 import pytest
 
 import models.records  # noqa: F401  (declares the record kinds field_index reads)
-import sim
-from sim import scenario
-from sim.kernel.trace import field_index
+import rmqsim
+from rmqsim.scenario import spec as scenario
+from sim.trace import field_index
 from tests.conftest import ROOT
 
 SEEDS = (1, 2, 3)
@@ -32,11 +32,11 @@ def path(name: str) -> str:
 
 
 @functools.cache
-def run(name: str, seed: int, overrides: tuple[str, ...]) -> sim.RunResult:
-    return sim.run(path(name), seed=seed, overrides=list(overrides), keep_records=True)
+def run(name: str, seed: int, overrides: tuple[str, ...]) -> rmqsim.RunResult:
+    return rmqsim.run(path(name), seed=seed, overrides=list(overrides), keep_records=True)
 
 
-def recs(r: sim.RunResult, kind: str) -> list[tuple]:
+def recs(r: rmqsim.RunResult, kind: str) -> list[tuple]:
     return [x for x in r.records if x[2] == kind]
 
 

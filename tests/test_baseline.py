@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-import sim
+import rmqsim
 from tests.conftest import ROOT
 
 SUMMARY_KEYS = {"scenario", "seed", "trace_sha256", "sent_ok", "lost", "duplicates",
@@ -18,7 +18,7 @@ SUMMARY_KEYS = {"scenario", "seed", "trace_sha256", "sent_ok", "lost", "duplicat
 
 @pytest.fixture(scope="module")
 def baseline():
-    return sim.run(ROOT / "scenarios" / "baseline.yaml")
+    return rmqsim.run(ROOT / "scenarios" / "baseline.yaml")
 
 
 def test_baseline_delivers_everything_exactly_once(baseline) -> None:
@@ -56,7 +56,7 @@ CLI_ARGS = ["--seed", "4", "--set", "duration_ms=8000", "--set", "settle_ms=4000
 def cli_run(tmp_path_factory):
     """`rmqsim run baseline --trace` (short), once for the module: (process result, output dir)."""
     out_dir = tmp_path_factory.mktemp("cli-run")
-    out = subprocess.run([sys.executable, "-m", "sim.cli", "run", "scenarios/baseline.yaml", *CLI_ARGS,
+    out = subprocess.run([sys.executable, "-m", "rmqsim.cli", "run", "scenarios/baseline.yaml", *CLI_ARGS,
                           "--out", str(out_dir), "--trace"], capture_output=True, text=True, cwd=str(ROOT))
     return out, out_dir
 
@@ -87,7 +87,7 @@ def test_cli_run_prints_seed_first_and_writes_summary(cli_run) -> None:
 def test_cli_trace_is_parquet_per_kind(cli_run) -> None:
     import pyarrow.parquet as pq
 
-    from sim.kernel.trace import KINDS
+    from sim.trace import KINDS
 
     _out, out_dir = cli_run
     summary = json.loads((out_dir / "summary.json").read_text())
@@ -96,8 +96,8 @@ def test_cli_trace_is_parquet_per_kind(cli_run) -> None:
     assert {"producer.sent", "broker.stored", "consumer.consumed", "run.ended"} <= set(kinds)
     assert all(kind in KINDS for kind in kinds)
     tables = {kind: pq.read_table(f) for kind, f in zip(kinds, files, strict=True)}
-    from sim.kernel.trace import (
-        DETAIL_KINDS,  # written too, outside the digest and the record count (sim/kernel/trace.py)
+    from sim.trace import (
+        DETAIL_KINDS,  # written too, outside the digest and the record count (sim/trace.py)
     )
 
     assert sum(t.num_rows for k, t in tables.items() if k not in DETAIL_KINDS) == summary["records"]
@@ -111,7 +111,7 @@ def test_cli_trace_is_parquet_per_kind(cli_run) -> None:
 
 
 def test_digest_recomputes_from_the_parquet_trace(cli_run) -> None:
-    from analysis.trace_store import trace_digest
+    from analysis.checkers.trace_store import trace_digest
 
     _out, out_dir = cli_run
     summary = json.loads((out_dir / "summary.json").read_text())
@@ -121,11 +121,11 @@ def test_digest_recomputes_from_the_parquet_trace(cli_run) -> None:
 def test_trace_files_hold_exactly_the_records(cli_run) -> None:
     """Read back in emission order, the Parquet trace is the in-memory record list, value for value
     and type for type (same scenario and seed, run in-process keeping its records)."""
-    from analysis.trace_store import read_trace
+    from analysis.checkers.trace_store import read_trace
 
     _out, out_dir = cli_run
-    kept = sim.run(ROOT / "scenarios" / "baseline.yaml", seed=4, overrides=["duration_ms=8000", "settle_ms=4000"],
-                   keep_records=True, detail=True)  # a traced run emits the detail records (sim/kernel/trace.py)
+    kept = rmqsim.run(ROOT / "scenarios" / "baseline.yaml", seed=4, overrides=["duration_ms=8000", "settle_ms=4000"],
+                   keep_records=True, detail=True)  # a traced run emits the detail records (sim/trace.py)
     stored = list(read_trace(out_dir / "trace"))
     assert stored == kept.records
     assert [tuple(map(type, r)) for r in stored] == [tuple(map(type, r)) for r in kept.records]

@@ -10,8 +10,8 @@ from collections import Counter
 
 import pytest
 
-import sim
-from sim.kernel.trace import field_index
+import rmqsim
+from sim.trace import field_index
 from tests.conftest import ROOT
 
 SCENARIO = ROOT / "scenarios" / "batch_consume_failures.yaml"
@@ -20,8 +20,8 @@ POLICIES = ("reconsume_later", "ack_index")
 
 
 @functools.cache
-def run(seed: int, policy: str) -> sim.RunResult:
-    return sim.run(SCENARIO, seed=seed, overrides=[f"consumers[0].batch_failure={policy}"], keep_records=True)
+def run(seed: int, policy: str) -> rmqsim.RunResult:
+    return rmqsim.run(SCENARIO, seed=seed, overrides=[f"consumers[0].batch_failure={policy}"], keep_records=True)
 
 
 def batches(records: list[tuple]) -> list[list[tuple]]:
@@ -92,7 +92,7 @@ def test_the_header_states_question_and_expectation_and_its_expect_holds() -> No
 def test_a_batch_takes_the_sum_of_its_messages_times_on_one_thread() -> None:
     """Component timeline: one consume thread, 2 ms a message: each listener call ends (its records,
     all at one instant) at least 2 ms × its size after the previous one, exactly so back to back."""
-    r = sim.run(SCENARIO, seed=1, keep_records=True, overrides=[
+    r = rmqsim.run(SCENARIO, seed=1, keep_records=True, overrides=[
         "consumers[0].consume_time_ms=2", "consumers[0].failure_probability=0", "consumers[0].count=1",
         "consumers[0].client.consume_thread_max=1", "producers[0].stop_ms=6s"])
     calls = batches(r.records)

@@ -21,10 +21,10 @@ import functools
 import pytest
 import yaml
 
-import sim
-from sim.kernel.trace import field_index
-from sim.runner import run_scenario
-from sim.scenario import from_data
+import rmqsim
+from rmqsim.runner import run_scenario
+from rmqsim.scenario.spec import from_data
+from sim.trace import field_index
 from tests.conftest import ROOT
 
 SEEDS = (1, 2, 3)
@@ -37,7 +37,7 @@ def fi(kind: str, field: str) -> int:
 
 @functools.cache
 def run(name: str, seed: int, *overrides: str):
-    return sim.run(str(ROOT / "scenarios" / f"{name}.yaml"), seed=seed, overrides=list(overrides),
+    return rmqsim.run(str(ROOT / "scenarios" / f"{name}.yaml"), seed=seed, overrides=list(overrides),
                    keep_records=True)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-import sim
+import rmqsim
 
 FLUSH_PLUS_PERSIST_US = 5_000_000 + 5_000_000  # flushConsumerOffsetInterval + persistConsumerOffsetInterval
 SLACK_US = 1_000_000  # a commit in flight, a flush tick's phase
@@ -17,7 +17,7 @@ SLACK_US = 1_000_000  # a commit in flight, a flush tick's phase
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_broker_restart_from_older_offsets_rereads_at_most_the_last_intervals(seed):
-    r = sim.run("scenarios/orderly_send.yaml", seed=seed, keep_records=True)
+    r = rmqsim.run("scenarios/orderly_send.yaml", seed=seed, keep_records=True)
     s = r.summary
     rollback = s["duplicates_by_cause"]["broker_offset_rollback"]
     assert s["lost"] == 0 and rollback > 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from models.protocol import SYSTEM_BUSY
-from sim.scenario import load
+from rmqsim.scenario.spec import load
 from tests.conftest import ROOT
 from tests.test_broker_fault_stories import fi, recs, run  # one cache of runs for both files
 

@@ -1,7 +1,7 @@
 """Every bundled scenario exits 0 under `rmqsim run`, at its own seed: its expectations hold,
 failures included (a scenario that exists to show a loss says in `expect.guarantees` that the
 guarantee breaks, and it does). The scenarios under scenarios/sweeps/ are sweep files, not
-scenarios. Each run goes through `sim.cli.main`, in-process, exactly as `rmqsim run FILE`
+scenarios. Each run goes through `rmqsim.cli.main`, in-process, exactly as `rmqsim run FILE`
 (all of them: about 40 s on a shared 2-core machine, so none is marked slow)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sim import cli
+from rmqsim import cli
 from tests.conftest import ROOT
 
 BUNDLED = sorted((ROOT / "scenarios").glob("*.yaml"))

@@ -1,4 +1,4 @@
-"""The compiled modules (sim/kernel/compiled.py, setup.py): built by setup, rebuilt or refused when a
+"""The compiled modules (sim/compiled.py, setup.py): built by setup, rebuilt or refused when a
 source changes, declared as their classes are, and a compiled run is the same run as a pure one."""
 
 from __future__ import annotations
@@ -14,15 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from sim.kernel import compiled
+from sim import compiled
 from tests.conftest import ROOT
 
 _CHILD = """
 import json, sys
 sys.path.insert(0, {root!r})
+import rmqsim
 import sim
-from sim.kernel import compiled
-r = sim.run({scenario!r}, seed={seed}, overrides={overrides!r})
+from sim import compiled
+r = rmqsim.run({scenario!r}, seed={seed}, overrides={overrides!r})
 summary = {{k: v for k, v in r.summary.items() if "wall" not in k}}
 print(json.dumps({{"summary": summary, "status": compiled.status()}}, sort_keys=True, default=str))
 """
@@ -54,7 +55,7 @@ def test_setup_built_every_compiled_module_from_the_current_sources() -> None:
     assert manifest is not None, "no compiled build: run scripts/setup.sh"
     assert sorted(manifest["modules"]) == compiled.compiled_modules()
     assert compiled.stale_modules() == []
-    assert len(compiled.compiled_modules()) == 24
+    assert len(compiled.compiled_modules()) == 27
 
 
 @pytest.mark.parametrize(("scenario", "seed", "overrides"), STORIES)
@@ -84,7 +85,7 @@ def _tree_copy(tmp_path: Path) -> Path:
     return tree
 
 
-_STATUS = "import sim, sim.kernel.rng, sim.kernel.env; from sim.kernel import compiled; print(compiled.status())"
+_STATUS = "import sim, sim.rng, sim.env; from sim import compiled; print(compiled.status())"
 
 
 def _status_in(tree: Path, **env: str) -> subprocess.CompletedProcess:
@@ -96,25 +97,25 @@ def _status_in(tree: Path, **env: str) -> subprocess.CompletedProcess:
 def test_an_edited_module_is_rebuilt_before_it_is_imported_and_else_runs_pure_saying_so(tmp_path: Path) -> None:
     tree = _tree_copy(tmp_path)
     fresh = _status_in(tree)
-    assert "'sim.kernel.rng'" in fresh.stdout.split("'pure'")[0] and "rebuilding" not in fresh.stderr, fresh.stderr
-    with open(tree / "sim" / "kernel" / "rng.py", "a") as source:
+    assert "'sim.rng'" in fresh.stdout.split("'pure'")[0] and "rebuilding" not in fresh.stderr, fresh.stderr
+    with open(tree / "sim" / "rng.py", "a") as source:
         source.write("\n# edited\n")
     refused = _status_in(tree, **{compiled.REBUILD_ENV: "0"})  # no rebuild: every module pure, and a warning
-    assert "runs pure" in refused.stderr and "sim.kernel.rng" in refused.stderr and "setup.py build_ext" in refused.stderr
+    assert "runs pure" in refused.stderr and "sim.rng" in refused.stderr and "setup.py build_ext" in refused.stderr
     assert "'compiled': []" in refused.stdout and "'why_pure': 'stale build'" in refused.stdout, refused.stdout
     rebuilt = _status_in(tree)  # rebuilt in place first: only the edited module
-    assert "rebuilding" in rebuilt.stderr and "sim.kernel.rng" in rebuilt.stderr, rebuilt.stderr
-    assert "'sim.kernel.rng'" in rebuilt.stdout.split("'pure'")[0] and "'why_pure': None" in rebuilt.stdout
+    assert "rebuilding" in rebuilt.stderr and "sim.rng" in rebuilt.stderr, rebuilt.stderr
+    assert "'sim.rng'" in rebuilt.stdout.split("'pure'")[0] and "'why_pure': None" in rebuilt.stdout
     again = _status_in(tree)
     assert "rebuilding" not in again.stderr and "'why_pure': None" in again.stdout
 
 
 def test_pure_mode_imports_only_sources_and_only_the_projects() -> None:
-    out = subprocess.run([sys.executable, "-c", "import sim, numpy._core._multiarray_umath as m, sim.kernel.env as e; "
+    out = subprocess.run([sys.executable, "-c", "import sim, numpy._core._multiarray_umath as m, sim.env as e; "
                           "print(e.__file__); print(m.__file__)"], env={**os.environ, compiled.PURE_ENV: "1"},
                          capture_output=True, text=True, check=True, cwd=ROOT)
     env_file, numpy_file = out.stdout.split()
-    assert env_file.endswith("sim/kernel/env.py") and not numpy_file.endswith(".py"), out.stdout
+    assert env_file.endswith("sim/env.py") and not numpy_file.endswith(".py"), out.stdout
 
 
 def _pxd_classes(text: str) -> dict[str, tuple[str | None, set[str], bool]]:
@@ -177,7 +178,7 @@ def test_the_hot_classes_are_extension_types_with_their_attributes_as_fields() -
     if compiled.pure_requested():
         pytest.skip("RMQSIM_PURE is set: this process imported the pure modules")
     from models.broker.commit_log import CommitLog
-    from sim.kernel.node import Node
+    from sim.node import Node
 
     heap_type = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class statement's type; an extension type is static
     for cls in (CommitLog, Node):

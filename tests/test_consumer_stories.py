@@ -1,7 +1,7 @@
 """Consumer fault stories (issue 12) over several seeds: bounds and invariants, not pinned numbers.
 
 Reference: ../shared/reference/rocketmq-semantics.md 3.2-3.9 and 8; duplicate causes from
-analysis/duplicates.py.
+analysis/checkers/duplicates.py.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import functools
 
 import pytest
 
-from analysis.duplicates import CAUSES
-from sim import scenario
-from sim.kernel.trace import field_index
-from sim.runner import run_scenario
+from analysis.checkers.duplicates import CAUSES
+from rmqsim.runner import run_scenario
+from rmqsim.scenario import spec as scenario
+from sim.trace import field_index
 
 SEEDS = (1, 2, 3)
 SEC = 1_000_000
@@ -116,7 +116,7 @@ def test_failures_reach_the_dlq_and_nothing_is_left_pending(seed):
     assert 0.05 < s["dlq"] / s["sent_ok"] < 0.35
 
 
-# --- consumer-side metrics (analysis/consumer_metrics.py) ------------------------------------------
+# --- consumer-side metrics (analysis/checkers/consumer_metrics.py) ------------------------------------------
 
 def test_consumer_metrics_of_a_crash_and_rejoin():
     s = run("restart_consumer", 1).summary

@@ -1,5 +1,5 @@
 """Controller mode (5.x automatic master failover: models/controller/, models/broker/replicas_manager.py,
-models/broker/auto_switch_ha.py, analysis/failover_checker.py) over several seeds: the claims of the
+models/broker/auto_switch_ha.py, analysis/checkers/failover_checker.py) over several seeds: the claims of the
 three scenario headers as bounds and invariants, not pinned numbers, and the two pure pieces
 (EpochFile, ReplicasInfoManager) as components.
 
@@ -29,7 +29,7 @@ import re
 
 import pytest
 
-import sim
+import rmqsim
 from models.broker.auto_switch_ha import EpochFile
 from models.controller.replicas_info import NO_MASTER, ReplicasInfoManager
 from models.protocol import (
@@ -43,7 +43,7 @@ from models.protocol import (
     CONTROLLER_MASTER_STILL_EXIST,
     SUCCESS,
 )
-from sim.kernel.trace import field_index
+from sim.trace import field_index
 from tests.conftest import ROOT
 
 SEEDS = (1, 2, 3)
@@ -70,7 +70,7 @@ def fi(kind: str, field: str) -> int:
 
 @functools.cache
 def run(name: str, seed: int, *overrides: str):
-    return sim.run(str(ROOT / "scenarios" / f"{name}.yaml"), seed=seed, overrides=list(overrides), keep_records=True)
+    return rmqsim.run(str(ROOT / "scenarios" / f"{name}.yaml"), seed=seed, overrides=list(overrides), keep_records=True)
 
 
 def recs(result, kind: str) -> list[tuple]:
@@ -451,7 +451,7 @@ def test_replicas_info_unclean_election_takes_an_alive_non_member() -> None:
 # --- determinism ---------------------------------------------------------------------------------
 def test_a_controller_run_is_the_same_run_twice() -> None:
     kept = run(PARTITION, 2)
-    again = sim.run(str(ROOT / "scenarios" / f"{PARTITION}.yaml"), seed=2)
+    again = rmqsim.run(str(ROOT / "scenarios" / f"{PARTITION}.yaml"), seed=2)
     assert re.fullmatch(r"[0-9a-f]{64}", kept.summary["trace_sha256"])
     assert again.summary["trace_sha256"] == kept.summary["trace_sha256"]
     assert again.summary == kept.summary

@@ -1,4 +1,4 @@
-"""Rare-state coverage (sim/kernel/coverage.py): every declared point is reached by a bundled scenario or
+"""Rare-state coverage (models/coverage_points.py): every declared point is reached by a bundled scenario or
 a named variant of one (a point nobody reaches fails here), the summary carries every point in
 declaration order, and counting is deterministic.
 
@@ -15,9 +15,9 @@ import json
 
 import pytest
 
-import sim
-from sim.kernel import coverage
-from sim.runner import run_scenario
+import rmqsim
+from models import coverage_points as coverage
+from rmqsim.runner import run_scenario
 from tests.conftest import ROOT
 
 PARTITION_BOTH_BROKERS = ("faults=[{at_ms: 15s, kind: partition, groups: [[broker-a, broker-b], "
@@ -209,26 +209,26 @@ def test_points_are_declared_once_with_a_branch_and_the_java_they_mirror() -> No
 
 def test_coverage_is_deterministic_and_summarized_in_declaration_order() -> None:
     path = ROOT / "scenarios" / "txn_unknown_answers.yaml"
-    first = sim.run(path, seed=3).summary
-    second = sim.run(path, seed=3).summary
+    first = rmqsim.run(path, seed=3).summary
+    second = rmqsim.run(path, seed=3).summary
     assert first["coverage"] == second["coverage"] and list(first["coverage"]) == list(coverage.NAMES)
     assert first["coverage"]["txn_check_answered_unknow"] > 0
     assert json.loads(json.dumps(first["coverage"])) == first["coverage"]  # plain ints, as summary.json holds
 
 
 def test_a_run_stopped_in_set_up_has_every_point_at_zero(monkeypatch) -> None:
-    from sim import runner
+    from rmqsim import runner
 
     def out_of_memory(*_args, **_kwargs):
         raise MemoryError
 
     monkeypatch.setattr(runner, "build", out_of_memory)
-    s = sim.run(ROOT / "scenarios" / "baseline.yaml").summary
+    s = rmqsim.run(ROOT / "scenarios" / "baseline.yaml").summary
     assert s["stopped_detail"].startswith("during set-up") and s["coverage"] == dict.fromkeys(coverage.NAMES, 0)
 
 
 def test_a_compiled_run_counts_what_a_pure_one_counts() -> None:
-    """The counter is a plain list the compiled modules index like the pure ones (sim/kernel/compiled.py)."""
+    """The counter is a plain list the compiled modules index like the pure ones (sim/compiled.py)."""
     from tests.test_compiled import _child
 
     fast = _child("power_loss_async_flush.yaml", 1, [], pure=False)
@@ -238,9 +238,9 @@ def test_a_compiled_run_counts_what_a_pure_one_counts() -> None:
 
 
 def test_a_run_read_back_has_the_same_coverage(tmp_path) -> None:
-    from sim import cli
+    from rmqsim import cli
 
     out = tmp_path / "run"
     argv = ["run", str(ROOT / "scenarios" / "txn_unknown_answers.yaml"), "--seed", "1", "--out", str(out)]
     assert cli.main(argv) in (0, 1)
-    assert sim.load(out).summary["coverage"] == reached("txn_unknown_answers")
+    assert rmqsim.load(out).summary["coverage"] == reached("txn_unknown_answers")

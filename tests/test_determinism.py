@@ -10,16 +10,17 @@ import sys
 
 import pytest
 
-import sim
-from sim.kernel import trace
+import rmqsim
+from sim import trace
 from tests.conftest import ROOT, short_baseline
 
 _CHILD = """
 import json, sys
 sys.path.insert(0, {root!r})
 from tests.conftest import short_baseline
+import rmqsim
 import sim
-r = sim.run(short_baseline(), seed={seed})
+r = rmqsim.run(short_baseline(), seed={seed})
 print(json.dumps({{"digest": r.summary["trace_sha256"], "sent_ok": r.summary["sent_ok"]}}))
 """
 
@@ -33,11 +34,11 @@ def _child(seed: int, hash_seed: str) -> dict:
 
 @pytest.fixture(scope="module")
 def kept7():
-    return sim.run(short_baseline(), seed=7, keep_records=True)
+    return rmqsim.run(short_baseline(), seed=7, keep_records=True)
 
 
 def test_same_seed_same_digest_in_process(kept7) -> None:
-    b = sim.run(short_baseline(), seed=7, keep_records=True)
+    b = rmqsim.run(short_baseline(), seed=7, keep_records=True)
     assert kept7.summary["trace_sha256"] == b.summary["trace_sha256"]
     assert kept7.records == b.records
     assert len(kept7.records) == kept7.summary["records"] > 0
@@ -47,15 +48,15 @@ def test_same_seed_same_digest_in_process(kept7) -> None:
 def test_streaming_run_keeps_no_records_and_judges_the_same(kept7) -> None:
     """Without `keep_records` (the default) the checkers and the digest see every record as it
     streams by, and nothing is kept: same summary, same digest, no records in memory."""
-    streamed = sim.run(short_baseline(), seed=7)
+    streamed = rmqsim.run(short_baseline(), seed=7)
     assert streamed.records == [] and streamed.world.env.tracer.records == []
     assert streamed.summary == kept7.summary
     assert streamed.summary["sent_ok"] > 5_000 and streamed.summary["verdict"] == "valid"
 
 
 def test_different_seeds_differ() -> None:
-    a = sim.run(short_baseline(), seed=1)
-    b = sim.run(short_baseline(), seed=2)
+    a = rmqsim.run(short_baseline(), seed=1)
+    b = rmqsim.run(short_baseline(), seed=2)
     assert a.summary["trace_sha256"] != b.summary["trace_sha256"]
 
 
@@ -64,14 +65,14 @@ def test_digest_is_independent_of_pythonhashseed_and_process() -> None:
     second = _child(3, "1")
     third = _child(3, "random")
     assert first == second == third
-    local = sim.run(short_baseline(), seed=3).summary["trace_sha256"]
+    local = rmqsim.run(short_baseline(), seed=3).summary["trace_sha256"]
     assert first["digest"] == local
 
 
 def test_records_hold_only_stable_scalar_types() -> None:
     """Exact types, not subclasses: an enum or a NumPy scalar would enter the digest's pickle
     by class reference (version-dependent) and would not come back the same from the Parquet trace."""
-    result = sim.run(short_baseline(duration_ms=5_000, settle_ms=2_000), seed=1, keep_records=True)
+    result = rmqsim.run(short_baseline(duration_ms=5_000, settle_ms=2_000), seed=1, keep_records=True)
     assert result.records
     allowed = {str, int, float, bool, type(None)}
     for record in result.records:
@@ -84,7 +85,7 @@ def test_records_hold_only_stable_scalar_types() -> None:
 
 def test_adding_a_consumer_leaves_other_streams_untouched() -> None:
     """Named streams: broker disk draws do not depend on how many clients exist."""
-    from sim.kernel.rng import Rng
+    from sim.rng import Rng
 
     a, b = Rng(5), Rng(5)
     a.stream("c-4.listener")
@@ -97,8 +98,9 @@ _BROKER_FIDELITY = ["duration_ms=25s", "settle_ms=10s", "consumers[0].start_ms=1
 _BROKER_CHILD = """
 import json, sys
 sys.path.insert(0, {root!r})
+import rmqsim
 import sim
-r = sim.run({path!r}, seed=2, overrides={overrides!r})
+r = rmqsim.run({path!r}, seed=2, overrides={overrides!r})
 print(json.dumps({{"digest": r.summary["trace_sha256"], "lost": r.summary["lost"]}}))
 """
 
@@ -120,7 +122,7 @@ def test_broker_fidelity_run_is_deterministic_across_pythonhashseed() -> None:
     seeds, and records of the declared scalar types."""
     path = str(ROOT / "scenarios" / "power_loss_async_master.yaml")
     outs = _children(_BROKER_CHILD.format(root=str(ROOT), path=path, overrides=_BROKER_FIDELITY))
-    local = sim.run(path, seed=2, overrides=_BROKER_FIDELITY, keep_records=True)
+    local = rmqsim.run(path, seed=2, overrides=_BROKER_FIDELITY, keep_records=True)
     assert outs[0] == outs[1] and outs[0]["digest"] == local.summary["trace_sha256"]
     kinds = {r[2] for r in local.records}
     assert {"ha.connected", "broker.slave_synced", "commit_log.destroyed", "admin.offset_reset",
@@ -137,7 +139,7 @@ def test_orderly_broker_failure_is_deterministic_across_pythonhashseed() -> None
     overrides = ["duration_ms=45s", "settle_ms=15s"]
     outs = _children(_BROKER_CHILD.format(root=str(ROOT), path=path, overrides=overrides).replace(
         '"lost": r.summary["lost"]', '"lost": r.summary["lost"], "order": r.summary["order_violations_by_cause"]'))
-    local = sim.run(path, seed=2, overrides=overrides, keep_records=True)
+    local = rmqsim.run(path, seed=2, overrides=overrides, keep_records=True)
     assert outs[0] == outs[1] and outs[0]["digest"] == local.summary["trace_sha256"]
     assert outs[0]["order"] == local.summary["order_violations_by_cause"]
     kinds = {r[2] for r in local.records}
@@ -156,7 +158,7 @@ def test_pop_consumption_is_deterministic_across_pythonhashseed() -> None:
                  "faults=[{at_ms: 20s, kind: process_crash, node: broker-a, duration_ms: 5s}]"]
     outs = _children(_BROKER_CHILD.format(root=str(ROOT), path=path, overrides=overrides).replace(
         '"lost": r.summary["lost"]', '"lost": r.summary["lost"], "dups": r.summary["duplicates_by_cause"]'))
-    local = sim.run(path, seed=2, overrides=overrides, keep_records=True)
+    local = rmqsim.run(path, seed=2, overrides=overrides, keep_records=True)
     assert outs[0] == outs[1] and outs[0]["digest"] == local.summary["trace_sha256"]
     assert outs[0]["dups"] == local.summary["duplicates_by_cause"]
     pop = [r for r in local.records if r[2].startswith("pop.")]

@@ -1,4 +1,4 @@
-"""sim/kernel/event_queue.py: the compiled push and pop keep heapq's heap, entry for entry."""
+"""sim/event_queue.py: the compiled push and pop keep heapq's heap, entry for entry."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from sim.kernel import compiled, event_queue
+from sim import compiled, event_queue
 
 
 def _entry(rng: random.Random, eid: int) -> tuple:

@@ -22,8 +22,8 @@ from collections import defaultdict
 
 import pytest
 
-import sim
-from sim.kernel.trace import field_index
+import rmqsim
+from sim.trace import field_index
 from tests.conftest import ROOT
 
 SEEDS = (1, 2, 3)
@@ -34,7 +34,7 @@ HAND_OVER_REASONS = ("rebalance", "pull_expired")
 
 @functools.cache
 def run(name: str, seed: int, *overrides: str):
-    return sim.run(str(ROOT / "scenarios" / f"{name}.yaml"), seed=seed, overrides=list(overrides), keep_records=True)
+    return rmqsim.run(str(ROOT / "scenarios" / f"{name}.yaml"), seed=seed, overrides=list(overrides), keep_records=True)
 
 
 def recs(result, kind: str) -> list[tuple]:

@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 import yaml
 
-from sim import scenario as scenario_mod
-from sim.kernel.config import ConfigError
+from rmqsim.scenario import spec as scenario_mod
+from sim.config import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "scenarios"
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sim.cli", *args], cwd=str(REPO), capture_output=True,
+    return subprocess.run([sys.executable, "-m", "rmqsim.cli", *args], cwd=str(REPO), capture_output=True,
                           text=True, timeout=120)
 
 
@@ -160,7 +160,7 @@ def test_instant_faults_open_no_window():
 
 
 def test_a_fifo_pop_group_is_orderly():
-    """sim/runner.py checks order for a FIFO POP group (pop.orderly): its order and its per-key
+    """rmqsim/runner.py checks order for a FIFO POP group (pop.orderly): its order and its per-key
     guarantee may be expected."""
     doc = with_expect("pop_consumer_crash", {"order_violations": 0, "guarantees": {"per_key_order": "hold"}})
     doc["consumers"][0]["pop"]["orderly"] = True

@@ -1,6 +1,6 @@
 """`rmqsim explain` without a trace (a replay) says what it says with one; `--fault` attributes every
-finding; bad input exits 2; `sim.load` reads a run back; the summary's samples lead to explain.
-Detail records (sim/kernel/trace.py) never move a run's digest."""
+finding; bad input exits 2; `rmqsim.load` reads a run back; the summary's samples lead to explain.
+Detail records (sim/trace.py) never move a run's digest."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import sim
-from analysis.explain import explain_cause, explain_fault, explain_message, read_run
-from sim import cli
-from sim.kernel.trace import DETAIL_KINDS, digest
+import rmqsim
+from analysis.explain.answer import explain_cause, explain_fault, explain_message, read_run
+from rmqsim import cli
+from sim.trace import DETAIL_KINDS, digest
 from tests.conftest import ROOT
 
 RUNS: dict[tuple, Path] = {}
@@ -83,7 +83,7 @@ def test_summary_samples_and_faults_applied(out: Path) -> None:
 
 def test_jittered_and_unscripted_order_of_faults_applied() -> None:
     """A jittered fault's actual start; indexes follow the scenario's list, not firing order."""
-    r = sim.run(str(ROOT / "scenarios" / "restart_consumer.yaml"), seed=1,
+    r = rmqsim.run(str(ROOT / "scenarios" / "restart_consumer.yaml"), seed=1,
                 overrides=["faults[0].at_ms=16s", "faults[1].at_ms=14s", "faults[1].kind=disk_slow",
                            "faults[1].node=broker-a", "faults[1].factor=2", "faults[1].duration_ms=1s",
                            "faults[0].jitter_ms=500"])
@@ -95,8 +95,8 @@ def test_jittered_and_unscripted_order_of_faults_applied() -> None:
 
 def test_detail_records_leave_the_digest_and_the_summary_alone() -> None:
     path = str(ROOT / "scenarios" / "restart_consumer.yaml")
-    plain = sim.run(path, seed=2)
-    from sim.runner import run_scenario
+    plain = rmqsim.run(path, seed=2)
+    from rmqsim.runner import run_scenario
 
     detailed = run_scenario(path, seed=2, detail=True, keep_records=True)
     assert detailed.summary == plain.summary
@@ -128,7 +128,7 @@ def test_cli_exit_codes_and_refusals(out: Path, capsys) -> None:
 
 def test_load_reads_a_run_back(out: Path) -> None:
     d = run_dir(out, "orderly_broker_failure", True)
-    loaded = sim.load(d)
+    loaded = rmqsim.load(d)
     assert loaded.summary == json.loads((d / "summary.json").read_text())
     frame = loaded.frame("consumer.consumed")
     assert list(frame.columns[:5]) == ["t_us", "node", "group", "msg_id", "msg_key"]
@@ -137,12 +137,12 @@ def test_load_reads_a_run_back(out: Path) -> None:
     key = loaded.summary["order_violation_sample"]["send_side"][0]
     assert loaded.explain(key) == explain_message(read_run(d), key)
     assert repr(loaded).startswith("<RunResult orderly_broker_failure seed=1 ")
-    fresh = sim.run(str(ROOT / "scenarios" / "orderly_broker_failure.yaml"), seed=1)
+    fresh = rmqsim.run(str(ROOT / "scenarios" / "orderly_broker_failure.yaml"), seed=1)
     assert fresh.explain(key) == loaded.explain(key)  # a run in memory: replayed
 
 
 def test_sources_digest_is_the_sweeps() -> None:
-    from analysis.sweep import simulator_sha256 as sweeps
-    from sim.kernel.sources import simulator_sha256
+    from analysis.sweeps.sweep import simulator_sha256 as sweeps
+    from sim.sources import simulator_sha256
 
     assert simulator_sha256.__wrapped__() == sweeps()  # computed afresh (the function caches its first answer)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-import sim
-from analysis.explain import explain_cause, explain_message, read_run
-from sim import cli
+import rmqsim
+from analysis.explain.answer import explain_cause, explain_message, read_run
+from rmqsim import cli
 from tests.conftest import ROOT
 
 OUT = Path("/tmp") / "rmqsim-test-explain"  # replaced per session by the fixture below
@@ -52,7 +52,7 @@ def verdict(answer: dict, kind: str) -> dict:
 
 
 def frame(directory: Path, kind: str):
-    return sim.load(directory).frame(kind)
+    return rmqsim.load(directory).frame(kind)
 
 
 def explain(directory: Path, key: str) -> dict:
@@ -63,7 +63,7 @@ def test_power_loss_unflushed_tail() -> None:
     """A lost message: stored beyond the last flush, destroyed by the power loss; a message stored
     before it: flushed (at the first flush reaching its end) and dispatched, not destroyed."""
     d = run_dir("power_loss_async_flush", 1)
-    summary = sim.load(d).summary
+    summary = rmqsim.load(d).summary
     key = summary["lost_sample"]["unflushed_at_power_loss"][0]
     a = explain(d, key)
     (fault,) = summary["faults_applied"]
@@ -98,7 +98,7 @@ def test_loss_by_offset_reuse_after_recovery() -> None:
     """Stored after the recovery at an offset a destroyed record held; the consumer had already
     committed past it before the loss."""
     d = run_dir("power_loss_async_flush", 1, "consumers[0].start_ms=1s")
-    summary = sim.load(d).summary
+    summary = rmqsim.load(d).summary
     key = summary["lost_sample"]["offset_skipped_after_recovery"][0]
     a = explain(d, key)
     v = verdict(a, "lost")
@@ -125,7 +125,7 @@ def test_producer_retry_duplicate() -> None:
     """Two stored copies: the first attempt's answer was lost (a timeout), the retry stored it on
     the other broker; both copies were consumed."""
     d = run_dir("response_loss_producer_retry", 1)
-    key = sim.load(d).summary["duplicate_sample"]["producer_retry"][0]
+    key = rmqsim.load(d).summary["duplicate_sample"]["producer_retry"][0]
     a = explain(d, key)
     stored = frame(d, "broker.stored")
     truth = stored[(stored.msg_key == key) & (stored.topic == "orders")]
@@ -147,7 +147,7 @@ def test_rebalance_duplicate() -> None:
     """Re-read after a hand-over: the first owner dropped the queue before a commit covering the
     message reached the broker; the hand-over lies between the two deliveries."""
     d = run_dir("consumer_joins_busy_group", 1, "duration_ms=24s", "settle_ms=20s")
-    key = sim.load(d).summary["duplicate_sample"]["rebalance"][0]
+    key = rmqsim.load(d).summary["duplicate_sample"]["rebalance"][0]
     a = explain(d, key)
     v = verdict(a, "duplicate")
     assert v["cause"] == "rebalance"
@@ -164,7 +164,7 @@ def test_rebalance_duplicate() -> None:
 
 def test_consumer_crash_duplicate_bound_is_the_last_commit_that_reached_the_broker() -> None:
     d = run_dir("restart_consumer", 1)
-    key = sim.load(d).summary["duplicate_sample"]["consumer_crash"][0]
+    key = rmqsim.load(d).summary["duplicate_sample"]["consumer_crash"][0]
     a = explain(d, key)
     v = verdict(a, "duplicate")
     assert v["cause"] == "consumer_crash"
@@ -186,7 +186,7 @@ def test_consumer_crash_duplicate_bound_is_the_last_commit_that_reached_the_brok
 
 def test_broker_offset_rollback_duplicate() -> None:
     d = run_dir("orderly_broker_failure", 1)
-    key = sim.load(d).summary["duplicate_sample"]["broker_offset_rollback"][0]
+    key = rmqsim.load(d).summary["duplicate_sample"]["broker_offset_rollback"][0]
     a = explain(d, key)
     v = verdict(a, "duplicate")
     assert v["cause"] == "broker_offset_rollback"
@@ -206,7 +206,7 @@ def test_transaction_discarded_after_15_checks() -> None:
     d = run_dir("txn_producers_down", 1, "settle_ms=120s",
                 *[f"cluster.brokers[{i}].broker.transaction_check_interval_ms=5000" for i in (0, 1)])
     listed = explain_cause(read_run(d), "discarded", limit=1)
-    assert listed["total"] == sim.load(d).summary["txn"]["committed_lost_causes"]["discarded"] > 0
+    assert listed["total"] == rmqsim.load(d).summary["txn"]["committed_lost_causes"]["discarded"] > 0
     key = listed["messages"][0]["key"]
     local = frame(d, "txn.local_done")
     assert local[local.msg_key == key].outcome.tolist() == ["COMMIT"]
@@ -225,7 +225,7 @@ def test_transaction_discarded_after_15_checks() -> None:
 
 def test_orderly_send_side_violation() -> None:
     d = run_dir("orderly_broker_failure", 1)
-    key = sim.load(d).summary["order_violation_sample"]["send_side"][0]
+    key = rmqsim.load(d).summary["order_violation_sample"]["send_side"][0]
     a = explain(d, key)
     v = verdict(a, "order_violation")
     assert v["cause"] == "send_side"
@@ -245,7 +245,7 @@ def test_loss_by_retention_names_the_deleted_file() -> None:
     """A message the lagging group never read: stored, then its CommitLog file deleted by the clean
     service at least fileReservedTime (20 s) later; the group that kept up consumed it."""
     d = run_dir("retention_lagging_consumer", 1)
-    summary = sim.load(d).summary
+    summary = rmqsim.load(d).summary
     key = summary["lost_sample"]["expired_file_deleted"][0]
     a = explain(d, key)
     v = verdict(a, "lost")

@@ -2,7 +2,7 @@
 other than the master (scenarios/failover_stale_slave_offsets.yaml). Bounds, not pinned numbers.
 
 Reference: ../shared/reference/rocketmq-semantics.md 3.9 and 6.3 (SlaveSynchronize, offsets on a
-slave); duplicate causes from analysis/duplicates.py.
+slave); duplicate causes from analysis/checkers/duplicates.py.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import functools
 import pytest
 
 from models.records import BROKER_OFFSET_BEHIND_REPLICA, CONSUMER_CONSUMED, SLAVE_SYNCED
-from sim import scenario
-from sim.kernel.trace import field_index
-from sim.runner import run_scenario
+from rmqsim.runner import run_scenario
+from rmqsim.scenario import spec as scenario
+from sim.trace import field_index
 
 SEEDS = (1, 2, 3)
 SEC = 1_000_000

@@ -1,4 +1,4 @@
-"""Scripted faults with `jitter_ms` (sim/kernel/faults.py, README "Faults"; issue 25): a fault happens at
+"""Scripted faults with `jitter_ms` (sim/faults.py, README "Faults"; issue 25): a fault happens at
 `at_ms` plus a uniform draw in [0, jitter_ms) from the seeded stream `faults.jitter`, one draw per
 jittered fault in `at_ms` order; a fault without jitter happens at `at_ms` exactly. So one seed
 always gives the same times, and seeds spread a fault over the window (a flush cycle in the
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from sim.kernel.env import ms
-from sim.kernel.rng import Rng
-from sim.kernel.trace import FAULT_INJECTED, field_index
-from sim.runner import build, start
-from sim.scenario import from_data, load
+from rmqsim.runner import build, start
+from rmqsim.scenario.spec import from_data, load
+from sim.env import ms
+from sim.rng import Rng
+from sim.trace import FAULT_INJECTED, field_index
 from tests.conftest import ROOT
 
 SEEDS = tuple(range(1, 9))

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-import sim
-from sim.kernel.trace import field_index
-from sim.runner import run_scenario
-from sim.scenario import from_data, load
+import rmqsim
+from rmqsim.runner import run_scenario
+from rmqsim.scenario.spec import from_data, load
+from sim.trace import field_index
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = {
@@ -47,7 +47,7 @@ def path(name: str) -> Path:
 
 @functools.cache
 def result(name: str):
-    return sim.run(str(path(name)), seed=SEED, keep_records=True)
+    return rmqsim.run(str(path(name)), seed=SEED, keep_records=True)
 
 
 @functools.cache
@@ -98,7 +98,7 @@ def first_consumed_us(name: str) -> dict[int, int]:
 
 def _rmqsim() -> list[str]:
     exe = Path(sys.executable).with_name("rmqsim")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "sim.cli"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "rmqsim.cli"]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -268,7 +268,7 @@ def test_timed_out_send_is_not_retried(name: str) -> None:
     assert failed
     assert all(r[reason_i] == "call_timeout" for r in failed)
     # a timeout ends the send; a second attempt happens only after a first one failed fast (the
-    # RST of a rebooted broker, sim/kernel/network.py) and then ran out of the send's total timeout
+    # RST of a rebooted broker, sim/network.py) and then ran out of the send's total timeout
     retried = [r for r in failed if r[attempts_i] != 1]
     assert all(r[attempts_i] == 2 for r in retried) and (not retried or name.startswith("power_loss"))
     assert len(retried) <= 0.05 * len(failed)

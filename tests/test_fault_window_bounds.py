@@ -1,8 +1,8 @@
 """Fault windows end where the run ends, the analysis runs under the run's memory bound, and the
 livelock bound counts the events of one instant exactly (issue 37, items 5 and 9).
 
-analysis/faults_applied.py, analysis/metrics.py (`fault_seconds`), sim/runner.py (the summary
-built under the watchdog), sim/kernel/watchdog.py, sim/kernel/env.py (`max_events_per_instant`).
+analysis/checkers/faults_applied.py, analysis/checkers/metrics.py (`fault_seconds`), rmqsim/runner.py (the summary
+built under the watchdog), sim/watchdog.py, sim/env.py (`max_events_per_instant`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ PY = str(ROOT / ".venv" / "bin" / "python")
 YEAR_PAUSE = ["--set", "duration_ms=5s", "--set", "settle_ms=1s", "--set", "faults[0].at_ms=1s",
               "--set", "faults[0].duration_ms=366d", "--set", "limits.max_rss_mb=400"]
 # runs `rmqsim` in a child and reports its peak resident memory (ru_maxrss, KB) on stderr's last line
-PEAK = ("import resource, sys\nfrom sim.cli import main\ncode = main(sys.argv[1:])\n"
+PEAK = ("import resource, sys\nfrom rmqsim.cli import main\ncode = main(sys.argv[1:])\n"
         "print(f'peak_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\nsys.exit(code)\n")
 
 
@@ -66,8 +66,8 @@ def test_a_fault_in_force_when_a_bound_stopped_the_run_ends_at_the_runs_end(tmp_
 
 HOARD = """
 import sys
-import sim.runner as runner
-from sim.kernel.watchdog import rss_mb
+import rmqsim.runner as runner
+from sim.watchdog import rss_mb
 
 judge_units, hoarded = runner.judge_units, []
 
@@ -81,7 +81,7 @@ def hoarding(ledger, *args, **kwargs):  # an analysis that needs far more memory
     return judge_units(ledger, *args, **kwargs)
 
 runner.judge_units = hoarding
-from sim.cli import main
+from rmqsim.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -114,8 +114,8 @@ STORM = ["duration_ms=12s", "settle_ms=1s", "producers[0].rate_per_s=50", "expec
 def first_crowded_instant(limit: int) -> tuple[int, int]:
     """(time µs, events) of the first instant of the STORM run holding more than `limit` events,
     counted here by stepping the world one heap entry at a time (not by the run loop's counter)."""
-    from sim import scenario
-    from sim.runner import build, start
+    from rmqsim.runner import build, start
+    from rmqsim.scenario import spec as scenario
 
     world = build(scenario.load(ROOT / "scenarios" / "txn_check_storm.yaml", STORM), 1)
     start(world)
@@ -154,7 +154,7 @@ def test_the_default_livelock_bound_leaves_the_same_run_alone(tmp_path) -> None:
 def test_the_count_of_an_instant_goes_on_across_run_calls_and_leaves_the_stop_marker_out() -> None:
     """An instant split over three `SimEnv.run` calls (the slice loop's `until` boundary, then
     `max_events`): its 51st event raises `InstantLivelock`, unprocessed, after exactly 50 ran."""
-    from sim.kernel.env import InstantLivelock, SimEnv
+    from sim.env import InstantLivelock, SimEnv
 
     env = SimEnv()
     env.max_events_per_instant = 50

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-import sim
-from sim import scenario as scenario_mod
-from sim.kernel.config import ConfigError
-from sim.kernel.dist import Lognormal, Uniform
-from sim.kernel.limits import DRAW_CAP, MAX_PROBLEMS
+import rmqsim
+from rmqsim.scenario import spec as scenario_mod
+from sim.config import ConfigError
+from sim.dist import Lognormal, Uniform
+from sim.limits import DRAW_CAP, MAX_PROBLEMS
 from tests.conftest import ROOT
 from tests.fuzz.properties import assert_clean_rejection, assert_consistent_summary, assert_no_foreign_content
 
@@ -39,7 +39,7 @@ def problems_of(tmp_path: Path, content: str | bytes, overrides: list[str] | Non
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sim.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "rmqsim.cli", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
 
@@ -189,7 +189,7 @@ def test_slowest_accepted_rate_runs_without_overflow():
     """rate_per_s at its minimum: the gap between messages is longer than the run (no message),
     not 1 µs after an overflow (the issue's 200,000 messages in 0.1 s)."""
     sc = scenario_mod.load(BASELINE, ["producers[0].rate_per_s=0.000001", "duration_ms=2s", "settle_ms=1s"])
-    summary = sim.run(sc).summary
+    summary = rmqsim.run(sc).summary
     assert summary["sent_attempts"] <= 2 and summary["stopped_by"] is None
     assert_consistent_summary(summary)
 
@@ -245,15 +245,15 @@ def test_run_stops_at_max_events_with_a_summary(tmp_path):
 
 
 def test_run_stops_at_max_wall_s():
-    summary = sim.run(BASELINE, max_wall_s=0.2).summary
+    summary = rmqsim.run(BASELINE, max_wall_s=0.2).summary
     assert summary["stopped_by"] == "max_wall_s"
     assert_consistent_summary(summary)
 
 
 def test_bounds_not_reached_leave_the_digest_alone():
     sc = scenario_mod.load(BASELINE, ["duration_ms=5s", "settle_ms=2s"])
-    plain = sim.run(sc, seed=3).summary
-    bounded = sim.run(sc, seed=3, max_events=10**9, max_wall_s=3600).summary
+    plain = rmqsim.run(sc, seed=3).summary
+    bounded = rmqsim.run(sc, seed=3, max_events=10**9, max_wall_s=3600).summary
     assert bounded["stopped_by"] is None and bounded["trace_sha256"] == plain["trace_sha256"]
 
 
@@ -342,7 +342,7 @@ def test_huge_integers_from_the_python_api_are_described_not_printed():
 
 
 def _sweep_problems(tmp_path: Path, body: str, base: Path = BASELINE) -> list[str]:
-    from analysis.sweep_spec import load_sweep
+    from analysis.sweeps.spec import load_sweep
 
     path = tmp_path / "sweep.yaml"
     path.write_text(f"name: s\nbase: {base}\n{body}")
@@ -371,7 +371,7 @@ def test_sweep_numbers_and_names_as_in_scenarios(tmp_path, body, fragment):
 
 def test_sweep_value_strings_stay_strings(tmp_path):
     """A sweep value '1e3' (a string) goes to the scenario as the string, not as 1000.0."""
-    from analysis.sweep_spec import load_sweep, override_item
+    from analysis.sweeps.spec import load_sweep, override_item
 
     assert override_item("producers[0].tags", ["1e3", "0x1F", "1:30"]) == \
         "producers[0].tags=['1e3', '0x1F', '1:30']"
@@ -478,7 +478,8 @@ def test_a_report_that_fails_after_spark_starts_leaves_no_import_running(tmp_pat
     or the interpreter would finalize under it: the thread is joined however the report ends."""
     import threading
 
-    from analysis import report, sweep
+    from analysis.reports import sweep_report as report
+    from analysis.sweeps import sweep
     from tests.analysis.test_sweep_hardening import _sweep_with_rows
 
     _sweep, out = _sweep_with_rows(tmp_path)

@@ -11,8 +11,8 @@ import functools
 import pytest
 
 import models.records  # noqa: F401  (declares the record kinds field_index reads)
-import sim
-from sim.kernel.trace import field_index
+import rmqsim
+from sim.trace import field_index
 from tests.conftest import ROOT
 
 SCENARIO = ROOT / "scenarios" / "lite_pull_consumer_crash.yaml"
@@ -23,8 +23,8 @@ WINDOW_S = 5 + 5 + 1  # autoCommitIntervalMillis + persistConsumerOffsetInterval
 
 
 @functools.cache
-def run(seed: int, push: bool = False, detail: bool = False) -> sim.RunResult:
-    return sim.run(SCENARIO, seed=seed, overrides=["consumers[0].lite_pull=null"] if push else [],
+def run(seed: int, push: bool = False, detail: bool = False) -> rmqsim.RunResult:
+    return rmqsim.run(SCENARIO, seed=seed, overrides=["consumers[0].lite_pull=null"] if push else [],
                    keep_records=detail, detail=detail)
 
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-import sim
-from analysis.frames import FrameError
-from sim.progress import ProgressLine, format_line
+import rmqsim
+from analysis.checkers.frames import FrameError
+from rmqsim.progress import ProgressLine, format_line
 from tests.conftest import ROOT
 
 SHORT = ["duration_ms=6s", "settle_ms=2s", "producers[0].rate_per_s=100"]
@@ -20,7 +20,7 @@ BASELINE = str(ROOT / "scenarios" / "baseline.yaml")
 
 @pytest.fixture(scope="module")
 def kept():
-    return sim.run(BASELINE, overrides=SHORT, keep_records=True)
+    return rmqsim.run(BASELINE, overrides=SHORT, keep_records=True)
 
 
 def test_repr_is_one_short_line(kept) -> None:
@@ -34,13 +34,13 @@ def test_frame_has_typed_columns_from_records_or_trace(kept, tmp_path) -> None:
     assert list(frame.columns[:3]) == ["t_us", "node", "msg_id"]
     assert str(frame.dtypes["t_us"]) == "Int64" and str(frame.dtypes["broker"]) == "string"
     assert len(frame) == kept.summary["sent_attempts"] - kept.summary["send_failed"]
-    traced = sim.run(BASELINE, overrides=SHORT, trace_dir=tmp_path / "trace")
+    traced = rmqsim.run(BASELINE, overrides=SHORT, trace_dir=tmp_path / "trace")
     assert traced.frame("producer.sent").equals(frame)
     assert str(kept.frame("consumer.consumed").dtypes["ok"]) == "boolean"
 
 
 def test_frame_says_what_is_missing() -> None:
-    bare = sim.run(BASELINE, overrides=SHORT)
+    bare = rmqsim.run(BASELINE, overrides=SHORT)
     with pytest.raises(FrameError, match="keep_records=True or trace_dir"):
         bare.frame("producer.sent")
     with pytest.raises(FrameError, match="unknown record kind 'producer.snet'"):
@@ -54,18 +54,18 @@ def test_frame_without_pandas_names_the_extra(kept, monkeypatch) -> None:
 
 
 def test_run_takes_documented_keywords_not_kwargs() -> None:
-    params = inspect.signature(sim.run).parameters
+    params = inspect.signature(rmqsim.run).parameters
     assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
     for name in ("overrides", "details", "keep_records", "trace_dir", "max_events", "max_wall_s", "progress"):
-        assert name in params and f"{name}" in sim.run.__doc__, name
+        assert name in params and f"{name}" in rmqsim.run.__doc__, name
 
 
 def test_progress_line_only_on_a_terminal() -> None:
     quiet = io.StringIO()
-    sim.run(BASELINE, overrides=SHORT, progress=ProgressLine(quiet))
+    rmqsim.run(BASELINE, overrides=SHORT, progress=ProgressLine(quiet))
     assert quiet.getvalue() == ""
     seen: list[dict] = []
-    sim.run(BASELINE, overrides=SHORT, progress=seen.append)
+    rmqsim.run(BASELINE, overrides=SHORT, progress=seen.append)
     assert seen and seen[-1]["sim_us"] == seen[-1]["end_us"]
     assert [p["sim_us"] for p in seen] == sorted(p["sim_us"] for p in seen)
     assert all(p["sent_ok"] >= 0 and p["send_failed"] >= 0 for p in seen)  # counts as records are flushed
@@ -93,12 +93,12 @@ def test_progress_line_max_and_average_rt_match_the_send_records(monkeypatch: py
     """On a (fake) terminal every line's Max RT and Average RT are those of the send records the
     checkers had counted when it was drawn: the maximum since the start, the mean since the
     previous line (RocketMQ's benchmark Producer fields)."""
-    monkeypatch.setattr("sim.progress.INTERVAL_S", 0.0)  # a line at every slice
+    monkeypatch.setattr("rmqsim.progress.INTERVAL_S", 0.0)  # a line at every slice
     terminal = FakeTerminal()
     line = ProgressLine(terminal)
     assert line.enabled
     seen: list[dict] = []
-    result = sim.run(BASELINE, overrides=[*SHORT, "duration_ms=12s", "producers[0].rate_per_s=400"], keep_records=True,
+    result = rmqsim.run(BASELINE, overrides=[*SHORT, "duration_ms=12s", "producers[0].rate_per_s=400"], keep_records=True,
                      progress=lambda p: (seen.append(dict(p)), line(p)))
     line.close()
     rts = [r[0] - r[10] for r in result.records if r[2] == "producer.sent" and r[8] != "ONEWAY"]

@@ -19,7 +19,7 @@ from collections import defaultdict
 
 import pytest
 
-import sim
+import rmqsim
 
 SCENARIO = "scenarios/orderly_broker_failure.yaml"
 SEEDS = (1, 2, 3)
@@ -28,7 +28,7 @@ SEEDS = (1, 2, 3)
 @pytest.mark.parametrize("version", ["5.x", "4.x"])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_orderly_without_faults_keeps_every_key_in_order(seed: int, version: str) -> None:
-    s = sim.run(SCENARIO, seed=seed, overrides=["faults=[]", f"version={version}", "expect.guarantees.per_key_order=hold"]).summary
+    s = rmqsim.run(SCENARIO, seed=seed, overrides=["faults=[]", f"version={version}", "expect.guarantees.per_key_order=hold"]).summary
     assert s["order_violations"] == 0
     assert s["order_violations_by_cause"] == dict.fromkeys(s["order_violations_by_cause"], 0)
     assert s["lost"] == 0 and s["duplicates"] == 0 and s["verdict"] == "valid"
@@ -64,7 +64,7 @@ def _stranded_behind_route_changes(records: list[tuple]) -> int:
 @pytest.mark.parametrize("version", ["5.x", "4.x"])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_broker_failure_breaks_order_only_send_side_and_bounded(seed: int, version: str) -> None:
-    r = sim.run(SCENARIO, seed=seed, keep_records=True, overrides=[f"version={version}"])
+    r = rmqsim.run(SCENARIO, seed=seed, keep_records=True, overrides=[f"version={version}"])
     s = r.summary
     assert s["lost"] == 0
     assert s["duplicates_by_cause"]["other"] == 0  # every duplicate has its mechanism

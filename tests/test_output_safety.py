@@ -35,13 +35,13 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from analysis import results_store as store
-from analysis import sweep_dir
-from analysis.report import ReportError, build_report
-from analysis.sweep import manifest, tasks
-from analysis.sweep_spec import load_sweep
-from sim import cli, run_store
-from sim.kernel.files import MANIFEST, OutputError, OwnedDir, system_dir, writable_dir
+from analysis.reports.sweep_report import ReportError, build_report
+from analysis.sweeps import directory as sweep_dir
+from analysis.sweeps import results_store as store
+from analysis.sweeps.spec import load_sweep
+from analysis.sweeps.sweep import manifest, tasks
+from rmqsim import cli, run_store
+from sim.files import MANIFEST, OutputError, OwnedDir, system_dir, writable_dir
 from tests.analysis.test_sweep import write_sweep
 from tests.conftest import ROOT
 
@@ -53,7 +53,7 @@ ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 
 def rmqsim(*args: str, cwd: Path, code: str | None = None) -> subprocess.CompletedProcess:
     """`rmqsim ARGS` in a child process; `code` runs first in it (a fault injection)."""
-    script = (code or "") + f"\nimport sys, sim.cli\nsys.exit(sim.cli.main({list(args)!r}))\n"
+    script = (code or "") + f"\nimport sys, rmqsim.cli\nsys.exit(rmqsim.cli.main({list(args)!r}))\n"
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(cwd), timeout=300,
                           env=ENV)
 
@@ -525,7 +525,7 @@ def test_report_refuses_missing_or_unlisted_per_message_files(tmp_path, damage):
 def test_report_reads_an_older_sweep_whose_rows_list_no_files(tmp_path):
     """Rows written before `output_files` existed: their per-message files are checked as readable
     Parquet (all that can be checked), not refused as unlisted."""
-    from analysis.report import check_tables
+    from analysis.reports.sweep_report import check_tables
 
     sweep, out = sweep_with_rows(tmp_path, keep_deliveries=True)
     for path in sorted((out / "runs").iterdir()):
@@ -624,7 +624,7 @@ def test_a_sweep_run_that_cannot_write_its_row_leaves_no_file(tmp_path, monkeypa
     file is left that no row lists) and reports "no_space" without raising (no Spark traceback);
     the driver then stops the sweep with exit 2 "could not write ... no space left on device",
     complete runs kept. Another write error still fails the task."""
-    from analysis import sweep_task
+    from analysis.sweeps import task as sweep_task
 
     sweep = load_sweep(write_sweep(tmp_path, "full", set=SWEEP_SHORT, seeds=[1], keep=["deliveries", "latencies"]))
     out = tmp_path / "out"

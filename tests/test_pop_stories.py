@@ -18,8 +18,8 @@ import functools
 import pytest
 
 import models.records as rec
-import sim
-from sim.kernel.trace import NODE_CRASHED, field_index
+import rmqsim
+from sim.trace import NODE_CRASHED, field_index
 from tests.conftest import ROOT
 
 SEEDS = (1, 2, 3)
@@ -33,11 +33,11 @@ REVIVE_MAX_US = 6 * S  # + the timer's 1 s slot + up to 3 s of idle backoff
 
 
 @functools.cache
-def run(path: str, seed: int, overrides: tuple[str, ...] = (), detail: bool = False) -> sim.RunResult:
-    return sim.run(path, seed=seed, overrides=list(overrides), keep_records=detail, detail=detail)
+def run(path: str, seed: int, overrides: tuple[str, ...] = (), detail: bool = False) -> rmqsim.RunResult:
+    return rmqsim.run(path, seed=seed, overrides=list(overrides), keep_records=detail, detail=detail)
 
 
-def records(r: sim.RunResult, kind: str) -> list[tuple]:
+def records(r: rmqsim.RunResult, kind: str) -> list[tuple]:
     return [x for x in r.records if x[2] == kind]
 
 

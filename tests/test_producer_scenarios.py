@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import sim
+import rmqsim
 from models.message import SEQ_BITS
-from sim.kernel.trace import field_index
-from sim.runner import run_scenario
-from sim.scenario import from_data, load
+from rmqsim.runner import run_scenario
+from rmqsim.scenario.spec import from_data, load
+from sim.trace import field_index
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = (1, 2, 3)
@@ -27,7 +27,7 @@ def path(name: str) -> str:
 
 @functools.cache
 def run(name: str, seed: int, *overrides: str, keep: bool = False):
-    return sim.run(path(name), seed=seed, overrides=list(overrides), keep_records=keep)
+    return rmqsim.run(path(name), seed=seed, overrides=list(overrides), keep_records=keep)
 
 
 def fi(kind: str, field: str) -> int:

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.checks import check
-from analysis.ledger import ProducerInfo
+from analysis.checkers.checks import check
+from analysis.checkers.ledger import ProducerInfo
 from models.message import msg_id_of
 from models.records import (
     BROKER_STORED,
@@ -31,9 +31,9 @@ from models.records import (
     CONSUMER_QUEUE_STARTED,
     PRODUCER_SENT,
 )
-from sim.kernel.trace import field_index
-from sim.runner import build, run_scenario, start
-from sim.scenario import from_data
+from rmqsim.runner import build, run_scenario, start
+from rmqsim.scenario.spec import from_data
+from sim.trace import field_index
 
 PULL_MAX_IDLE_TIME_US = 120_000_000  # ProcessQueue.PULL_MAX_IDLE_TIME (Java), not read from the model
 PAUSE_AT_US = 50_000_000
@@ -131,7 +131,7 @@ def test_what_a_pull_expired_queue_had_in_flight_is_consumed_again_as_rebalance_
     assert kept["sent_ok"] == MESSAGES and kept["lost"] == 0 and kept["duplicates"] == 0
 
 
-# --- the label, on scripted records (analysis/duplicates.py) ------------------------------------
+# --- the label, on scripted records (analysis/checkers/duplicates.py) ------------------------------------
 
 MSG = msg_id_of(0, 1)
 

@@ -1,4 +1,4 @@
-"""Quiescence (sim/quiescence.py): runs that end when the cluster is quiet, and say when it was not.
+"""Quiescence (rmqsim/quiescence.py): runs that end when the cluster is quiet, and say when it was not.
 
 The orderly broker-crash story: the crashed master restarts when its fault heals; a heartbeat
 later the consumers re-register, the broker notifies them, queues move, and the offsets the crash
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from sim import scenario as scenario_mod
-from sim.cli import main
-from sim.quiescence import QuietWatch, default_window_ms
-from sim.runner import make_ledger, run_scenario
+from rmqsim.cli import main
+from rmqsim.quiescence import QuietWatch, default_window_ms
+from rmqsim.runner import make_ledger, run_scenario
+from rmqsim.scenario import spec as scenario_mod
 
 STORY = "scenarios/orderly_broker_failure.yaml"
 LONG_SETTLE = "settle_ms=400s"  # far past every heartbeat, rebalance and persistence round after the heal

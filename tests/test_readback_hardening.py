@@ -1,5 +1,5 @@
-"""Issue 37: a run or sweep directory read back is hostile input. explain, diff, `sim.load`, report
-and sweep resume read its JSON through one reader (sim/kernel/readback.py: bounded depth, a
+"""Issue 37: a run or sweep directory read back is hostile input. explain, diff, `rmqsim.load`, report
+and sweep resume read its JSON through one reader (sim/readback.py: bounded depth, a
 declared shape per file), so a damaged file is exit 2 (or `ExplainError`) naming the file, the key
 path and the reason, never a traceback; message ids are parsed by one bounded function; a replay
 is bounded like a run (exit 3); a sweep's `base` path is never opened.
@@ -21,12 +21,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import sim
-from analysis import sweep_dir
-from analysis.explain_source import ExplainError
-from analysis.sweep_spec import load_sweep
-from sim import cli
-from sim.scenario import from_data
+import rmqsim
+from analysis.explain.source import ExplainError
+from analysis.sweeps import directory as sweep_dir
+from analysis.sweeps.spec import load_sweep
+from rmqsim import cli
+from rmqsim.scenario.spec import from_data
 from tests.analysis.test_sweep_report import fabricated_sweep
 from tests.conftest import ROOT
 
@@ -104,7 +104,7 @@ def test_load_raises_its_documented_error(good: Path, tmp_path: Path, case: str)
     name, edit, says = DAMAGES[case]
     run = damaged(good, tmp_path, name, edit)
     with pytest.raises(ExplainError) as caught:
-        repr(sim.load(run))
+        repr(rmqsim.load(run))
     assert says in str(caught.value)
 
 
@@ -128,12 +128,12 @@ def test_large_files_are_scanned_for_depth_without_recursion(good: Path, tmp_pat
     when shallow and is refused when deep, whatever its size."""
     shallow = damaged(good, tmp_path / "a", "summary.json",
                       lambda s: s | {"note": "[" * 5_000, "pad": [[i] for i in range(100_000)]})
-    assert repr(sim.load(shallow)).startswith("<RunResult pause_consumer seed=1 ")
+    assert repr(rmqsim.load(shallow)).startswith("<RunResult pause_consumer seed=1 ")
     deep = damaged(good, tmp_path / "b", "summary.json", lambda s: s | {"pad": [[i] for i in range(100_000)]})
     text = (deep / "summary.json").read_text()
     (deep / "summary.json").write_text(text[:-1] + ', "deep": ' + "[" * 65 + "]" * 65 + "}")
     with pytest.raises(ExplainError, match="nested deeper than 64 levels"):
-        sim.load(deep)
+        rmqsim.load(deep)
 
 
 @pytest.mark.parametrize("msg, says", [
@@ -152,7 +152,7 @@ def test_odd_message_ids_are_refused(good: Path, capsys, msg: str, says: str) ->
 
 def test_load_explain_refuses_an_odd_id(good: Path) -> None:
     with pytest.raises(ExplainError, match="is not a message of this run"):
-        sim.load(good).explain("p-2-²")
+        rmqsim.load(good).explain("p-2-²")
 
 
 def edited_into_a_day(good: Path, folder: Path, sim_time: bool) -> Path:
@@ -176,7 +176,7 @@ def edited_into_a_day(good: Path, folder: Path, sim_time: bool) -> Path:
 
 def explain_process(run: Path, timeout_s: float) -> tuple[subprocess.CompletedProcess, float]:
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "sim.cli", "explain", str(run), "p-1-5"], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "rmqsim.cli", "explain", str(run), "p-1-5"], capture_output=True,
                             text=True, timeout=timeout_s, cwd=ROOT)
     return result, time.perf_counter() - started
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from sim import scenario
+from rmqsim.scenario import spec as scenario
 from tests.conftest import ROOT
 
 
 def test_reference_yaml_matches_defaults() -> None:
-    out = subprocess.run([sys.executable, "-m", "sim.cli", "defaults"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "rmqsim.cli", "defaults"], capture_output=True, text=True,
                          check=True, cwd=str(ROOT))
     committed = (ROOT / "scenarios" / "reference.yaml").read_text()
     assert out.stdout == committed, "regenerate with: rmqsim defaults > scenarios/reference.yaml"
@@ -37,7 +37,7 @@ def test_every_bundled_scenario_validates() -> None:
 def test_every_scenario_field_has_a_description() -> None:
     """Each field of every model a scenario reaches says what it is (meaning, unit, Java name)
     in its declaration: `Field(description=...)`. The message names each field."""
-    from sim.reference import missing_descriptions
+    from rmqsim.scenario.reference import missing_descriptions
 
     missing = missing_descriptions(scenario.Scenario)
     assert not missing, "fields without a description (declare them with Field(description=...)): " + \
@@ -84,7 +84,7 @@ def test_a_field_without_description_is_named() -> None:
     reached only through a list of an optional nested model; described fields are not."""
     from pydantic import BaseModel, Field
 
-    from sim.reference import missing_descriptions
+    from rmqsim.scenario.reference import missing_descriptions
 
     class Inner(BaseModel):
         described: int = Field(1, description="a described field")

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import pytest
 
-import sim
-from sim.kernel.trace import field_index
-from sim.scenario import from_data
+import rmqsim
+from rmqsim.scenario.spec import from_data
+from sim.trace import field_index
 from tests.conftest import ROOT
 
 SEEDS = (1, 2, 3)
@@ -47,7 +47,7 @@ def recs(result, kind: str) -> list[tuple]:
 
 
 def run_bundled(name: str, seed: int):
-    return sim.run(str(ROOT / "scenarios" / f"{name}.yaml"), seed=seed, keep_records=True)
+    return rmqsim.run(str(ROOT / "scenarios" / f"{name}.yaml"), seed=seed, keep_records=True)
 
 
 def acked_ids(result) -> set[int]:
@@ -231,7 +231,7 @@ def tiny(delete_when: str) -> dict:
 
 @pytest.fixture(scope="module")
 def timeline():
-    return sim.run(from_data(tiny("00"), "retention timeline"), seed=1, keep_records=True)
+    return rmqsim.run(from_data(tiny("00"), "retention timeline"), seed=1, keep_records=True)
 
 
 def test_timeline_deletes_in_file_order_from_the_first_run_in_batches_100ms_apart(timeline) -> None:
@@ -271,7 +271,7 @@ def test_timeline_each_run_starts_on_a_clean_interval_tick(timeline) -> None:
 
 
 def test_timeline_delete_when_outside_the_run_deletes_nothing() -> None:
-    r = sim.run(from_data(tiny("12"), "retention timeline, deleteWhen 12"), seed=1, keep_records=True)
+    r = rmqsim.run(from_data(tiny("12"), "retention timeline, deleteWhen 12"), seed=1, keep_records=True)
     assert r.summary["sim_time_ms"] > FIRST_RUN_US // 1_000 + 3 * CLEAN_INTERVAL_US // 1_000  # several runs
     assert recs(r, "broker.stored")
     assert not recs(r, "commit_log.expired_deleted") and not recs(r, "commit_log.destroyed")

@@ -1,6 +1,6 @@
 """Run bounds that always fire (issue 25): a step that never yields, a livelock, memory, set-up
-too large to build, and what a stopped run reports (sim/kernel/watchdog.py, sim/runner.py,
-sim/setup_size.py); and the 4.x check loop that once never ended (models/broker/transaction_check.py)."""
+too large to build, and what a stopped run reports (sim/watchdog.py, rmqsim/runner.py,
+rmqsim/scenario/setup_size.py); and the 4.x check loop that once never ended (models/broker/transaction_check.py)."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-import sim
+import rmqsim
 from models.namesrv import NameServer
 from models.records import TXN_CHECKED
-from sim import runner, scenario
-from sim.kernel.config import ConfigError
-from sim.kernel.limits import DEFAULT_MAX_ROUTE_ENTRIES
-from sim.kernel.watchdog import RunInterrupted, Watchdog, rss_mb
-from sim.setup_size import route_entries
+from rmqsim import runner
+from rmqsim.scenario import spec as scenario
+from rmqsim.scenario.setup_size import route_entries
+from sim.config import ConfigError
+from sim.limits import DEFAULT_MAX_ROUTE_ENTRIES
+from sim.watchdog import RunInterrupted, Watchdog, rss_mb
 from tests.conftest import ROOT, short_baseline
 
 TXN_4X = {"name": "txn_4x_spin", "version": "4.x", "duration_ms": 31_000, "settle_ms": 0,
@@ -53,7 +54,7 @@ def test_4x_check_of_a_half_exactly_transaction_timeout_old_ends() -> None:
     """A constant 10/s producer answering UNKNOW: at the 30 s round one half is exactly 6 s old
     (age = transactionTimeOut, no op message). Java's loop spins until its clock moves; here the
     half is checked one clock tick later, and the run ends."""
-    result = sim.run(scenario.from_data(dict(TXN_4X)), max_wall_s=30, keep_records=True)
+    result = rmqsim.run(scenario.from_data(dict(TXN_4X)), max_wall_s=30, keep_records=True)
     s = result.summary
     assert s["stopped_by"] is None and s["txn"]["checks"] > 0
     times = {r[0] for r in result.records if r[2] == TXN_CHECKED}
@@ -65,7 +66,7 @@ def test_4x_check_of_a_half_exactly_transaction_timeout_old_ends() -> None:
 def test_a_step_that_never_yields_stops_at_max_wall_s(monkeypatch) -> None:
     monkeypatch.setattr(NameServer, "on_get_route", spin)
     begun = time.perf_counter()
-    s = sim.run(short(), max_wall_s=1.0).summary
+    s = rmqsim.run(short(), max_wall_s=1.0).summary
     assert time.perf_counter() - begun < 10
     assert (s["stopped_by"], s["verdict"]) == ("max_wall_s", "unknown")
     assert s["failures"] == ["run stopped at its max_wall_s bound: nothing can be judged"]
@@ -74,7 +75,7 @@ def test_a_step_that_never_yields_stops_at_max_wall_s(monkeypatch) -> None:
 
 def test_a_step_that_never_yields_is_a_livelock_naming_it(monkeypatch) -> None:
     monkeypatch.setattr(NameServer, "on_get_route", spin)
-    s = sim.run(short(max_step_wall_s=0.5), max_wall_s=60).summary
+    s = rmqsim.run(short(max_step_wall_s=0.5), max_wall_s=60).summary
     assert (s["stopped_by"], s["verdict"]) == ("livelock", "unknown")
     assert s["livelock_owner"] == "tests/test_run_bounds.py:spin (namesrv)"
     assert "without yielding" in s["stopped_detail"] and s["livelock_owner"] in s["stopped_detail"]
@@ -91,7 +92,7 @@ def test_a_zero_delay_callback_that_reschedules_itself_is_a_livelock(monkeypatch
         original(self, src, req_id, req)
 
     monkeypatch.setattr(NameServer, "on_get_route", on_get_route)
-    s = sim.run(short(max_events_per_instant=20_000), max_wall_s=60).summary
+    s = rmqsim.run(short(max_events_per_instant=20_000), max_wall_s=60).summary
     assert (s["stopped_by"], s["verdict"]) == ("livelock", "unknown")
     # named by the entry due at the instant, or (interrupted inside it) by its frame, which knows the node
     assert s["livelock_owner"] in ("tests/test_run_bounds.py:again", "tests/test_run_bounds.py:again (namesrv)")
@@ -103,7 +104,7 @@ def test_a_zero_delay_callback_that_reschedules_itself_is_a_livelock(monkeypatch
 def test_the_memory_bound_stops_a_run_cleanly() -> None:
     hoard: list[bytes] = []
     limit = int(rss_mb() or 0) + 32
-    s = sim.run(short(60_000, max_rss_mb=limit), max_wall_s=60,
+    s = rmqsim.run(short(60_000, max_rss_mb=limit), max_wall_s=60,
                 observers=(lambda chunk: hoard.append(b"x" * (len(chunk) << 12)),)).summary  # 4 KB a record
     assert (s["stopped_by"], s["verdict"]) == ("max_rss_mb", "unknown")
     assert f"above limits.max_rss_mb ({limit:,} MB)" in s["stopped_detail"]
@@ -117,7 +118,7 @@ def test_a_memory_error_stops_the_run_as_the_memory_bound() -> None:
         if chunk[-1][0] > 3_000_000 and not refused:
             refused.append(chunk[-1][0])
             raise MemoryError
-    s = sim.run(short(), observers=(refuse,)).summary
+    s = rmqsim.run(short(), observers=(refuse,)).summary
     assert (s["stopped_by"], s["verdict"]) == ("max_rss_mb", "unknown")
     assert s["stopped_detail"].startswith("MemoryError") and s["stopped_at_ms"] == refused[0] // 1000
 
@@ -126,7 +127,7 @@ def test_a_memory_error_stops_the_run_as_the_memory_bound() -> None:
 
 def test_a_stop_during_set_up_still_summarizes(monkeypatch) -> None:
     monkeypatch.setattr(runner, "_wire_network", lambda network, sc: spin(None))
-    s = sim.run(short(), max_wall_s=0.5).summary
+    s = rmqsim.run(short(), max_wall_s=0.5).summary
     assert (s["stopped_by"], s["verdict"], s["stopped_at_ms"], s["sent_ok"], s["lost"]) == \
         ("max_wall_s", "unknown", 0, 0, 0)
     assert s["stopped_detail"].startswith("during set-up: ")
@@ -159,7 +160,7 @@ def test_every_bundled_scenario_is_far_inside_the_set_up_limit() -> None:
 # --- what a stopped run reports ------------------------------------------------------------------
 
 def test_a_run_stopped_at_max_events_reports_unconsumed_not_lost() -> None:
-    s = sim.run(short_baseline(), max_events=20_000).summary
+    s = rmqsim.run(short_baseline(), max_events=20_000).summary
     assert s["stopped_by"] == "max_events" and s["verdict"] == "unknown"
     assert s["lost"] == 0 and s["lost_by_cause"]["other"] == 0 and s["unconsumed"] > 0
     assert s["unconsumed"] == sum(g["unconsumed"] for g in s["groups"].values())
@@ -167,7 +168,7 @@ def test_a_run_stopped_at_max_events_reports_unconsumed_not_lost() -> None:
 
 
 def test_a_whole_run_has_nothing_unconsumed() -> None:
-    s = sim.run(short_baseline(5_000, 2_000)).summary
+    s = rmqsim.run(short_baseline(5_000, 2_000)).summary
     assert s["stopped_by"] is None and s["unconsumed"] == 0 and s["stopped_detail"] is None
 
 
@@ -176,7 +177,7 @@ def test_a_whole_run_has_nothing_unconsumed() -> None:
 def test_watchdog_threads_end_with_their_runs() -> None:
     before = threading.active_count()
     for _ in range(3):
-        sim.run(short_baseline(2_000, 1_000))
+        rmqsim.run(short_baseline(2_000, 1_000))
     assert threading.active_count() == before
     assert not [t for t in threading.enumerate() if t.name == "rmqsim-watchdog"]
 
@@ -199,11 +200,11 @@ def test_a_sweep_task_stopped_in_a_step_fails_its_row_and_leaves_no_watchdog(tmp
     the next run in the same worker runs whole, undisturbed."""
     import pyarrow.parquet as pq
 
-    from analysis import results_store as store
-    from analysis import sweep_dir
-    from analysis.sweep import tasks
-    from analysis.sweep_spec import load_sweep
-    from analysis.sweep_task import execute
+    from analysis.sweeps import directory as sweep_dir
+    from analysis.sweeps import results_store as store
+    from analysis.sweeps.spec import load_sweep
+    from analysis.sweeps.sweep import tasks
+    from analysis.sweeps.task import execute
 
     path = tmp_path / "bounded.yaml"
     path.write_text(yaml.safe_dump({"name": "bounded", "base": str(ROOT / "scenarios" / "baseline.yaml"),
@@ -228,7 +229,7 @@ def test_a_sweep_task_stopped_in_a_step_fails_its_row_and_leaves_no_watchdog(tmp
 def cli_with(tmp_path: Path, patch: str, *args: str) -> subprocess.CompletedProcess:
     """`rmqsim run` in a subprocess after `patch` (Python run first)."""
     driver = tmp_path / "driver.py"
-    driver.write_text(textwrap.dedent(patch) + "\nimport sys\nfrom sim.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    driver.write_text(textwrap.dedent(patch) + "\nimport sys\nfrom rmqsim.cli import main\nsys.exit(main(sys.argv[1:]))\n")
     return subprocess.run([sys.executable, str(driver), "run", *args], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
@@ -254,7 +255,7 @@ def test_cli_livelock_exits_3_without_a_traceback(tmp_path) -> None:
 
 def test_cli_stop_during_set_up_exits_3(tmp_path) -> None:
     done = cli_with(tmp_path, """
-        from sim import runner
+        from rmqsim import runner
         def stuck(network, sc):
             while True:
                 pass

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sim import scenario
-from sim.kernel.config import ConfigError
-from sim.scenario_warnings import scenario_warnings
+from rmqsim.scenario import spec as scenario
+from rmqsim.scenario.useless_parts import scenario_warnings
+from sim.config import ConfigError
 from tests.conftest import ROOT
 
 SHORT = ["--set", "duration_ms=6s", "--set", "settle_ms=2s", "--set", "producers[0].rate_per_s=200"]
@@ -21,7 +21,7 @@ BASELINE = str(ROOT / "scenarios" / "baseline.yaml")
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, cwd=str(cwd),
+    return subprocess.run([sys.executable, "-m", "rmqsim.cli", *args], capture_output=True, text=True, cwd=str(cwd),
                           timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
@@ -101,11 +101,11 @@ def test_a_wrong_unit_is_one_clear_error(data: dict, problem: str) -> None:
 def test_the_default_warm_up_keeps_client_start_up_out_of_latency() -> None:
     """Default clients start at 1 s; until the first rebalance (about 1.5 s later) messages wait.
     With `warmup_ms: 0` that transient is the p99; with the default it is not. Counts are the same."""
-    import sim
+    import rmqsim
 
     base = {"duration_ms": "10s", "settle_ms": "3s", "producers": [{"rate_per_s": 200}], "consumers": [{}]}
-    raw = sim.run(scenario.from_data({**base, "warmup_ms": 0})).summary
-    warm = sim.run(scenario.from_data(base)).summary
+    raw = rmqsim.run(scenario.from_data({**base, "warmup_ms": 0})).summary
+    warm = rmqsim.run(scenario.from_data(base)).summary
     assert raw["latency_ms"]["p99"] > 200 and warm["latency_ms"]["p99"] < 50
     assert warm["warmup_ms"] == 5000 and raw["trace_sha256"] == warm["trace_sha256"]  # analysis only
     assert (warm["sent_ok"], warm["consumed"], warm["lost"]) == (raw["sent_ok"], raw["consumed"], raw["lost"])
@@ -126,13 +126,13 @@ def test_send_latency_leaves_out_the_warm_up(seed: int, tmp_path: Path) -> None:
     latency is exactly that of the sends born after the warm-up, and the report's send-latency
     figures (spectrum, p99 per broker over time) hold no send born before it. Counts and the digest
     are the same."""
-    import sim
-    from analysis import run_data as rd
-    from analysis import run_figures
-    from analysis.checks import percentiles_ms
+    import rmqsim
+    from analysis.checkers.checks import percentiles_ms
+    from analysis.reports import run_data as rd
+    from analysis.reports import run_figures
 
-    short = sim.run(scenario.from_data({**SLOW_IN_WARMUP, "warmup_ms": "1s"}), seed=seed).summary
-    run = sim.run(scenario.from_data({**SLOW_IN_WARMUP, "warmup_ms": "6s"}), seed=seed, keep_records=True,
+    short = rmqsim.run(scenario.from_data({**SLOW_IN_WARMUP, "warmup_ms": "1s"}), seed=seed).summary
+    run = rmqsim.run(scenario.from_data({**SLOW_IN_WARMUP, "warmup_ms": "6s"}), seed=seed, keep_records=True,
                   trace_dir=tmp_path / "trace")
     long = run.summary
     assert long["trace_sha256"] == short["trace_sha256"] and long["sends"] == short["sends"]
@@ -193,7 +193,7 @@ def test_reproduce_line_is_shell_quoted(tmp_path: Path) -> None:
 
 
 def test_version_prints_the_simulator_digest(tmp_path: Path) -> None:
-    from analysis.sweep import simulator_sha256
+    from analysis.sweeps.sweep import simulator_sha256
 
     done = cli("--version", cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip().endswith(f"simulator {simulator_sha256()}")
@@ -202,7 +202,7 @@ def test_version_prints_the_simulator_digest(tmp_path: Path) -> None:
 
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     # a fixed 2 s settle ends unquiet (a warning on stderr); `auto` settles, so stderr stays empty
-    proc = subprocess.Popen([sys.executable, "-m", "sim.cli", "run", BASELINE, *SHORT, "--set", "settle_ms=auto",
+    proc = subprocess.Popen([sys.executable, "-m", "rmqsim.cli", "run", BASELINE, *SHORT, "--set", "settle_ms=auto",
                              "--out", "o"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(tmp_path),
                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
@@ -216,8 +216,8 @@ def test_only_a_traced_run_loads_the_parquet_library(trace: bool, tmp_path: Path
     """pyarrow holds ~50 MB resident once imported: a run without `--trace` must not pay it
     (the 10-minute baseline's peak RSS budget is 300 MB)."""
     args = ["run", BASELINE, *SHORT, "--out", "o", *(["--trace"] if trace else [])]
-    code = ("import sys, sim.cli\n"
-            f"code = sim.cli.main({args!r})\n"
+    code = ("import sys, rmqsim.cli\n"
+            f"code = rmqsim.cli.main({args!r})\n"
             "print(code, 'pyarrow' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(tmp_path),
                           timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})

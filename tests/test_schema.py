@@ -19,7 +19,7 @@ SWEEPS = sorted((ROOT / "scenarios" / "sweeps").glob("*.yaml"))
 
 @pytest.fixture(scope="module")
 def schemas() -> dict:
-    done = subprocess.run([sys.executable, "-m", "sim.cli", "schema"], capture_output=True, text=True, cwd=str(ROOT),
+    done = subprocess.run([sys.executable, "-m", "rmqsim.cli", "schema"], capture_output=True, text=True, cwd=str(ROOT),
                           timeout=120, check=True)
     document = json.loads(done.stdout)
     assert set(document) == {"scenario", "sweep"}

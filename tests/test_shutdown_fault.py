@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import sim
+import rmqsim
 
 SEEDS = (1, 2, 3)
 GRACEFUL = "scenarios/consumer_graceful_shutdown.yaml"
@@ -17,8 +17,8 @@ SAME = ("sent_ok", "lost", "duplicates", "duplicates_by_cause", "consumed", "reb
 def test_shutdown_fault_is_the_stop_ms_path(seed: int) -> None:
     """consumer_graceful_shutdown's leaver stops at 20 s by `stop_ms`, or by a `shutdown` fault
     at 20 s instead: the same outcome, figure by figure."""
-    by_stop = sim.run(GRACEFUL, seed=seed).summary
-    by_fault = sim.run(GRACEFUL, seed=seed, overrides=[
+    by_stop = rmqsim.run(GRACEFUL, seed=seed).summary
+    by_fault = rmqsim.run(GRACEFUL, seed=seed, overrides=[
         "consumers[1].stop_ms=null", "faults=[{at_ms: 20s, kind: shutdown, node: leaver}]"]).summary
     assert {k: by_fault[k] for k in SAME} == {k: by_stop[k] for k in SAME}
     assert by_fault["lost"] == 0
@@ -28,7 +28,7 @@ def test_shutdown_fault_is_the_stop_ms_path(seed: int) -> None:
 def test_orderly_consumer_shutdown_unlocks_its_queues(seed: int) -> None:
     """An orderly consumer shut down at 20 s (no broker fault) unlocks its queues on the brokers;
     the others lock them as `new` (never waiting for the 60 s expiry), order holds, nothing is lost."""
-    r = sim.run(ORDERLY, seed=seed, keep_records=True,
+    r = rmqsim.run(ORDERLY, seed=seed, keep_records=True,
                 overrides=["faults=[{at_ms: 20s, kind: shutdown, node: c-1}]"])
     s, recs = r.summary, r.records
     unlocked = [x for x in recs if x[2] == "broker.unlocked" and x[4] == "c-1" and x[5] == "orders"]
@@ -45,7 +45,7 @@ def test_orderly_consumer_shutdown_unlocks_its_queues(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_producer_shutdown_stops_its_sends(seed: int) -> None:
-    r = sim.run(ORDERLY, seed=seed, keep_records=True,
+    r = rmqsim.run(ORDERLY, seed=seed, keep_records=True,
                 overrides=["faults=[{at_ms: 10s, kind: shutdown, node: p-1}]"])
     born = [x[10] for x in r.records if x[2] in ("producer.sent", "producer.send_failed") and x[1] == "p-1"]
     assert born and max(born) < 10_000_000

@@ -1,5 +1,5 @@
 """The README's worked example, as a fault story over several seeds, read the way the per-run
-report reads it (analysis/run_data.py): one of two brokers turns slow — sends to it slow down by
+report reads it (analysis/reports/run_data.py): one of two brokers turns slow — sends to it slow down by
 an order of magnitude, sends to the other do not, and the producers keep sending it half the
 messages (RocketMQ's default `sendLatencyFaultEnable=false`: no latency-based avoidance)."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import sim
-from analysis import run_data as rd
-from sim import scenario
+import rmqsim
+from analysis.reports import run_data as rd
+from rmqsim.scenario import spec as scenario
 from tests.conftest import ROOT
 
 WINDOW_S = (10, 20)
@@ -23,7 +23,7 @@ def test_slow_broker_slows_its_sends_and_keeps_its_share(seed: int, tmp_path: Pa
     sc = scenario.load(ROOT / "scenarios" / "slow_broker.yaml",
                        ["duration_ms=30s", "settle_ms=4s", "producers[0].rate_per_s=200",
                         "faults[0].at_ms=10s", "faults[0].duration_ms=10s"])
-    result = sim.run(sc, seed=seed, trace_dir=tmp_path / "trace")
+    result = rmqsim.run(sc, seed=seed, trace_dir=tmp_path / "trace")
     (tmp_path / "summary.json").write_text(__import__("json").dumps(result.summary))
     data = rd.load_run(tmp_path)
     sent = data.kind(rd.PRODUCER_SENT)

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-import sim
+import rmqsim
 from models.broker.timer_store import slot_of
 from tests.conftest import ROOT
 
@@ -21,7 +21,7 @@ CHECKPOINT_US = 1_000_000  # timer_flush_interval_ms
 
 @functools.cache
 def run(seed: int, faults: bool = True):
-    return sim.run(SCENARIO, seed=seed, overrides=[] if faults else ["faults=[]"], keep_records=True)
+    return rmqsim.run(SCENARIO, seed=seed, overrides=[] if faults else ["faults=[]"], keep_records=True)
 
 
 def kind(result, name: str) -> list[tuple]:

@@ -1,12 +1,12 @@
 """Issue 37, a damaged trace: every Parquet file rmqsim reads back goes through one reader
-(analysis/trace_store.py `open_kind`) and a file that is not the one rmqsim wrote is a
+(analysis/checkers/trace_store.py `open_kind`) and a file that is not the one rmqsim wrote is a
 `TraceError` "could not read FILE: REASON", never a pyarrow error or a traceback.
 
 The ten cases of the issue (truncated, empty, a sparse 8 GiB file, garbage, a FIFO, links to
 /dev/zero and /etc/passwd, another kind's file, a folder named `x.parquet`, an unknown kind) and a
 few more (damaged pages behind a good footer, a footer length past the file, rows without `seq`,
 a trace folder that is a link), each on a copy of one short traced run, read three ways: the
-stored trace (`read_trace`, `trace_digest`), `sim.load(DIR).frame(kind)`, and `rmqsim explain`
+stored trace (`read_trace`, `trace_digest`), `rmqsim.load(DIR).frame(kind)`, and `rmqsim explain`
 (exit 2, the file and the reason named). The size and row-group bounds are checked before pyarrow
 reads anything (shown by lowering them).
 """
@@ -26,10 +26,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import sim
-from analysis import trace_store
-from analysis.trace_store import TraceError, kind_schema, trace_digest
-from sim import cli
+import rmqsim
+from analysis.checkers import trace_store
+from analysis.checkers.trace_store import TraceError, kind_schema, trace_digest
+from rmqsim import cli
 from tests.conftest import ROOT
 
 SENT = "producer.sent.parquet"
@@ -42,7 +42,7 @@ RUN_ARGS = ["run", str(ROOT / "scenarios" / "baseline.yaml"), "--seed", "1", "--
 def traced_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One short traced run (its producers start at 3 s, so 4 s sends a few thousand messages)."""
     out = tmp_path_factory.mktemp("trace-hardening") / "run"
-    done = subprocess.run([sys.executable, "-m", "sim.cli", *RUN_ARGS, str(out)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "rmqsim.cli", *RUN_ARGS, str(out)], capture_output=True, text=True,
                           cwd=str(ROOT), timeout=300)
     assert done.returncode == 0, done.stderr
     return out
@@ -126,7 +126,7 @@ def test_read_trace_refuses_a_damaged_trace_with_a_trace_error(damaged):
 @pytest.mark.parametrize("damaged", FRAME_CASES, indirect=True)
 def test_a_frame_of_a_damaged_kind_file_is_a_trace_error(damaged):
     run, path, fragment = damaged
-    result = sim.load(run)
+    result = rmqsim.load(run)
     with pytest.raises(TraceError) as info:
         result.frame("producer.sent")
     assert str(info.value).startswith(f"could not read {path}: ") and fragment in str(info.value), info.value
@@ -138,7 +138,7 @@ def test_a_frame_of_a_folder_in_place_of_a_kind_file_is_a_trace_error(traced_run
     (run / "trace" / SENT).unlink()
     (run / "trace" / SENT).mkdir()
     with pytest.raises(TraceError, match="a folder"):
-        sim.load(run).frame("producer.sent")
+        rmqsim.load(run).frame("producer.sent")
 
 
 @pytest.mark.parametrize("damaged", sorted(CASES), indirect=True)
@@ -169,7 +169,7 @@ def test_the_size_bound_comes_before_pyarrow(traced_run, tmp_path, monkeypatch):
 def test_a_row_group_larger_than_rmqsim_writes_is_refused(traced_run, monkeypatch):
     monkeypatch.setattr(trace_store, "MAX_ROW_GROUP_BYTES", 1000)
     with pytest.raises(TraceError, match=r"row group 0 holds [0-9,]+ bytes, more than rmqsim writes in one"):
-        sim.load(traced_run).frame("producer.sent")
+        rmqsim.load(traced_run).frame("producer.sent")
 
 
 def test_a_trace_folder_that_is_a_link_is_refused(traced_run, tmp_path):
@@ -184,7 +184,7 @@ def test_a_good_trace_still_reads_back(traced_run):
     """The checks refuse nothing rmqsim wrote: the digest is the summary's, every frame reads."""
     summary = json.loads((traced_run / "summary.json").read_text())
     assert trace_digest(traced_run / "trace") == summary["trace_sha256"]
-    result = sim.load(traced_run)
+    result = rmqsim.load(traced_run)
     assert len(result.frame("producer.sent")) > 0 and len(result.frame("consumer.consumed")) > 0
 
 

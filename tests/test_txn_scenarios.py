@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import sim
+import rmqsim
 from models.records import (
     BROKER_STORED,
     PRODUCER_SENT,
@@ -21,7 +21,7 @@ from models.records import (
     TXN_ENDED,
     TXN_LOCAL_DONE,
 )
-from sim.scenario import load
+from rmqsim.scenario.spec import load
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
@@ -29,7 +29,7 @@ SEEDS = (1, 2, 3)
 
 
 def _run(name: str, seed: int, *overrides: str, keep: bool = False):
-    return sim.run(load(SCENARIOS / name, list(overrides)), seed=seed, keep_records=keep)
+    return rmqsim.run(load(SCENARIOS / name, list(overrides)), seed=seed, keep_records=keep)
 
 
 def _both_brokers(key: str, value: object) -> list[str]:
@@ -151,7 +151,7 @@ def test_bundled_txn_scenarios_meet_their_expectations() -> None:
 
 
 def test_no_transactional_producer_reports_null_not_zero() -> None:
-    s = sim.run(SCENARIOS / "baseline.yaml", seed=1).summary
+    s = rmqsim.run(SCENARIOS / "baseline.yaml", seed=1).summary
     assert s["txn"] is None and s["txn_violations"] is None
     assert "txn_double_commit" not in s["duplicate_causes"]
 
@@ -164,7 +164,7 @@ def test_half_messages_never_reach_the_real_topic_except_by_an_applied_commit() 
 
 
 def test_transactional_run_is_deterministic_across_processes() -> None:
-    code = ("import sim; from sim.scenario import load; print(sim.run(load('scenarios/txn_end_lost.yaml', "
+    code = ("import rmqsim; from rmqsim.scenario.spec import load; print(rmqsim.run(load('scenarios/txn_end_lost.yaml', "
             "['duration_ms=15s', 'settle_ms=40s']), seed=5).summary['trace_sha256'])")
     digests = set()
     for hash_seed in ("0", "1"):
@@ -209,7 +209,7 @@ def test_log_lost_with_a_producer_crash_makes_checks_roll_back_committed_transac
 @pytest.mark.parametrize("seed", (1, 2))
 def test_partition_during_a_check_round_delays_its_checks_until_the_heal(seed: int) -> None:
     """Checks are oneway over a channel the broker still holds: sent into a partition, TCP keeps
-    them and retransmits after the heal (sim/kernel/network.py), so they are answered only then, and
+    them and retransmits after the heal (sim/network.py), so they are answered only then, and
     every half is resolved without a violation."""
     overrides = ["faults=[{at_ms: 25s, kind: partition, groups: [[p-1, p-2], [broker-a, broker-b]], duration_ms: 10s}]",
                  "producers[0].transaction.unknow_probability=0.2", "settle_ms=70s"]
@@ -254,8 +254,8 @@ def test_version_4x_checks_without_the_sleep_and_writes_each_op_at_once() -> Non
 
 
 def test_bad_transaction_settings_are_reported_at_once_with_their_key_paths() -> None:
-    from sim.kernel.config import ConfigError
-    from sim.scenario import from_data
+    from rmqsim.scenario.spec import from_data
+    from sim.config import ConfigError
 
     data = {"producers": [{"send_mode": "ASYNC", "transaction": {"commit_probability": 1.5, "unknow_probability": 0.7,
                                                                   "exception_probability": 0.6, "typo": 1}}],

@@ -83,7 +83,7 @@ CASES = [
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sim.cli", *args], cwd=str(REPO), capture_output=True,
+    return subprocess.run([sys.executable, "-m", "rmqsim.cli", *args], cwd=str(REPO), capture_output=True,
                           text=True, timeout=60)
 
 

@@ -1,4 +1,4 @@
-"""Guarantee verdicts (analysis/verdict.py) and `rmqsim run`'s exit codes.
+"""Guarantee verdicts (analysis/checkers/verdict.py) and `rmqsim run`'s exit codes.
 
 A run is `valid`, `invalid` or `unknown` (Jepsen's vocabulary): loss of an acknowledged message
 is always invalid; duplicates are counted and attributed, and fail a run only where a scenario's
@@ -22,19 +22,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-import sim
-from analysis.checks import latency_samples
-from analysis.verdict import EXPECTABLE_METRICS, judge
-from sim import scenario
-from sim.kernel.config import ConfigError
-from sim.kernel.trace import field_index
+import rmqsim
+from analysis.checkers.checks import latency_samples
+from analysis.checkers.verdict import EXPECTABLE_METRICS, judge
+from rmqsim.scenario import spec as scenario
+from sim.config import ConfigError
+from sim.trace import field_index
 from tests.conftest import ROOT, short_baseline
 
 SHORT = ["--set", "duration_ms=8000", "--set", "settle_ms=4000"]
 
 
-def rmqsim(*args: str, out: Path | None = None) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "sim.cli", *args]
+def rmqsim_cli(*args: str, out: Path | None = None) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "rmqsim.cli", *args]
     if out is not None:
         argv += ["--out", str(out)]
     return subprocess.run(argv, capture_output=True, text=True, cwd=str(ROOT), timeout=300)
@@ -50,7 +50,7 @@ def test_lost_messages_exit_1_invalid(tmp_path) -> None:
     """power_loss_async_flush without its `expect:` (which says at-least-once is to break), as
     bundled otherwise: its consumers need the whole settle period to drain the backlog, so a
     shortened run would also count unconsumed messages as lost."""
-    done = rmqsim("run", "scenarios/power_loss_async_flush.yaml", "--set", "expect={}", out=tmp_path)
+    done = rmqsim_cli("run", "scenarios/power_loss_async_flush.yaml", "--set", "expect={}", out=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     s = summary_of(tmp_path)
     assert s["verdict"] == "invalid" and s["lost"] > 0 and s["stopped_by"] is None
@@ -60,7 +60,7 @@ def test_lost_messages_exit_1_invalid(tmp_path) -> None:
 
 
 def test_only_duplicates_exit_0_and_are_shown(tmp_path) -> None:
-    done = rmqsim("run", "scenarios/restart_consumer.yaml", "--set", "duration_ms=27s", "--set", "settle_ms=5s",
+    done = rmqsim_cli("run", "scenarios/restart_consumer.yaml", "--set", "duration_ms=27s", "--set", "settle_ms=5s",
                   out=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     s = summary_of(tmp_path)
@@ -77,7 +77,7 @@ def test_only_duplicates_exit_0_and_are_shown(tmp_path) -> None:
 
 
 def test_expect_violation_exits_1_and_names_the_expectation(tmp_path) -> None:
-    done = rmqsim("run", "scenarios/baseline.yaml", *SHORT, "--set", "expect={latency_ms.p99: {max: 0.001}}",
+    done = rmqsim_cli("run", "scenarios/baseline.yaml", *SHORT, "--set", "expect={latency_ms.p99: {max: 0.001}}",
                   out=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     s = summary_of(tmp_path)
@@ -91,7 +91,7 @@ def test_expect_violation_exits_1_and_names_the_expectation(tmp_path) -> None:
 
 
 def test_expect_on_an_unknown_metric_is_bad_input_with_the_key_path(tmp_path) -> None:
-    done = rmqsim("run", "scenarios/baseline.yaml", *SHORT, "--set", "expect={latency_ms.p98: {max: 5}}",
+    done = rmqsim_cli("run", "scenarios/baseline.yaml", *SHORT, "--set", "expect={latency_ms.p98: {max: 5}}",
                   out=tmp_path / "out")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "expect.latency_ms.p98: not a metric an expectation can bound (did you mean 'latency_ms.p99'?)" \
@@ -101,7 +101,7 @@ def test_expect_on_an_unknown_metric_is_bad_input_with_the_key_path(tmp_path) ->
     path = tmp_path / "expects.yaml"
     data = yaml.safe_load((ROOT / "scenarios" / "baseline.yaml").read_text())
     path.write_text(yaml.safe_dump({**data, "expect": {"lost": 0, "dupes": {"max": 0}, "p99": {"max": 5}}}))
-    done = rmqsim("validate", str(path))
+    done = rmqsim_cli("validate", str(path))
     assert done.returncode == 2
     assert done.stderr.startswith(f"2 problem(s) in {path}:")  # all at once; `lost` is a metric
     problems = [line.strip().removeprefix(f"{path}: ") for line in done.stderr.splitlines()[1:]]
@@ -112,7 +112,7 @@ def test_expect_on_an_unknown_metric_is_bad_input_with_the_key_path(tmp_path) ->
 def test_expected_break_exits_0_and_the_summary_keeps_the_guarantee_result(tmp_path) -> None:
     """power_loss_async_flush as bundled: its `expect:` says at-least-once breaks (ASYNC_FLUSH
     acknowledges before the fsync), and it does: valid, exit 0, the loss still reported."""
-    done = rmqsim("run", "scenarios/power_loss_async_flush.yaml", out=tmp_path)
+    done = rmqsim_cli("run", "scenarios/power_loss_async_flush.yaml", out=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     s = summary_of(tmp_path)
     assert s["verdict"] == "valid" and s["failures"] == [] and s["lost"] > 0
@@ -126,7 +126,7 @@ def test_expected_break_exits_0_and_the_summary_keeps_the_guarantee_result(tmp_p
 def test_expected_break_that_holds_exits_1_and_says_so(tmp_path) -> None:
     """The baseline loses nothing; stating that at-least-once breaks (by `--set`, key by key)
     makes it invalid, with the reason."""
-    done = rmqsim("run", "scenarios/baseline.yaml", *SHORT, "--set", "expect.guarantees.at_least_once=break",
+    done = rmqsim_cli("run", "scenarios/baseline.yaml", *SHORT, "--set", "expect.guarantees.at_least_once=break",
                   out=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     s = summary_of(tmp_path)
@@ -140,7 +140,7 @@ def test_expected_break_that_holds_exits_1_and_says_so(tmp_path) -> None:
 
 
 def test_bounded_run_exits_3_unknown(tmp_path) -> None:
-    done = rmqsim("run", "scenarios/baseline.yaml", *SHORT, "--max-events", "1000", out=tmp_path)
+    done = rmqsim_cli("run", "scenarios/baseline.yaml", *SHORT, "--max-events", "1000", out=tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr
     s = summary_of(tmp_path)
     assert (s["verdict"], s["stopped_by"]) == ("unknown", "max_events")
@@ -151,7 +151,7 @@ def test_bounded_run_exits_3_unknown(tmp_path) -> None:
 
 
 def test_exit_codes_are_in_help() -> None:
-    done = rmqsim("run", "--help")
+    done = rmqsim_cli("run", "--help")
     text = " ".join(done.stdout.split())
     assert done.returncode == 0
     assert "0 valid" in text and "1 invalid" in text and "2 bad input" in text and "3 unknown" in text
@@ -160,14 +160,14 @@ def test_exit_codes_are_in_help() -> None:
 # --- in-process: what each verdict is made of ---------------------------------------------------
 
 @functools.cache
-def two_groups() -> sim.runner.RunResult:
+def two_groups() -> rmqsim.runner.RunResult:
     """The short baseline plus a BROADCASTING group of two: no group consumes orderly."""
     data = yaml.safe_load((ROOT / "scenarios" / "baseline.yaml").read_text())
     data.update(duration_ms=10_000, settle_ms=5_000)
     data["producers"][0]["rate_per_s"] = 300
     data["consumers"].append({"name": "b", "count": 2, "group": "cache", "topic": "orders",
                               "client": {"message_model": "BROADCASTING"}})
-    return sim.run(scenario.from_data(data, "two groups"))
+    return rmqsim.run(scenario.from_data(data, "two groups"))
 
 
 def test_groups_that_do_not_consume_orderly_report_order_null() -> None:
@@ -182,7 +182,7 @@ def test_groups_that_do_not_consume_orderly_report_order_null() -> None:
 
 
 def test_max_wall_s_bound_is_unknown() -> None:
-    s = sim.run(short_baseline(), max_wall_s=0.0).summary  # stops after the first slice
+    s = rmqsim.run(short_baseline(), max_wall_s=0.0).summary  # stops after the first slice
     assert (s["verdict"], s["stopped_by"]) == ("unknown", "max_wall_s")
     assert s["sim_time_ms"] < 30_000 and s["guarantees"] == [] and s["expectations"] == []
 
@@ -211,7 +211,7 @@ def test_an_expectation_the_scenario_cannot_measure_is_refused_before_the_run() 
 @functools.cache
 def restart_consumer_summary(expect_json: str) -> dict:
     overrides = ["duration_ms=27s", "settle_ms=5s", f"expect={expect_json}"]
-    return sim.run(ROOT / "scenarios" / "restart_consumer.yaml", overrides=overrides).summary
+    return rmqsim.run(ROOT / "scenarios" / "restart_consumer.yaml", overrides=overrides).summary
 
 
 def test_expect_keys_are_summary_metrics() -> None:
@@ -347,7 +347,7 @@ def test_expected_guarantees_validate_where_the_scenario_has_them() -> None:
 # --- pending_retry and dlq: not lost -----------------------------------------------------------
 
 @functools.cache
-def failing_listener() -> sim.runner.RunResult:
+def failing_listener() -> rmqsim.runner.RunResult:
     """The baseline with a listener that fails 5 % of consumptions (RECONSUME_LATER) and gives
     up after one retry (maxReconsumeTimes 1: the second failure goes to the DLQ). The retry
     queue is first allocated at about 43 s (route poll at 30 s, then the 20 s rebalance grid),
@@ -356,7 +356,7 @@ def failing_listener() -> sim.runner.RunResult:
     sc = scenario.load(ROOT / "scenarios" / "baseline.yaml",
                        ["duration_ms=45s", "settle_ms=5s", "producers[0].rate_per_s=100",
                         "consumers[0].failure_probability=0.05", "consumers[0].client.max_reconsume_times=1"])
-    return sim.run(sc, keep_records=True, details=True)
+    return rmqsim.run(sc, keep_records=True, details=True)
 
 
 def test_messages_in_back_off_are_pending_retry_not_lost() -> None:

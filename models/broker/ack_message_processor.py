@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from models.broker.pop_revive_service import ORDER_REVIVE_QID, pop_retry_topic
+from models.coverage_points import COV_POP_ACK_EXPIRED_HANDLE
 from models.protocol import (
     INVALID_RECEIPT_HANDLE,
     NO_MESSAGE,
@@ -31,7 +32,6 @@ from models.protocol import (
     CodeResponse,
     ReceiptHandle,
 )
-from sim.kernel.coverage import COV_POP_ACK_EXPIRED_HANDLE
 
 
 class AckMessageProcessor:

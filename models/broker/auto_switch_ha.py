@@ -44,9 +44,9 @@ from models.broker.commit_log import QUEUE_ID_BITS, CommitLog
 from models.broker.config import HA_CONNECT_RETRY_US, MessageStoreConfig
 from models.broker.ha_client import HAClient
 from models.broker.ha_service import HAConnection, HAService
+from models.coverage_points import COV_HA_TRUNCATED_AT_CONSISTENT_POINT, COV_SYNC_STATE_SET_SHRUNK
 from models.protocol import SUCCESS, SYSTEM_ERROR, CodeResponse, HaConnect, HaHandshake, HaTransfer
 from models.records import HA_TRUNCATED
-from sim.kernel.coverage import COV_HA_TRUNCATED_AT_CONSISTENT_POINT, COV_SYNC_STATE_SET_SHRUNK
 
 
 class EpochFile:

@@ -1,12 +1,12 @@
 # Cython's declarations for broker.py (compiled by setup.py; the .py runs as it is when pure).
 # Each class below is an extension type: every attribute it assigns on `self` is a field here,
 # typed ones raise TypeError on another type (compiled only); `cpdef` = `@cython.ccall` there.
-# No @dataclass or class-level annotation on them. The rules and why: sim/kernel/compiled.py.
+# No @dataclass or class-level annotation on them. The rules and why: sim/compiled.py.
 
-from sim.kernel.env cimport Clock
+from sim.env cimport Clock
 from models.broker.commit_log cimport CommitLog
 from models.broker.long_polling cimport PullRequestHoldService
-from sim.kernel.node cimport Node
+from sim.node cimport Node
 from models.broker.offsets cimport ConsumerOffsetManager
 from models.broker.consume_queue cimport ReputMessageService
 from models.broker.message_store cimport MessageStore
@@ -36,6 +36,7 @@ cdef class Broker:
     cdef public object namesrvs
     cdef public Node node
     cdef public ConsumerOffsetManager offsets
+    cdef public object pop
     cdef public object producers
     cdef public ReputMessageService reput
     cdef public object reset_offset

@@ -36,7 +36,7 @@ default).
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import cython
@@ -52,7 +52,6 @@ from models.broker.config import (
     BrokerRole,
     FlushDiskType,
     MessageStoreConfig,
-    Version,
 )
 from models.broker.consume_queue import ConsumeQueue, ReputMessageService
 from models.broker.consumer_manager import ConsumerManager
@@ -71,6 +70,7 @@ from models.broker.message_store import (
     MessageStore,
 )
 from models.broker.offsets import ConsumerOffsetManager
+from models.broker.pop_message_processor import PopMessageProcessor
 from models.broker.producer_manager import ProducerManager
 from models.broker.rebalance_lock_manager import RebalanceLockManager
 from models.broker.replicas_manager import ReplicasManager
@@ -79,6 +79,12 @@ from models.broker.schedule import ScheduleMessageService
 from models.broker.slave_read import SlaveProcessors
 from models.broker.timer_store import TimerMessageStore
 from models.broker.transient_store_pool import CommitRealTimeService
+from models.coverage_points import (
+    COV_DISK_FULL_SEND_REFUSED,
+    COV_DLQ_BY_RETRY_SEND,
+    COV_DLQ_BY_SEND_BACK,
+    COV_SERVER_SIDE_RESET_TAKEN,
+)
 from models.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_ORIGIN_MESSAGE_ID,
@@ -131,17 +137,12 @@ from models.protocol import (
 )
 from models.protocol import SLAVE_NOT_AVAILABLE as CODE_SLAVE_NOT_AVAILABLE
 from models.records import BROKER_REGISTERED, BROKER_SEND_REJECTED, BROKER_STORED
-from sim.kernel.coverage import (
-    COV_DISK_FULL_SEND_REFUSED,
-    COV_DLQ_BY_RETRY_SEND,
-    COV_DLQ_BY_SEND_BACK,
-    COV_SERVER_SIDE_RESET_TAKEN,
-)
-from sim.kernel.disk import Disk, DiskConfig
-from sim.kernel.dist import Constant
-from sim.kernel.env import Clock, ms
-from sim.kernel.node import Node
-from sim.kernel.trace import DIGEST_CHUNK
+from models.version import Version
+from sim.disk import Disk, DiskConfig
+from sim.dist import Constant
+from sim.env import Clock, ms
+from sim.node import Node
+from sim.trace import DIGEST_CHUNK
 
 RETRY_QUEUE_NUMS = 1  # SubscriptionGroupConfig.retryQueueNums
 DLQ_NUMS_PER_GROUP = 1  # MixAll.DLQ_NUMS_PER_GROUP
@@ -152,10 +153,10 @@ STORE_CODES = {PUT_OK: SUCCESS, "FLUSH_DISK_TIMEOUT": CODE_FLUSH_DISK_TIMEOUT,
 
 
 class Broker:
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("_chunk", "_compose", "broker_id", "broker_name", "cfg", "clean", "clock", "commit_log",
                  "commit_service", "consumers", "cov", "disk_full", "flush_service", "group_commit", "ha", "ha_client", "hold", "locks",
-                 "long_polling_enable", "max_message_size_bytes", "name", "namesrvs", "node", "offsets",
+                 "long_polling_enable", "max_message_size_bytes", "name", "namesrvs", "node", "offsets", "pop",
                  "producers", "reput", "reset_offset", "role", "schedule", "send_executor", "short_polling_us",
                  "slave", "slave_processors", "store", "store_cfg", "timer", "topics", "transaction", "version",
                  "waits", "replicas", "isolated", "replica_waits", "slave_sync")
@@ -164,9 +165,11 @@ class Broker:
                  broker_cfg: BrokerConfig, disk_cfg: DiskConfig, topics: dict[str, int],
                  namesrvs: list[str], broker_name: str | None = None, broker_id: int = MASTER_ID,
                  version: str = Version.V5, master: str | None = None, controllers: list[str] | None = None,
-                 peers: dict[str, int] | None = None) -> None:
+                 peers: dict[str, int] | None = None, pop: bool = False) -> None:
         """`controllers` and `peers` (the group's node name → controller id): controller mode
-        (replicas_manager.py): the broker is built able to be either, and starts fenced."""
+        (replicas_manager.py): the broker is built able to be either, and starts fenced. `pop`: a
+        consumer group of the scenario pops (5.x): the broker gets the POP processors and their
+        services (pop_message_processor.py), else none (a push-only run is built without them)."""
         self.name = name  # the node name, its address
         self.broker_name = broker_name or name  # brokerName: the broker group
         self.broker_id = broker_id
@@ -179,7 +182,7 @@ class Broker:
         node = Node(env, name, zone)
         self.node: Node = node
         self.clock: Clock = env.clock
-        self.cov: list[int] = env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov: list[int] = env.coverage  # rare-state counts (models/coverage_points.py)
         node.startup_us = ms(broker_cfg.startup_ms)
         node.disk = Disk(env, disk_cfg, env.rng.stream(f"{name}.disk"))
         node.on_power_loss(lambda: node.disk.files.power_loss(env._now))
@@ -222,17 +225,21 @@ class Broker:
             self.ha = HAService(node, self.commit_log, store_cfg, self.version)
         self.replica_waits = self._waits_for_replicas()
         self.waits = self._waits_for_store()
-        # how a pull answer is composed beyond the status: None on a master without slave reads
-        self._compose = self.slave_processors.compose if self.slave else \
-            self._suggest_compose if broker_cfg.slave_read_enable else None
+        # how a pull answer is composed beyond the status: None on a master without slave reads (a slave
+        # has its processors: _build_slave)
+        self._compose = (self.slave_processors.compose if self.slave  # type: ignore[attr-defined]
+                         else self._suggest_compose if broker_cfg.slave_read_enable else None)
         self.send_executor = None if self._put_time_is_zero() else \
             SendMessageExecutor(node, broker_cfg, store_cfg, self._process_send_request)
         self._register_handlers()
         node.add_service(self.register_loop)
         # transactional messages on a master: half/op topics, end processor, check-back (end_transaction.py)
         self.transaction = None if self.slave else BrokerTransaction(self, batched_ops=self.version is Version.V5)
-        if controller:  # last: its start hook runs after every other one (it fences the broker)
-            self.replicas = ReplicasManager(self, controllers, peers)
+        if controller:  # last but POP: its start hook runs after every other one but POP's (it fences the broker)
+            self.replicas = ReplicasManager(self, controllers, peers)  # type: ignore[arg-type]  # given with controllers
+        # POP_MESSAGE, ACK_MESSAGE, CHANGE_INVISIBLE_TIME and the revive service; built last, so that
+        # its hooks and services run after the broker's own
+        self.pop: PopMessageProcessor | None = PopMessageProcessor(self) if pop else None
 
     # --- construction ------------------------------------------------------------------------
     def _build_store(self) -> None:
@@ -286,7 +293,7 @@ class Broker:
                 self.group_commit.wakeup()
 
         self.ha = AutoSwitchHAService(self.node, self.commit_log, self.store_cfg, self.version, epochs, self.reput,
-                                      lambda members: self.replicas.alter_sync_state_set(members))
+                                      lambda members: self.replicas.alter_sync_state_set(members))  # type: ignore[union-attr]  # built next
         self.ha_client = AutoSwitchHAClient(self.node, self.commit_log, self.reput, self.store_cfg, appended, epochs)
         self.slave_sync = SlaveSynchronize(self.node, self.offsets, "", self.version, controller=True)
         self.slave_sync.schedule = self.schedule
@@ -322,7 +329,7 @@ class Broker:
     def _register_handlers(self) -> None:
         node = self.node
         if self.slave:
-            self.slave_processors.register()
+            self.slave_processors.register()  # type: ignore[union-attr]  # a slave has them
         else:
             self.register_master_handlers()
             self.locks = RebalanceLockManager(node)  # LOCK_BATCH_MQ / UNLOCK_BATCH_MQ: masters only
@@ -338,6 +345,8 @@ class Broker:
         """The master's processors (also at a controller-mode promotion, replicas_manager.py)."""
         node = self.node
         submit = self.send_executor.submit if self.send_executor else None
+        send: Callable[[str, int, Any], None]
+        batch: Callable[[str, int, Any], None]
         send, batch = submit or self.process_send, submit or self.on_send_batch
         if self.replicas is not None:  # controller mode: the in-sync replicas check comes first
             send, batch = self.replicas.gate(send), self.replicas.gate(batch)
@@ -374,7 +383,8 @@ class Broker:
         if self.slave:
             msg = req.msg if type(req) is SendMessage else req.msgs[0]
             self.node.trace(BROKER_SEND_REJECTED, msg.msg_id, msg.topic, SERVICE_NOT_AVAILABLE)
-            return self.node.reply(src, req_id, SendResponse(SERVICE_NOT_AVAILABLE))
+            self.node.reply(src, req_id, SendResponse(SERVICE_NOT_AVAILABLE))
+            return None
         if type(req) is SendBatchMessage:
             return self.on_send_batch(src, req_id, req)
         return self.process_send(src, req_id, req)
@@ -382,7 +392,7 @@ class Broker:
     def process_send(self, src: str, req_id: int, req: SendMessage) -> None:
         # unpacked once (a NamedTuple field read costs tens of instructions), cast to tuple when
         # compiled: a NamedTuple is otherwise unpacked through an iterator (an unchecked cast:
-        # handlers get their payload type only, sim/kernel/network.py); pure, the NamedTuple itself
+        # handlers get their payload type only, sim/network.py); pure, the NamedTuple itself
         msg, queue_id = cython.cast(tuple, req) if cython.compiled else req
         msg_id, topic, tags, _shard, body_bytes, _born, size, reconsume_times, delay_level, props = (
             cython.cast(tuple, msg) if cython.compiled else msg)
@@ -396,12 +406,14 @@ class Broker:
             queue_id, topic, size, delay_level, props = req.queue_id, msg.topic, msg.size_bytes, msg.delay_level, \
                 msg.props
         if props is not None and PROPERTY_TRANSACTION_PREPARED in props:
-            return self.transaction.on_half_send(src, req_id, req)
+            self.transaction.on_half_send(src, req_id, req)  # type: ignore[union-attr]  # a master's
+            return None
         if delay_level > 0:
             props = dict(props or {}, **{PROPERTY_DELAY_TIME_LEVEL: delay_level})
         phys, queue_offset = self.put_message(msg_id, topic, queue_id, size, body_bytes, tags, reconsume_times, props)
         if not self.waits:
-            return self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
+            self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
+            return None
         self._wait_store(src, req_id, queue_offset, phys, phys + size)
         return None
 
@@ -426,7 +438,7 @@ class Broker:
     def _wait_store(self, src: str, req_id: int, queue_offset: int, phys: int, next_offset: int) -> None:
         """handleDiskFlushAndHA: answer once the flush and the replica waits are both done; a
         replica status other than PUT_OK wins over the flush status."""
-        state = [None, None]  # [flush status, replica status]
+        state: list[str | None] = [None, None]  # [flush status, replica status]
 
         def done(index: int, status: str) -> None:
             state[index] = status
@@ -439,7 +451,7 @@ class Broker:
         else:
             state[0] = PUT_OK
         if self.replica_waits:
-            self.ha.replicate(next_offset, lambda status: done(1, status))
+            self.ha.replicate(next_offset, lambda status: done(1, status))  # type: ignore[union-attr]  # waits: it has one
         else:
             done(1, PUT_OK)
 
@@ -466,7 +478,8 @@ class Broker:
                 phys, queue_offset = p, offset
             end = p + m.size_bytes
         if not self.waits:
-            return self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
+            self.node.reply(src, req_id, new_send_response((SUCCESS, queue_offset, phys)))
+            return None
         self._wait_store(src, req_id, queue_offset, phys, end)
         return None
 
@@ -545,8 +558,9 @@ class Broker:
             if reset >= 0:  # 5.x server-side reset: OFFSET_RESET → PULL_OFFSET_MOVED
                 self.cov[COV_SERVER_SIDE_RESET_TAKEN] += 1
                 max_offset = self.store.max_offset(topic, queue_id)
-                return self.node.reply(src, req_id, new_pull_response((PULL_OFFSET_MOVED, reset, 0, max_offset, (),
-                                                                       MASTER_ID)))
+                self.node.reply(src, req_id, new_pull_response((PULL_OFFSET_MOVED, reset, 0, max_offset, (),
+                                                                MASTER_ID)))
+                return None
         topic_index = self.commit_log.topic_index.get(topic)
         cq = None if topic_index is None else self.reput.queues.get(topic_index << QUEUE_ID_BITS | queue_id)
         if cq is not None and queue_offset == cq.max_offset and suspend_us > 0 and self.long_polling_enable:

@@ -26,7 +26,7 @@ master a `commit_log.destroyed` fact (fault `expired`) for every deleted message
 had not consumed as far as this broker knows: a queue offset at or past the lowest offset a group
 committed for its queue here, or a queue no group committed on, or a delayed message not yet
 delivered (SCHEDULE_TOPIC_XXXX). A lost message with that fact has the cause
-`expired_file_deleted` (analysis/metrics.py). Deletions pay no file-system time.
+`expired_file_deleted` (analysis/checkers/metrics.py). Deletions pay no file-system time.
 
 Simplified: a file is destroyed at once (`DefaultMappedFile.destroy` waits up to
 `destroyMapedFileIntervalForcibly`, 120 s, for readers still holding it; here none do); the
@@ -45,11 +45,11 @@ from typing import Any
 from models.broker.config import MessageStoreConfig
 from models.broker.consume_queue import CQ_UNIT_BYTES, unpack_unit
 from models.broker.mapped_file import F_MSG_ID, F_QUEUE_ID, F_QUEUE_OFFSET, F_STORE_US, F_TOPIC, MappedFile
+from models.coverage_points import COV_COMMIT_LOG_FILE_DELETED_FORCIBLY, COV_COMMIT_LOG_FILE_EXPIRED
 from models.message import PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC
 from models.records import BROKER_DISK_STATE, COMMIT_LOG_DESTROYED, COMMIT_LOG_EXPIRED_DELETED
-from sim.kernel.coverage import COV_COMMIT_LOG_FILE_DELETED_FORCIBLY, COV_COMMIT_LOG_FILE_EXPIRED
-from sim.kernel.disk import DiskConfig
-from sim.kernel.env import ms
+from sim.disk import DiskConfig
+from sim.env import ms
 
 FIRST_RUN_DELAY_US = 60_000_000  # DefaultMessageStore.addScheduleTask: initialDelay 1000 * 60
 HOUR_US = 3_600_000_000
@@ -83,7 +83,7 @@ class CleanService:
         self.reserved_us = ms(cfg.file_reserved_time_ms)
         self.node.add_service(self.loop)
 
-    def loop(self) -> Generator:
+    def loop(self) -> Generator[Any, Any, None]:
         """scheduleAtFixedRate: runs at start + 60 s + k × interval; one that ends late (its 100 ms
         pauses between deletions) is followed at once by the next due one."""
         self._mark(False)  # a new process: RunningFlags start clear
@@ -104,7 +104,7 @@ class CleanService:
         units = sum(cq.max_offset - cq.min_offset for cq in self.broker.store.reput.queues.values())
         return (held + units * CQ_UNIT_BYTES) / self.size_bytes
 
-    def run_once(self) -> Generator:
+    def run_once(self) -> Generator[Any, Any, None]:
         """One run of CleanCommitLogService.deleteExpiredFiles, then CleanConsumeQueueService."""
         ratio = self.used_ratio()
         at_once = ratio > self.forcibly

@@ -36,10 +36,10 @@ import cython
 
 from models.broker.config import OS_PAGE_SIZE_BYTES, MessageStoreConfig
 from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, MappedFileQueue, pack_record
+from models.coverage_points import COV_CRASH_WRITE_BUFFER_LOST, COV_POWER_LOSS_UNFLUSHED_TAIL, COV_QUEUE_OFFSET_REUSED
 from models.message import PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC, java_string_hash
 from models.records import COMMIT_LOG_DESTROYED, COMMIT_LOG_FLUSHED, COMMIT_LOG_TRUNCATED, OFFSET_REUSED
-from sim.kernel.coverage import COV_CRASH_WRITE_BUFFER_LOST, COV_POWER_LOSS_UNFLUSHED_TAIL, COV_QUEUE_OFFSET_REUSED
-from sim.kernel.env import Clock
+from sim.env import Clock
 
 BLANK_MIN_BYTES = 8  # CommitLog END_FILE_MIN_BLANK_LENGTH
 QUEUE_ID_BITS = 16  # queue key = topic index << 16 | queue id (queue ids are below 2^16)
@@ -56,7 +56,7 @@ def queue_key(topic_index: int, queue_id: int) -> int:
 
 
 class CommitLog:
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("_current", "_tags_index", "cfg", "clock", "committed_position", "cov", "file_size", "files",
                  "flushed_position", "group_commit", "master", "node", "on_flushed", "on_readable", "pool",
                  "put_hook", "queue_offsets", "replica_has", "replicas", "reused_below", "slow_append", "tags",
@@ -65,7 +65,7 @@ class CommitLog:
     def __init__(self, node: Any, cfg: MessageStoreConfig, pool: bool = False, master: bool = True) -> None:
         self.node = node
         self.clock: Clock = node.env.clock
-        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov: list[int] = node.env.coverage  # rare-state counts (models/coverage_points.py)
         self.cfg = cfg
         self.file_size = cfg.mapped_file_size_commit_log_bytes
         self.files = MappedFileQueue(self.file_size)
@@ -107,7 +107,7 @@ class CommitLog:
         if index is None:
             index = self._tags_index[tags] = len(self.tags)
             self.tags.append(tags)
-            self.tags_codes.append(java_string_hash(tags))
+            self.tags_codes.append(java_string_hash(tags))  # type: ignore[arg-type]  # None is in the table from the start
         return index
 
     def share_interns(self, other: CommitLog) -> None:
@@ -195,7 +195,8 @@ class CommitLog:
             mapped, index = self._first_after(position)
             if mapped is None:
                 return [], -1
-        limit, out, total = self.readable_position(), [], 0
+        limit, total = self.readable_position(), 0
+        out: list[tuple[int, bytes, dict | None]] = []
         phys, data = mapped.phys, mapped.data
         for i in range(index, len(phys)):
             size = RECORD.unpack_from(data, i * RECORD_BYTES)[0]

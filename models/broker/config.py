@@ -1,7 +1,7 @@
 """Broker tunables: subsets of store.config.MessageStoreConfig and common.BrokerConfig (5.3.3).
 
 One field per tunable the model reads; Java field name beside each default. Bounds: times at
-most `sim.kernel.limits.MAX_TIME_MS`, sizes and counts within a Java `int` (the type RocketMQ keeps
+most `sim.limits.MAX_TIME_MS`, sizes and counts within a Java `int` (the type RocketMQ keeps
 them in), `messageDelayLevel` parsed here as ScheduleMessageService parses it.
 """
 
@@ -12,9 +12,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sim.kernel.config import Int, IntBytes, IntMs, NonNegativeIntMs, PositiveIntMs
-from sim.kernel.dist import Constant, Dist
-from sim.kernel.limits import MAX_TIME_MS
+from sim.config import Int, IntBytes, IntMs, NonNegativeIntMs, PositiveIntMs
+from sim.dist import Constant, Dist
+from sim.limits import MAX_TIME_MS
 
 OS_PAGE_SIZE_BYTES = 4 * 1024  # DefaultMappedFile.OS_PAGE_SIZE
 CQ_UNIT_BYTES = 20  # ConsumeQueue.CQ_STORE_UNIT_SIZE
@@ -48,13 +48,6 @@ class BrokerRole(StrEnum):
     ASYNC_MASTER = "ASYNC_MASTER"
     SYNC_MASTER = "SYNC_MASTER"
     SLAVE = "SLAVE"
-
-
-class Version(StrEnum):
-    """The RocketMQ line a scenario follows where 4.x (4.9.8) and 5.x (5.3.3) differ."""
-
-    V5 = "5.x"
-    V4 = "4.x"
 
 
 class MessageStoreConfig(BaseModel):
@@ -193,7 +186,7 @@ def delay_levels_ms(spec: str) -> list[int]:
 
 # version-dependent defaults: what 4.9.8 defaults differently from the 5.3.3 defaults the fields
 # below carry, by section of a broker group, applied to a `version: 4.x` scenario where the file
-# leaves the field out (sim/scenario.py). Compared field by field over BrokerConfig,
+# leaves the field out (rmqsim/scenario/spec.py). Compared field by field over BrokerConfig,
 # MessageStoreConfig, ClientConfig, DefaultMQPushConsumer and DefaultMQProducer: every other
 # modelled default is the same in the two lines (5.x-only fields have no 4.x counterpart).
 V4_DEFAULTS: dict[str, dict[str, int]] = {

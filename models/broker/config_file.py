@@ -9,7 +9,7 @@ are written without fsync, keeping the previous content as `.bak`:
   `.tmp` to it.
 
 (Moving the file to `.bak` and fsyncing the new file and its directory, #9706, is newer than
-5.3.3 and not modelled.) The files live in the host's page cache (sim/kernel/page_cache.py), so a
+5.3.3 and not modelled.) The files live in the host's page cache (sim/page_cache.py), so a
 process crash keeps the last persist, and a power loss leaves each file as the kernel last wrote
 it back: 5.3.3's file rewritten in place is up to ~35 s older; 4.9.8's freshly renamed file was
 never written back, reads empty, and `load` falls back to `.bak`, whose content is older still.
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.broker.config import Version
-from sim.kernel.coverage import COV_CONFIG_FILE_LOADED_FROM_BAK
+from models.coverage_points import COV_CONFIG_FILE_LOADED_FROM_BAK
+from models.version import Version
 
 ENTRY_JSON_BYTES = 48  # approximate JSON size of one table entry
 
@@ -31,7 +31,7 @@ ENTRY_JSON_BYTES = 48  # approximate JSON size of one table entry
 class ConfigFile:
     def __init__(self, node: Any, path: str, version: str) -> None:
         self.node = node
-        self.cov = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov = node.env.coverage  # rare-state counts (models/coverage_points.py)
         self.path = path
         self.bak = path + ".bak"
         self.rename_style = version == Version.V4

@@ -1,9 +1,9 @@
 # Cython's declarations for consume_queue.py (compiled by setup.py; the .py runs as it is when pure).
 # Each class below is an extension type: every attribute it assigns on `self` is a field here,
 # typed ones raise TypeError on another type (compiled only); `cpdef` = `@cython.ccall` there.
-# No @dataclass or class-level annotation on them. The rules and why: sim/kernel/compiled.py.
+# No @dataclass or class-level annotation on them. The rules and why: sim/compiled.py.
 
-from sim.kernel.env cimport Clock
+from sim.env cimport Clock
 from models.broker.commit_log cimport CommitLog
 from models.broker.mapped_file cimport MappedFile
 cdef class ConsumeQueue:

@@ -36,10 +36,10 @@ import cython
 from models.broker.commit_log import QUEUE_ID_BITS, CommitLog
 from models.broker.config import REPUT_INTERVAL_US, FlushDiskType
 from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, unpack_record
+from models.coverage_points import COV_CONSUME_QUEUE_DIRTY_UNITS_DROPPED, COV_RECOVERY_TRUNCATES_INVALID_TAIL
 from models.message import PROPERTY_DELAY_TIME_LEVEL, SCHEDULE_TOPIC
 from models.records import CONSUME_QUEUE_DISPATCHED
-from sim.kernel.coverage import COV_CONSUME_QUEUE_DIRTY_UNITS_DROPPED, COV_RECOVERY_TRUNCATES_INVALID_TAIL
-from sim.kernel.env import Clock
+from sim.env import Clock
 
 CQ_UNIT = struct.Struct("<qiq")  # ConsumeQueue.CQ_STORE_UNIT_SIZE = 20
 CQ_UNIT_BYTES = CQ_UNIT.size
@@ -61,7 +61,8 @@ class ConsumeQueue:
         self.max_offset = 0  # one past the last unit (getMaxOffsetInQueue)
         # where the last unit's record lives: a caught-up consumer reads exactly that record,
         # which then needs no search by offset (a lookup cache only)
-        self.hint_phys, self.hint_file, self.hint_index = -1, None, -1
+        self.hint_phys, self.hint_index = -1, -1
+        self.hint_file: MappedFile | None = None
 
     def append(self, phys_offset: int, size: int, tags_code: int) -> None:
         self.units += CQ_UNIT.pack(phys_offset, size, tags_code)
@@ -92,7 +93,7 @@ class ConsumeQueue:
 
 
 class ReputMessageService:
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("_cursor", "_dispatch_bound", "clock", "cov", "delivery_us", "detail", "grid_origin_us", "listeners", "log",
                  "node", "pending", "queues", "replica", "reput_from", "schedule_listener", "stop_at", "sync_flush",
                  "confirm_cap")
@@ -101,7 +102,7 @@ class ReputMessageService:
         self.node = node
         self.clock: Clock = node.env.clock
         self.log: CommitLog = log
-        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov: list[int] = node.env.coverage  # rare-state counts (models/coverage_points.py)
         self._dispatch_bound = self.dispatch  # bound once: `self.dispatch` makes a new bound-method object each time
         self.sync_flush = flush_type is FlushDiskType.SYNC_FLUSH and confirm_flushed
         self.stop_at = -1  # diverged HA slave: nothing at or past this position is dispatched
@@ -112,7 +113,7 @@ class ReputMessageService:
         self._cursor: tuple[MappedFile | None, int] = (None, 0)  # (file, index) of the next record
         self.pending = False
         self.grid_origin_us = 0
-        self.detail = node.env.tracer.detail  # trace each dispatched range (detail kind, sim/kernel/trace.py)
+        self.detail = node.env.tracer.detail  # trace each dispatched range (detail kind, sim/trace.py)
         self.listeners: list[Callable[[ConsumeQueue], None]] = []  # new units in a queue
         self.schedule_listener: Callable[[int], None] | None = None  # (delay level)
         self.delivery_us: Callable[[int, int], int] = lambda level, store_us: store_us  # schedule tags code

@@ -21,7 +21,7 @@ class ConsumerManager:
         self.node = node
         self.cfg = cfg
         self.groups: dict[str, dict[str, int]] = {}  # group -> client id -> last heartbeat µs
-        self.detail = node.env.tracer.detail  # trace who joins and leaves (detail kinds, sim/kernel/trace.py)
+        self.detail = node.env.tracer.detail  # trace who joins and leaves (detail kinds, sim/trace.py)
         node.on_crash(self.groups.clear)
         node.add_service(self.scan_not_active_channels)
 
@@ -52,7 +52,7 @@ class ConsumerManager:
                 self._left(group, client_id, "closed")
                 self._changed(group, "closed")
 
-    def scan_not_active_channels(self) -> Generator:
+    def scan_not_active_channels(self) -> Generator[Any, Any, None]:
         while True:
             yield self.node.sleep_us(CONSUMER_SCAN_INTERVAL_US)
             now = self.node.env._now

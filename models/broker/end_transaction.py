@@ -33,6 +33,7 @@ from typing import Any
 from models.broker.transaction_check import TransactionalMessageCheckService
 from models.broker.transactional_message_bridge import TransactionalMessageBridge
 from models.broker.transactional_message_service import TransactionalOpBatchService
+from models.coverage_points import COV_TXN_CHECK_ANSWERED_UNKNOW, COV_TXN_END_REFUSED
 from models.message import (
     PROPERTY_BORN_TIMESTAMP,
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
@@ -57,8 +58,7 @@ from models.protocol import (
     SendResponse,
 )
 from models.records import TXN_ENDED
-from sim.kernel.coverage import COV_TXN_CHECK_ANSWERED_UNKNOW, COV_TXN_END_REFUSED
-from sim.kernel.env import ms
+from sim.env import ms
 
 ACTIONS = {TRANSACTION_COMMIT_TYPE: "COMMIT", TRANSACTION_ROLLBACK_TYPE: "ROLLBACK"}
 
@@ -70,7 +70,7 @@ class BrokerTransaction:
         """`batched_ops`: 5.x (op batching, and the check round's 1 s sleep); False: 4.x."""
         self.broker = broker
         self.node = broker.node
-        self.cov = broker.node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov = broker.node.env.coverage  # rare-state counts (models/coverage_points.py)
         self.cfg = broker.cfg
         self.timeout_us = ms(self.cfg.transaction_timeout_ms)
         self.bridge = TransactionalMessageBridge(broker)
@@ -109,11 +109,11 @@ class BrokerTransaction:
             # sendFinalMessage: the store refuses the real message (SERVICE_NOT_AVAILABLE), so the half
             # is not deleted: it stays open and a later check commits it again
             code = SERVICE_NOT_AVAILABLE
-        if code == SUCCESS:
+        if code == SUCCESS:  # so `half` is not None (_verify)
             if action == "COMMIT":
-                self._send_final_message(half)
-            self.bridge.resolved(half.msg_id)
-            self.ops.delete_prepare_message(half.queue_id, half.queue_offset)
+                self._send_final_message(half)  # type: ignore[arg-type]  # not None: SUCCESS
+            self.bridge.resolved(half.msg_id)  # type: ignore[union-attr]  # not None: SUCCESS
+            self.ops.delete_prepare_message(half.queue_id, half.queue_offset)  # type: ignore[union-attr]  # not None: SUCCESS
         else:
             self.cov[COV_TXN_END_REFUSED] += 1
         self.node.trace(TXN_ENDED, req.msg_id, action, req.from_transaction_check, code)

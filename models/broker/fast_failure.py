@@ -29,10 +29,10 @@ from collections.abc import Callable
 from typing import Any
 
 from models.broker.config import FAST_FAILURE_INITIAL_DELAY_US, FAST_FAILURE_PERIOD_US, BrokerConfig, MessageStoreConfig
-from models.protocol import SYSTEM_BUSY, SendMessage, SendResponse
+from models.coverage_points import COV_BROKER_BUSY_REJECTED
+from models.protocol import SYSTEM_BUSY, SendBatchMessage, SendMessage, SendResponse
 from models.records import BROKER_BUSY
-from sim.kernel.coverage import COV_BROKER_BUSY_REJECTED
-from sim.kernel.env import ms
+from sim.env import ms
 
 REJECT_REQUEST = "REJECTREQUEST"
 OVERLOAD = "OVERLOAD"
@@ -43,7 +43,7 @@ TIMEOUT_CLEAN_QUEUE = "TIMEOUT_CLEAN_QUEUE"
 
 class SendMessageExecutor:
     def __init__(self, node: Any, cfg: BrokerConfig, store_cfg: MessageStoreConfig,
-                 process: Callable[[str, int, SendMessage], None]) -> None:
+                 process: Callable[[str, int, SendMessage | SendBatchMessage], None]) -> None:
         self.node = node
         self.process = process  # SendMessageProcessor: append, then answer (or wait for flush/HA)
         self.threads = cfg.send_message_thread_pool_nums
@@ -77,14 +77,14 @@ class SendMessageExecutor:
         since = self.lock_since_us
         return since >= 0 and self.node.env._now - since > self.busy_timeout_us
 
-    def _busy(self, src: str, req_id: int, req: SendMessage, reason: str) -> None:
+    def _busy(self, src: str, req_id: int, req: SendMessage | SendBatchMessage, reason: str) -> None:
         self.node.env.coverage[COV_BROKER_BUSY_REJECTED] += 1
-        msg = req.msgs[0] if hasattr(req, "msgs") else req.msg  # a batch: its first message
+        msg = req.msgs[0] if isinstance(req, SendBatchMessage) else req.msg  # a batch: its first message
         self.node.trace(BROKER_BUSY, msg.msg_id, reason)
         self.node.reply(src, req_id, SendResponse(SYSTEM_BUSY))
 
     # --- NettyRemotingAbstract.processRequestCommand ------------------------------------------
-    def submit(self, src: str, req_id: int, req: SendMessage) -> None:
+    def submit(self, src: str, req_id: int, req: SendMessage | SendBatchMessage) -> None:
         if self.page_cache_busy():
             self._busy(src, req_id, req, REJECT_REQUEST)
         elif self.free:
@@ -95,7 +95,7 @@ class SendMessageExecutor:
         else:
             self._busy(src, req_id, req, OVERLOAD)
 
-    def _run(self, src: str, req_id: int, req: SendMessage) -> None:
+    def _run(self, src: str, req_id: int, req: SendMessage | SendBatchMessage) -> None:
         """A thread takes the request."""
         self.free -= 1
         if self.page_cache_busy():
@@ -106,12 +106,12 @@ class SendMessageExecutor:
         else:
             self.lock_waiters.append((src, req_id, req))
 
-    def _lock(self, src: str, req_id: int, req: SendMessage) -> None:
+    def _lock(self, src: str, req_id: int, req: SendMessage | SendBatchMessage) -> None:
         self.lock_since_us = self.node.env._now
         hold = int(self.put_time.sample_us(self.stream) * self.node.disk.slow_factor)
         self.node.call_later(hold, self._unlock, src, req_id, req)
 
-    def _unlock(self, src: str, req_id: int, req: SendMessage) -> None:
+    def _unlock(self, src: str, req_id: int, req: SendMessage | SendBatchMessage) -> None:
         self.process(src, req_id, req)
         self.lock_since_us = -1
         if self.lock_waiters:

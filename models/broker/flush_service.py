@@ -27,8 +27,8 @@ from typing import Any
 
 from models.broker.commit_log import FLUSH_DISK_TIMEOUT, PUT_OK, CommitLog
 from models.broker.config import GROUP_COMMIT_WAIT_US
-from sim.kernel.coverage import COV_FLUSH_DISK_TIMEOUT
-from sim.kernel.env import ms
+from models.coverage_points import COV_FLUSH_DISK_TIMEOUT
+from sim.env import ms
 
 
 class FlushRealTimeService:
@@ -37,7 +37,7 @@ class FlushRealTimeService:
     def __init__(self, log: CommitLog) -> None:
         self.log = log
 
-    def run(self) -> Generator:
+    def run(self) -> Generator[Any, Any, None]:
         log, node, cfg = self.log, self.log.node, self.log.cfg
         last_thorough_us = -ms(cfg.flush_commit_log_thorough_interval_ms)  # lastFlushTimestamp = 0
         while True:
@@ -132,7 +132,7 @@ class GroupCommitService:
     def __init__(self, log: CommitLog) -> None:
         self.log = log
         self.node = log.node
-        self.cov = log.node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov = log.node.env.coverage  # rare-state counts (models/coverage_points.py)
         self.requests: list[list] = []  # [next_offset, deadline_us, callback, done]
         self.in_flight: list[list] = []  # requests covered by the fsync under way
         self.flushing = False

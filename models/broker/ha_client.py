@@ -32,7 +32,8 @@ from collections.abc import Generator
 from typing import Any
 
 from models.broker.commit_log import CommitLog
-from models.broker.config import HA_CONNECT_RETRY_US, MessageStoreConfig, Version
+from models.broker.config import HA_CONNECT_RETRY_US, MessageStoreConfig
+from models.coverage_points import COV_HA_SLAVE_DIVERGED
 from models.protocol import (
     SUCCESS,
     AllConsumerOffsets,
@@ -46,8 +47,8 @@ from models.protocol import (
     HaTransfer,
 )
 from models.records import BROKER_OFFSET_SYNCED, HA_APPENDED, HA_DISCONNECTED, HA_DIVERGED, SLAVE_SYNCED
-from sim.kernel.coverage import COV_HA_SLAVE_DIVERGED
-from sim.kernel.env import ms
+from models.version import Version
+from sim.env import ms
 
 CONNECT_TIMEOUT_US = 5_000_000  # RemotingHelper.connect(addr): 5000 ms
 CLIENT_LOOP_US = 1_000_000  # selector.select(1000)
@@ -148,7 +149,7 @@ class HAClient:
             self.reput.stop_at = frame.offset
             self.node.trace(HA_DIVERGED, frame.offset, frame.torn_bytes)
         log.append_replica(list(frame.records))
-        if self.node.env.tracer.detail:  # the range this frame appended (detail kind, sim/kernel/trace.py)
+        if self.node.env.tracer.detail:  # the range this frame appended (detail kind, sim/trace.py)
             self.node.trace(HA_APPENDED, frame.records[0][0], log.wrote_position)
         self.on_append()
         if log.wrote_position > self.reported:  # reportSlaveMaxOffsetPlus
@@ -169,7 +170,7 @@ class SlaveSynchronize:
         self.last_sync_us = 0  # BrokerController.lastSyncTimeMs (set again at each process start)
         node.add_service(self.run)
 
-    def run(self) -> Generator:
+    def run(self) -> Generator[Any, Any, None]:
         node = self.node
         if self.v4:
             first, period = SLAVE_SYNC_4X

@@ -42,16 +42,17 @@ from collections.abc import Callable
 from typing import Any
 
 from models.broker.commit_log import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, CommitLog
-from models.broker.config import HA_WRITE_POLL_US, MessageStoreConfig, Version
-from models.protocol import SUCCESS, CodeResponse, HaClose, HaConnect, HaReport, HaTransfer
-from models.records import HA_CONNECTED, HA_DISCONNECTED
-from sim.kernel.coverage import (
+from models.broker.config import HA_WRITE_POLL_US, MessageStoreConfig
+from models.coverage_points import (
     COV_FLUSH_SLAVE_TIMEOUT,
     COV_HA_SLAVE_CATCHING_UP,
     COV_SLAVE_NOT_AVAILABLE,
     COV_SYNC_MASTER_WAITS_FOR_SLAVE,
 )
-from sim.kernel.env import ms
+from models.protocol import SUCCESS, CodeResponse, HaClose, HaConnect, HaReport, HaTransfer
+from models.records import HA_CONNECTED, HA_DISCONNECTED
+from models.version import Version
+from sim.env import ms
 
 
 class HAConnection:
@@ -73,7 +74,7 @@ class HAConnection:
 class HAService:
     def __init__(self, node: Any, log: CommitLog, cfg: MessageStoreConfig, version: str) -> None:
         self.node = node
-        self.cov = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov = node.env.coverage  # rare-state counts (models/coverage_points.py)
         self.log = log
         self.cfg = cfg
         self.v4 = version == Version.V4
@@ -244,7 +245,7 @@ class GroupTransferService:
         if request[2] == 0:  # 4.x: push2SlaveMaxOffset >= nextOffset
             return self.ha.push2slave_max >= request[0]
         if request[2] < 0:  # controller mode, allAckInSyncStateSet (auto_switch_ha.py)
-            return self.ha.all_acked(request[0])
+            return self.ha.all_acked(request[0])  # type: ignore[attr-defined]  # an AutoSwitchHAService there
         return self.ha.acks(request[0]) >= request[2]
 
     def notify(self) -> None:

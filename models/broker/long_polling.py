@@ -22,26 +22,26 @@ import cython
 
 from models.broker.config import HOLD_SCAN_INTERVAL_US
 from models.broker.consume_queue import ConsumeQueue
-from sim.kernel.coverage import COV_PULL_HELD_WOKEN_BY_ARRIVAL, COV_PULL_HOLD_EXPIRED_EMPTY
-from sim.kernel.env import Clock
+from models.coverage_points import COV_PULL_HELD_WOKEN_BY_ARRIVAL, COV_PULL_HOLD_EXPIRED_EMPTY
+from sim.env import Clock
 
 # the one point reached about once a message, its index typed when compiled: Cython then indexes
 # the counter list directly (baseline: ~190 instructions a message, ~800 with the index untyped;
-# sim/kernel/coverage.py)
+# models/coverage_points.py)
 WOKEN_BY_ARRIVAL = cython.declare(cython.Py_ssize_t, COV_PULL_HELD_WOKEN_BY_ARRIVAL)
 
 
 class PullRequestHoldService:
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("clock", "cov", "execute", "held", "node", "queue_of", "scan_interval_us")
 
     def __init__(self, node: Any, queue_of: Callable[[str, int], Any],
-                 execute: Callable[[str, int, Any], None], scan_interval_us: int = HOLD_SCAN_INTERVAL_US) -> None:
+                 execute: Callable[..., None], scan_interval_us: int = HOLD_SCAN_INTERVAL_US) -> None:
         self.node = node
         self.clock: Clock = node.env.clock
-        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov: list[int] = node.env.coverage  # rare-state counts (models/coverage_points.py)
         self.queue_of = queue_of  # (topic, queue id) -> ConsumeQueue or None
-        self.execute = execute  # re-run a held pull: (src, req_id, request) → replies
+        self.execute = execute  # re-run a held pull: (src, req_id, request[, allow_suspend, cq]) → replies
         self.scan_interval_us = scan_interval_us
         self.held: dict[tuple[str, int], list[tuple]] = {}
         node.on_crash(self.held.clear)
@@ -87,7 +87,7 @@ class PullRequestHoldService:
         return any(cq.unit(offset)[2] in codes for offset in range(max(request.queue_offset, cq.min_offset),
                                                                    cq.max_offset))
 
-    def run(self) -> Generator:
+    def run(self) -> Generator[Any, Any, None]:
         while True:
             yield self.node.sleep_us(self.scan_interval_us)
             self.scan()

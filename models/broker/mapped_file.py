@@ -88,7 +88,7 @@ class MappedFile:
 class MappedFileQueue:
     """store.MappedFileQueue: the CommitLog's files in offset order, each `file_size` bytes."""
 
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("file_size", "files")
 
     def __init__(self, file_size: int) -> None:

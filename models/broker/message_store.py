@@ -48,7 +48,7 @@ MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
 
 
 class MessageStore:
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("_cold_limits", "_hot_limits", "_overhead", "cfg", "commit_log", "correct_offsets",
                  "memory_window_bytes", "reput", "scan_bytes", "scan_units")
 
@@ -136,8 +136,8 @@ class MessageStore:
                 if mapped is None:
                     continue  # the CommitLog data is gone (MESSAGE_WAS_REMOVING)
             size, store_us, queue_id, _qoff, msg_id, topic, tags, reconsume, _flag = unpack_record(
-                mapped.data, index * RECORD_BYTES)
-            props = mapped.props.get(index) if mapped.props else None
+                mapped.data, index * RECORD_BYTES)  # type: ignore[union-attr]  # a hint_phys match: hint_file is set
+            props = mapped.props.get(index) if mapped.props else None  # type: ignore[union-attr]  # as above
             overhead = overheads.get(topic << 16 | tags) if props is None else None
             if overhead is None:
                 overhead = self._header_bytes(topic, tags, props)

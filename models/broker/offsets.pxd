@@ -1,7 +1,7 @@
 # Cython's declarations for offsets.py (compiled by setup.py; the .py runs as it is when pure).
 # Each class below is an extension type: every attribute it assigns on `self` is a field here,
 # typed ones raise TypeError on another type (compiled only); `cpdef` = `@cython.ccall` there.
-# No @dataclass or class-level annotation on them. The rules and why: sim/kernel/compiled.py.
+# No @dataclass or class-level annotation on them. The rules and why: sim/compiled.py.
 
 cdef class ConsumerOffsetManager:
     cdef dict __dict__

@@ -32,6 +32,7 @@ from typing import Any
 
 from models.broker.config import OFFSET_PERSIST_INITIAL_DELAY_US, BrokerConfig
 from models.broker.config_file import ConfigFile
+from models.coverage_points import COV_BROKER_OFFSET_ROLLED_BACK, COV_OFFSET_ANSWER_BEHIND_REPLICA
 from models.records import (
     BROKER_OFFSET_BEHIND_REPLICA,
     BROKER_OFFSET_COMMITTED,
@@ -41,16 +42,16 @@ from models.records import (
     CONSUMER_OFFSETS_LOADED,
     CONSUMER_OFFSETS_PERSISTED,
 )
-from sim.kernel.coverage import COV_BROKER_OFFSET_ROLLED_BACK, COV_OFFSET_ANSWER_BEHIND_REPLICA
-from sim.kernel.env import ms
+from models.version import V5
+from sim.env import ms
 
 CONSUMER_OFFSET_FILE = "config/consumerOffset.json"
 
 
 class ConsumerOffsetManager:
-    def __init__(self, node: Any, cfg: BrokerConfig, version: str = "5.x", slave: bool = False) -> None:
+    def __init__(self, node: Any, cfg: BrokerConfig, version: str = V5, slave: bool = False) -> None:
         self.node = node
-        self.cov: list[int] = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov: list[int] = node.env.coverage  # rare-state counts (models/coverage_points.py)
         self.cfg = cfg
         self.table: dict[tuple[str, str, int], int] = {}
         self.reset: dict[tuple[str, str, int], int] = {}  # resetOffsetTable (heap)
@@ -59,7 +60,7 @@ class ConsumerOffsetManager:
         self.slave = slave
         self.client_commits: dict[tuple[str, str, int], int] = {}  # ground truth: a slave's own commits
         self.peers: tuple[ConsumerOffsetManager, ...] = ()  # ground truth: the group's other replicas
-        self.detail = node.env.tracer.detail  # trace commits, file writes and loads (detail kinds, sim/kernel/trace.py)
+        self.detail = node.env.tracer.detail  # trace commits, file writes and loads (detail kinds, sim/trace.py)
         node.on_crash(self._crashed)
         node.on_crash(self.reset.clear)
         node.on_start(self.load)
@@ -131,7 +132,7 @@ class ConsumerOffsetManager:
         """queryThenEraseResetOffset: the pending reset offset of the queue, or -1."""
         return self.reset.pop((group, topic, queue_id), -1) if self.reset else -1
 
-    def run(self) -> Generator:
+    def run(self) -> Generator[Any, Any, None]:
         node = self.node
         yield node.sleep_us(OFFSET_PERSIST_INITIAL_DELAY_US)
         while True:

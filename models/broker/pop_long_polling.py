@@ -18,7 +18,14 @@ and the service's 20 ms tick is not modelled (a deadline fires on time).
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from models.broker.consume_queue import ConsumeQueue
+from models.protocol import PopMessage
+
+if TYPE_CHECKING:  # broker.py builds this service (through pop_message_processor.py): annotations only
+    from models.broker.broker import Broker
 
 POP_POLLING_SIZE = 1024  # BrokerConfig.popPollingSize
 
@@ -26,7 +33,7 @@ POP_POLLING_SIZE = 1024  # BrokerConfig.popPollingSize
 class PopLongPollingService:
     """Parked POP requests (module docstring); `run(src, req_id, req, deadline_us)` re-runs one."""
 
-    def __init__(self, broker: Any, run: Any) -> None:
+    def __init__(self, broker: Broker, run: Callable[[str, int, PopMessage, int], None]) -> None:
         self.broker = broker
         self.node = broker.node
         self.run = run
@@ -34,7 +41,7 @@ class PopLongPollingService:
         self._listening = False
         self.node.on_crash(self.held.clear)
 
-    def park(self, src: str, req_id: int, req: Any, deadline_us: int) -> bool:
+    def park(self, src: str, req_id: int, req: PopMessage, deadline_us: int) -> bool:
         """False if the key is full (POLLING_FULL)."""
         if not self._listening:  # the reput listener is added with the first parked pop only
             self.broker.reput.listeners.append(self.notify_message_arriving)
@@ -47,7 +54,7 @@ class PopLongPollingService:
         waiting.append(entry)
         return True
 
-    def notify_message_arriving(self, cq: Any) -> None:
+    def notify_message_arriving(self, cq: ConsumeQueue) -> None:
         by_group = self.held.get(cq.topic)
         if by_group:
             for group in list(by_group):

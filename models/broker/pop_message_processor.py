@@ -31,14 +31,16 @@ modelled; pops on a slave are refused (SERVICE_NOT_AVAILABLE).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from models.broker.ack_message_processor import AckMessageProcessor
+from models.broker.consume_queue import ConsumeQueue
 from models.broker.consumer_order_info import ConsumerOrderInfoManager
 from models.broker.message_store import FOUND, NO_MATCHED_MESSAGE, OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL
 from models.broker.pop_long_polling import PopLongPollingService
 from models.broker.pop_revive_service import ORDER_REVIVE_QID, PopReviveService, pop_retry_topic
-from models.message import PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC, dlq_topic, record_bytes
+from models.coverage_points import COV_POP_ORDER_QUEUE_BLOCKED
+from models.message import PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC, MessageExt, dlq_topic, record_bytes
 from models.protocol import (
     POLLING_FULL,
     POLLING_TIMEOUT,
@@ -50,22 +52,19 @@ from models.protocol import (
     ReceiptHandle,
 )
 from models.records import POP_ORDER_REDELIVERED
-from sim.kernel.coverage import COV_POP_ORDER_QUEUE_BLOCKED
+
+if TYPE_CHECKING:  # broker.py builds this processor: imported for the annotations only
+    from models.broker.broker import Broker
 
 POP_FROM_RETRY_PROBABILITY = 20  # BrokerConfig.popFromRetryProbability (%)
 PROXY_MAX_ATTEMPTS = 17  # the proxy's maxAttempts: SubscriptionGroupConfig.retryMaxTimes (16) + 1
 DLQ_NUMS_PER_GROUP = 1  # MixAll.DLQ_NUMS_PER_GROUP
 
 
-def attach_pop(broker: Any) -> PopMessageProcessor:
-    """Register the POP processors on a broker (the scenario has a POP consumer group)."""
-    return PopMessageProcessor(broker)
-
-
 class PopMessageProcessor:
     """POP_MESSAGE (module docstring), with the services it shares with the ack processors."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.node = broker.node
         self.clock = self.node.env.clock
@@ -113,9 +112,9 @@ class PopMessageProcessor:
         elif not self.polling.park(src, req_id, req, deadline_us):
             self.node.reply(src, req_id, PopResponse(POLLING_FULL))
 
-    def pop(self, req: PopMessage) -> list[tuple[Any, ReceiptHandle]]:
+    def pop(self, req: PopMessage) -> list[tuple[MessageExt, ReceiptHandle]]:
         """The retry topic first (20 %) or last (when short), the topic's queues from a random start."""
-        out: list[tuple[Any, ReceiptHandle]] = []
+        out: list[tuple[MessageExt, ReceiptHandle]] = []
         r = self.stream.randrange(100)
         need_retry = r < POP_FROM_RETRY_PROBABILITY and not req.order
         revive_qid = ORDER_REVIVE_QID if req.order else self.revive.next_revive_qid()
@@ -172,7 +171,7 @@ class PopMessageProcessor:
             out.append((m, ReceiptHandle(offsets[0], now, req.invisible_us, revive_qid, retry, name, queue_id,
                                          m.queue_offset)))
 
-    def _pop_offset(self, group: str, topic: str, queue_id: int, cq: Any, retry: bool) -> int:
+    def _pop_offset(self, group: str, topic: str, queue_id: int, cq: ConsumeQueue, retry: bool) -> int:
         """getPopOffset: the committed offset; a first pop initialises it (initMode MAX) and commits it."""
         offset = self.broker.offsets.table.get((group, topic, queue_id), -1)
         if offset >= 0:
@@ -197,7 +196,7 @@ class PopMessageProcessor:
             self.acks.ack_handle(req.group, req.topic, handle)
         return kept
 
-    def _to_dlq(self, group: str, msg: Any) -> None:
+    def _to_dlq(self, group: str, msg: MessageExt) -> None:
         """forwardMessageToDeadLetterQueue (CONSUMER_SEND_MSG_BACK with delay level -1)."""
         topic = dlq_topic(group)
         self.broker.topics.setdefault(topic, DLQ_NUMS_PER_GROUP)

@@ -48,12 +48,15 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING
 
+from models.coverage_points import COV_POP_ACK_AFTER_REVIVE, COV_POP_REVIVED
 from models.message import PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC, RETRY_GROUP_TOPIC_PREFIX, record_bytes
 from models.records import POP_REVIVED
-from sim.kernel.coverage import COV_POP_ACK_AFTER_REVIVE, COV_POP_REVIVED
-from sim.kernel.env import ms
+from sim.env import ms
+
+if TYPE_CHECKING:  # broker.py builds this service (through pop_message_processor.py): annotations only
+    from models.broker.broker import Broker
 
 REVIVE_QUEUE_NUM = 8  # BrokerConfig.reviveQueueNum
 REVIVE_INTERVAL_US = 1_000_000  # BrokerConfig.reviveInterval
@@ -101,7 +104,7 @@ class PopCheckPoint:
 class PopReviveService:
     """One master's revive queues (module docstring)."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.node = broker.node
         self.clock = self.node.env.clock
@@ -119,7 +122,7 @@ class PopReviveService:
         self.node.on_power_loss(self._power_loss)
         self.node.on_start(self._rescan)
         for qid in range(REVIVE_QUEUE_NUM):
-            self.node.add_service(lambda qid=qid: self.revive_loop(qid))
+            self.node.add_service(lambda qid=qid: self.revive_loop(qid))  # type: ignore[misc]  # qid bound per loop
         self.node.add_service(self._trim_loop)
 
     def next_revive_qid(self) -> int:

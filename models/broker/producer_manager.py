@@ -50,7 +50,7 @@ class ProducerManager:
         for members in self.groups.values():
             members.pop(client_id, None)
 
-    def scan_not_active_channel(self) -> Generator:
+    def scan_not_active_channel(self) -> Generator[Any, Any, None]:
         while True:
             yield self.node.sleep_us(PRODUCER_SCAN_INTERVAL_US)
             now = self.node.env._now

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from models.coverage_points import COV_ORDERLY_LOCK_EXPIRED_TAKEN_OVER, COV_ORDERLY_LOCK_REFUSED
 from models.protocol import SUCCESS, CodeResponse, LockBatchMQ, LockBatchResponse, UnlockBatchMQ
 from models.records import BROKER_LOCK_GRANTED, BROKER_LOCK_REFUSED, BROKER_UNLOCKED
-from sim.kernel.coverage import COV_ORDERLY_LOCK_EXPIRED_TAKEN_OVER, COV_ORDERLY_LOCK_REFUSED
 
 REBALANCE_LOCK_MAX_LIVE_TIME_US = 60_000_000  # rocketmq.broker.rebalance.lockMaxLiveTime (RebalanceLockManager)
 
@@ -28,7 +28,7 @@ REBALANCE_LOCK_MAX_LIVE_TIME_US = 60_000_000  # rocketmq.broker.rebalance.lockMa
 class RebalanceLockManager:
     def __init__(self, node: Any) -> None:
         self.node = node
-        self.cov = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov = node.env.coverage  # rare-state counts (models/coverage_points.py)
         # group → (topic, queue id) → [client id, lastUpdateTimestamp µs]
         self.table: dict[str, dict[tuple[str, int], list]] = {}
         node.on_crash(self.table.clear)  # locks live only in broker memory
@@ -58,7 +58,9 @@ class RebalanceLockManager:
     def unlock(self, group: str, client_id: str, topic: str, queue_id: int) -> None:
         """unlockBatch for one queue: only the holder's lock is removed."""
         locks = self.table.get(group)
-        entry = None if locks is None else locks.get((topic, queue_id))
+        if locks is None:
+            return
+        entry = locks.get((topic, queue_id))
         if entry is not None and entry[0] == client_id:
             del locks[(topic, queue_id)]
             self.node.trace(BROKER_UNLOCKED, group, client_id, topic, queue_id)

@@ -34,6 +34,7 @@ from typing import Any
 
 from models.broker.commit_log import QUEUE_ID_BITS
 from models.broker.config import MASTER_ID, BrokerRole
+from models.coverage_points import COV_IN_SYNC_REPLICAS_NOT_ENOUGH
 from models.protocol import (
     CONTROLLER_MASTER_STILL_EXIST,
     SUCCESS,
@@ -50,8 +51,7 @@ from models.protocol import (
     SendResponse,
 )
 from models.records import BROKER_ROLE, BROKER_SEND_REJECTED, OFFSET_REUSED
-from sim.kernel.coverage import COV_IN_SYNC_REPLICAS_NOT_ENOUGH
-from sim.kernel.env import ms
+from sim.env import ms
 
 RPC_TIMEOUT_US = 3_000_000  # BrokerOuterAPI controller requests: 3 s
 RETRY_US = 5_000_000  # ReplicasManager.RETRY_INTERVAL_SECOND
@@ -76,7 +76,7 @@ class ReplicasManager:
         self.ss_epoch = 0
         self.running = False
         self.started_once = False
-        self.truth_peers: tuple = ()  # the group's other brokers, for ground truth only (sim/runner.py)
+        self.truth_peers: tuple = ()  # the group's other brokers, for ground truth only (rmqsim/runner.py)
         self.node.on_start(self._start)
         self.node.handle(NotifyBrokerRoleChanged, self.on_notify)
         broker.ha_client.on_truncating = self.reused_by_master
@@ -90,7 +90,7 @@ class ReplicasManager:
         self.started_once = True
         self.node.env.process(self._basic_service(delay))  # this incarnation's: it dies with it
 
-    def _basic_service(self, delay_us: int) -> Generator:
+    def _basic_service(self, delay_us: int) -> Generator[Any, Any, None]:
         """startBasicService, retried every 5 s until it succeeds."""
         node = self.node
         yield node.sleep_us(delay_us)
@@ -114,7 +114,7 @@ class ReplicasManager:
         node.env.process(self._sync_metadata_loop())
         node.env.process(self._controller_metadata_loop())
 
-    def _find_leader(self) -> Generator:
+    def _find_leader(self) -> Generator[Any, Any, bool]:
         """updateControllerMetadata: ask the controllers in turn which one leads."""
         for controller in self.controllers:
             answer = yield self.node.rpc_event(controller, GetControllerMetadata(), RPC_TIMEOUT_US)
@@ -123,7 +123,7 @@ class ReplicasManager:
                 return True
         return False
 
-    def _elect(self) -> Generator:
+    def _elect(self) -> Generator[Any, Any, None]:
         """brokerElect: CONTROLLER_MASTER_STILL_EXIST counts as success."""
         info = yield self.node.rpc_event(self.leader, ElectMaster(self.broker.broker_name, self.controller_id),
                                          RPC_TIMEOUT_US)
@@ -143,19 +143,19 @@ class ReplicasManager:
         for controller in self.controllers:
             self.node.send(controller, hb)
 
-    def _heartbeat_loop(self) -> Generator:
+    def _heartbeat_loop(self) -> Generator[Any, Any, None]:
         period = ms(self.cfg.broker_heartbeat_interval_ms)
         while True:
             yield self.node.sleep_us(period)
             self.heartbeat()
 
-    def _controller_metadata_loop(self) -> Generator:
+    def _controller_metadata_loop(self) -> Generator[Any, Any, None]:
         yield self.node.sleep_us(FIRST_SYNC_US)
         while True:
             yield from self._find_leader()
             yield self.node.sleep_us(CONTROLLER_METADATA_PERIOD_US)
 
-    def _sync_metadata_loop(self) -> Generator:
+    def _sync_metadata_loop(self) -> Generator[Any, Any, None]:
         """schedulingSyncBrokerMetadata: GetReplicaInfo from the leader."""
         node = self.node
         yield node.sleep_us(FIRST_SYNC_US)
@@ -304,7 +304,7 @@ class ReplicasManager:
             broker.timer.running = start
 
     # --- SyncStateSet -------------------------------------------------------------------------
-    def _check_sync_state_set(self, epoch: int) -> Generator:
+    def _check_sync_state_set(self, epoch: int) -> Generator[Any, Any, None]:
         """schedulingCheckSyncStateSet: shrink by haMaxTimeSlaveNotCatchup, every 5 s (first 3 s)."""
         yield self.node.sleep_us(FIRST_SYNC_US)
         while self.master_epoch == epoch and self.master_addr == self.node.name:

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.broker.config import Version
 from models.protocol import SUCCESS, OffsetResponse, ResetConsumerClientOffset, SearchOffset
 from models.records import ADMIN_OFFSET_RESET
+from models.version import Version
 
 
 class ResetOffsetService:

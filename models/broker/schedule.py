@@ -19,6 +19,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from models.broker.config_file import ConfigFile
+from models.coverage_points import COV_DELAY_LEVEL_DELIVERED
 from models.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
@@ -27,8 +28,8 @@ from models.message import (
     record_bytes,
 )
 from models.records import SCHEDULE_DELIVERED
-from sim.kernel.coverage import COV_DELAY_LEVEL_DELIVERED
-from sim.kernel.env import ms
+from models.version import V5
+from sim.env import ms
 
 DELAY_OFFSET_FILE = "config/delayOffset.json"
 
@@ -51,9 +52,9 @@ def parse_delay_levels(spec: str) -> list[int]:
 
 class ScheduleMessageService:
     def __init__(self, node: Any, level_spec: str, store: Any, put: Callable[..., Any],
-                 persist_interval_ms: int, version: str = "5.x", active: bool = True) -> None:
+                 persist_interval_ms: int, version: str = V5, active: bool = True) -> None:
         self.node = node
-        self.cov = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov = node.env.coverage  # rare-state counts (models/coverage_points.py)
         self.delays_us = [ms(d) for d in parse_delay_levels(level_spec)]
         self.store = store  # the broker's MessageStore (ConsumeQueues, lookMessageByOffset)
         self.put = put  # Broker.put_message: append a message to its real topic
@@ -152,7 +153,7 @@ class ScheduleMessageService:
         self.put(msg.msg_id, topic, queue_id, size, msg.body_bytes, msg.tags, msg.reconsume_times, real_props)
         self.node.trace(SCHEDULE_DELIVERED, msg.msg_id, topic, level)
 
-    def persist_loop(self) -> Generator:
+    def persist_loop(self) -> Generator[Any, Any, None]:
         while True:
             yield self.node.sleep_us(self.persist_interval_us)
             if not self.suspended:  # a stopped service persists nothing (its file is the synced copy)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.broker.config import MASTER_ID, WHICH_BROKER_WHEN_CONSUME_SLOWLY, Version
+from models.broker.config import MASTER_ID, WHICH_BROKER_WHEN_CONSUME_SLOWLY
+from models.coverage_points import COV_SLAVE_PULL_REJECTED
 from models.protocol import (
     PULL_OFFSET_MOVED,
     PULL_RETRY_IMMEDIATELY,
@@ -37,7 +38,7 @@ from models.protocol import (
     new_pull_response,
 )
 from models.records import BROKER_BUSY
-from sim.kernel.coverage import COV_SLAVE_PULL_REJECTED
+from models.version import Version
 
 
 class SlaveProcessors:
@@ -55,7 +56,7 @@ class SlaveProcessors:
 
     def on_send(self, src: str, req_id: int, req: SendMessage | SendBatchMessage) -> None:
         if self.v5:
-            msg = req.msg if type(req) is SendMessage else req.msgs[0]
+            msg = req.msg if isinstance(req, SendMessage) else req.msgs[0]
             self.node.trace(BROKER_BUSY, msg.msg_id, "REJECTREQUEST")
         self.node.reply(src, req_id, SendResponse(SYSTEM_BUSY if self.v5 else SERVICE_NOT_AVAILABLE))
 

@@ -53,7 +53,7 @@ from models.message import (
     record_bytes,
 )
 from models.records import TIMER_DELIVERED, TIMER_ENQUEUED
-from sim.kernel.env import ms
+from sim.env import ms
 
 _TIMER_ONLY = (PROPERTY_TIMER_DELIVER_MS, PROPERTY_TIMER_OUT_MS, PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID)
 
@@ -157,7 +157,7 @@ class TimerMessageStore:
         self.node.trace(TIMER_DELIVERED, msg.msg_id, topic, slot, replay)
 
     # --- checkpoint, crash, recovery ------------------------------------------------------------
-    def flush_loop(self) -> Generator:
+    def flush_loop(self) -> Generator[Any, Any, None]:
         """TimerFlushService: flush the timer log and wheel, then the checkpoint. Its thread starts
         with the broker at no particular millisecond: the phase of its period against the slot
         boundaries is drawn at each start (else every checkpoint would fall on a slot's read)."""

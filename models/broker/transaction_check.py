@@ -67,6 +67,7 @@ from models.broker.transactional_message_bridge import (
     PullResult,
     TransactionalMessageBridge,
 )
+from models.coverage_points import COV_TXN_CHECK_MAX_REACHED, COV_TXN_CHECK_NO_PRODUCER
 from models.message import (
     PROPERTY_BORN_TIMESTAMP,
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
@@ -82,8 +83,7 @@ from models.message import (
 )
 from models.protocol import CheckTransactionState
 from models.records import TXN_CHECKED, TXN_DISCARDED
-from sim.kernel.coverage import COV_TXN_CHECK_MAX_REACHED, COV_TXN_CHECK_NO_PRODUCER
-from sim.kernel.env import ms
+from sim.env import ms
 
 MAX_PROCESS_TIME_LIMIT_US = 60_000_000  # TransactionalMessageServiceImpl.MAX_PROCESS_TIME_LIMIT
 OP_MSG_PULL_NUMS = 32  # TransactionalMessageServiceImpl.OP_MSG_PULL_NUMS
@@ -101,7 +101,7 @@ class TransactionalMessageCheckService:
         self.broker = broker
         self.sleep_while_no_op_us = SLEEP_WHILE_NO_OP_US if v5 else 0  # 4.9.8 pulls again at once
         self.node = broker.node
-        self.cov = broker.node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov = broker.node.env.coverage  # rare-state counts (models/coverage_points.py)
         self.bridge = bridge
         self.cfg = cfg
         self.interval_us = ms(cfg.transaction_check_interval_ms)
@@ -114,7 +114,7 @@ class TransactionalMessageCheckService:
     def _lose_heap(self) -> None:
         self.positive_counter = 0
 
-    def run(self) -> Generator:
+    def run(self) -> Generator[Any, Any, None]:
         """ServiceThread loop: wait the interval, run one round, wait again."""
         node = self.node
         while True:
@@ -123,7 +123,7 @@ class TransactionalMessageCheckService:
                 yield from self.check()
 
     # --- TransactionalMessageServiceImpl.check ------------------------------------------------
-    def check(self) -> Generator:
+    def check(self) -> Generator[Any, Any, None]:
         """One round over half queue 0 (the only half queue: every half goes to queue 0)."""
         bridge, node = self.bridge, self.node
         start = node.env._now

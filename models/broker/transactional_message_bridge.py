@@ -28,6 +28,7 @@ from models.broker.message_store import (
     NO_MESSAGE_IN_QUEUE,
     OFFSET_OVERFLOW_ONE,
 )
+from models.coverage_points import COV_TXN_HALF_LOST_POWER_LOSS
 from models.message import (
     PROPERTY_OP_BODY,
     PROPERTY_REAL_QUEUE_ID,
@@ -39,7 +40,6 @@ from models.message import (
     record_bytes,
 )
 from models.records import TXN_HALF_LOST
-from sim.kernel.coverage import COV_TXN_HALF_LOST_POWER_LOSS
 
 CID_RMQ_SYS_TRANS = "CID_RMQ_SYS_TRANS"  # TransactionalMessageUtil.buildConsumerGroup()
 REMOVE_TAG = "d"  # TransactionalMessageUtil.REMOVE_TAG

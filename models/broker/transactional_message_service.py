@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from models.broker.transactional_message_bridge import OFFSET_SEPARATOR, TransactionalMessageBridge
-from sim.kernel.coverage import COV_TXN_OP_BATCH_LOST_IN_CRASH
-from sim.kernel.env import ms
+from models.coverage_points import COV_TXN_OP_BATCH_LOST_IN_CRASH
+from sim.env import ms
 
 OP_CONTEXT_CAPACITY = 20_000  # MessageQueueOpContext's LinkedBlockingQueue(20000)
 OVERSIZE_SLACK_BYTES = 100  # getOpMessage: a builder of maxSize + 100 chars when the buffer is over

@@ -28,7 +28,7 @@ from typing import Any
 
 from models.broker.commit_log import CommitLog
 from models.broker.config import OS_PAGE_SIZE_BYTES
-from sim.kernel.env import ms
+from sim.env import ms
 
 
 class CommitRealTimeService:

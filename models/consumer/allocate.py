@@ -247,8 +247,7 @@ def machine_room_nearby(inner: Strategy, broker_room: Callable[[MessageQueue], s
         mr2c = _by_room(cid_all, consumer_room, "consumer id")
         current_room = consumer_room(current_cid)
         out = []
-        own = mr2mq.pop(current_room, None) if current_room else None
-        if own:
+        if current_room and (own := mr2mq.pop(current_room, None)):
             out += inner(group, current_cid, own, mr2c[current_room])
         for room in sorted(mr2mq, key=java_order):
             if room not in mr2c:  # no member there: all members share its queues

@@ -13,7 +13,7 @@ setAllocateMessageQueueStrategy), as `allocate` options, and the two MachineRoom
   - NAMING: RocketMQ's `<room>@<broker>` convention, applied to both sides: the room is the text
     before the first '@' of the broker name and of the client id (the consumer's node name, e.g.
     `idc1@billing-1`); a name without '@' has no room, so the Java strategy throws and that
-    rebalance round changes nothing (sim/scenario_checks.py reports such names up front).
+    rebalance round changes nothing (rmqsim/scenario/validate.py reports such names up front).
 """
 
 from __future__ import annotations

@@ -1,19 +1,40 @@
-"""Consumer tunables: DefaultMQPushConsumer and ClientConfig subsets (5.3.3 defaults).
+"""A consumer entry of a scenario: its tunables, and how it consumes (5.3.3 defaults).
 
-Bounds are DefaultMQPushConsumerImpl.checkConfig's where it has one (consumeThreadMax 1..1000,
-consumeConcurrentlyMaxSpan and pullThresholdForQueue 1..65535, pullThresholdSizeForQueue
-1..1024 MiB, pullInterval 0..65535 ms, pullBatchSize 1..1024); times are at most
-`sim.kernel.limits.MAX_TIME_MS`.
+`PushConsumerConfig`: DefaultMQPushConsumer and ClientConfig subsets (an entry's `client:`).
+`LitePullSpec`: DefaultLitePullConsumer's own settings (an entry's `lite_pull:`,
+models/consumer/lite_pull_consumer.py). `PopSpec`: POP consumption (an entry's `pop:`,
+models/consumer/pop_consumer.py). `ConsumerSpec`: one `consumers:` entry of the scenario, the
+client processes it makes and the listener in each.
+
+Bounds of `PushConsumerConfig` are DefaultMQPushConsumerImpl.checkConfig's where it has one
+(consumeThreadMax 1..1000, consumeConcurrentlyMaxSpan and pullThresholdForQueue 1..65535,
+pullThresholdSizeForQueue 1..1024 MiB, pullInterval 0..65535 ms, pullBatchSize 1..1024); times are
+at most `sim.limits.MAX_TIME_MS`.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sim.kernel.config import DurationMs, Int, IntMiB, IntMin, IntMs, NodeName, NonNegativeIntMs, PositiveIntMs
-from sim.kernel.limits import MAX_TIME_MS
+from models.names import Count, GroupName, TopicName, Zone
+from sim.config import (
+    DurationMs,
+    Float,
+    Int,
+    IntMiB,
+    IntMin,
+    IntMs,
+    NodeName,
+    NonNegativeIntMs,
+    PositiveDurationMs,
+    PositiveIntMs,
+    Tag,
+)
+from sim.dist import Constant, Dist
+from sim.limits import MAX_TIME_MS
 
 PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US = 50_000  # DefaultMQPushConsumerImpl
 BROKER_SUSPEND_MAX_TIME_US = 15_000_000  # DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS
@@ -157,3 +178,104 @@ class PushConsumerConfig(BaseModel):
         if value is AllocateStrategy.MACHINE_ROOM_NEARBY:
             raise ValueError("the inner strategy of MACHINE_ROOM_NEARBY is one of the other five")
         return value
+
+
+class LitePullSpec(BaseModel):
+    """DefaultLitePullConsumer's settings (5.3.3 defaults): a `lite_pull` consumer entry polls
+    (models/consumer/lite_pull_consumer.py) instead of being pushed to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    auto_commit: bool = Field(True, description="autoCommit: poll() commits the consumed offsets")
+    auto_commit_interval_ms: PositiveDurationMs = Field(5_000, ge=1_000, description=(
+        "autoCommitIntervalMillis: the least time between two commits (at the next poll; at least 1 s)"))
+    pull_batch_size: Int = Field(10, gt=0, le=1024, description="pullBatchSize: messages per pull, and per poll()")
+
+
+class PopSpec(BaseModel):
+    """POP consumption (5.x; models/consumer/pop_consumer.py): a `pop` consumer entry pops from the
+    brokers instead of pulling its own queues — no rebalance, no offsets, each message acked."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    client: Literal["simple", "push"] = Field("simple", description=(
+        "simple: the gRPC SimpleConsumer through the proxy (LOCAL mode); push: DefaultMQPushConsumer in POP mode"))
+    invisible_duration_ms: PositiveDurationMs = Field(60_000, description=(
+        "invisibleDuration of each receive (simple: 10 s .. 12 h, the proxy's bounds) or popInvisibleTime "
+        "(push: 5 s .. 300 s); default 60 s (the proxy's defaultInvisibleTimeMills, the push consumer's default)"))
+    max_message_num: Int | None = Field(None, gt=0, le=32, description=(
+        "messages a receive asks for (maxMessageNum; the proxy caps it at 32) or popBatchNums (push); "
+        "null: 16 for simple, 32 (popBatchNums) for push"))
+    await_duration_ms: PositiveDurationMs = Field(30_000, description=(
+        "simple: the receive's awaitDuration (the proxy long-polls it, clamped to 5 s .. 20 s)"))
+    threads: Int = Field(1, gt=0, le=1_000, description=(
+        "simple: application threads, each looping receive → process → ack (push: client.consume_thread_max)"))
+    orderly: bool = Field(False, description=(
+        "simple: a FIFO group (orderly POP: a queue's batch blocks it until acked or visible again; the "
+        "group's per-key order is checked)"))
+
+    @model_validator(mode="after")
+    def _bounds(self) -> PopSpec:
+        problems = []
+        if self.client == "simple" and not 10_000 <= self.invisible_duration_ms <= 12 * 3_600_000:
+            problems.append("a SimpleConsumer's invisible_duration_ms must be within 10 s .. 12 h (the proxy "
+                            "refuses others: minInvisibleTimeMillsForRecv, maxInvisibleTimeMills)")
+        if self.client == "push" and not 5_000 <= self.invisible_duration_ms <= 300_000:
+            problems.append("a POP push consumer's invisible_duration_ms must be within 5 s .. 300 s "
+                            "(DefaultMQPushConsumer would silently use 60 s)")
+        if self.client == "push" and self.orderly:
+            problems.append("a push consumer never pops orderly (clientRebalance is forced for orderly "
+                            "listeners); use consume_mode ORDERLY without pop, or client: simple")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def batch(self) -> int:
+        return self.max_message_num or (16 if self.client == "simple" else 32)
+
+
+class ConsumerSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    name: NodeName = Field("consumer", description="node name and client id (with count N: <name>-1..<name>-N)")
+    count: Count = Field(1, description="instances of this entry")
+    zone: Zone = Field("zone-a", description="zone (machine room) of its hosts")
+    group: GroupName = Field("please_rename_unique_group_name", description="consumer group (consumerGroup)")
+    topic: TopicName = Field("TopicTest", description="topic it subscribes to")
+    tags: list[Tag] | None = Field(None, max_length=1_000, description="tags it subscribes to (null: '*')")
+    consume_time_ms: Dist = Field(Constant(value=1.0), description=(
+        "ms the listener takes per message (a distribution; '2ms' works)"))
+    failure_probability: Float = Field(0.0, ge=0, lt=1, description=(
+        "chance the listener fails: RECONSUME_LATER, or SUSPEND_CURRENT_QUEUE_A_MOMENT when ORDERLY (0 .. <1)"))
+    batch_failure: Literal["reconsume_later", "ack_index"] = Field("reconsume_later", description=(
+        "CONCURRENTLY with client.consume_message_batch_max_size > 1: what the listener returns when a "
+        "message of its batch fails: RECONSUME_LATER (the whole batch is sent back) or CONSUME_SUCCESS "
+        "with ackIndex before the failed message (models/consumer/consume_batch.py)"))
+    start_ms: DurationMs = Field(1_000, description="ms when it starts")
+    stop_ms: PositiveDurationMs | None = Field(None, description=(
+        "graceful shutdown (DefaultMQPushConsumer.shutdown) at this time"))
+    # the listener registered: MessageListenerConcurrently, or MessageListenerOrderly (a failure suspends the queue)
+    consume_mode: Literal["CONCURRENTLY", "ORDERLY"] = Field("CONCURRENTLY", description=(
+        "CONCURRENTLY or ORDERLY (MessageListenerOrderly: broker locks, one batch at a time per queue)"))
+    client: PushConsumerConfig = Field(PushConsumerConfig(), description=(
+        "DefaultMQPushConsumer / ClientConfig settings"))
+    lite_pull: LitePullSpec | None = Field(None, description=(
+        "a DefaultLitePullConsumer (subscribe mode) instead of a push consumer: its settings (null: push)"))
+    pop: PopSpec | None = Field(None, description=(
+        "POP consumption (5.x): a SimpleConsumer or a POP-mode push consumer instead (null: pull-based)"))
+
+    @model_validator(mode="after")
+    def _orderly_needs_clustering(self) -> ConsumerSpec:
+        problems = []
+        if self.lite_pull is not None and (self.consume_mode == "ORDERLY" or self.failure_probability
+                                           or self.client.message_model is MessageModel.BROADCASTING):
+            problems.append("lite_pull is modelled for CONCURRENTLY, CLUSTERING consumers without failure_probability "
+                            "(the application polls and handles failures itself)")
+        if self.pop is not None and (self.lite_pull is not None or self.consume_mode == "ORDERLY"
+                                     or self.client.message_model is MessageModel.BROADCASTING
+                                     or self.client.consume_message_batch_max_size > 1):
+            problems.append("pop is modelled for CONCURRENTLY, CLUSTERING consumers without lite_pull or batch "
+                            "consumption (orderly POP: pop.orderly)")
+        if self.consume_mode == "ORDERLY" and self.client.message_model is MessageModel.BROADCASTING:
+            problems.append("consume_mode ORDERLY with message_model BROADCASTING is not modelled; use CLUSTERING")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self

@@ -30,8 +30,8 @@ from __future__ import annotations
 from typing import Any
 
 from models.consumer.consume_service import ConsumeService
+from models.coverage_points import COV_CONSUME_FAILURE_SENT_BACK
 from models.records import CONSUMER_CONSUMED
-from sim.kernel.coverage import COV_CONSUME_FAILURE_SENT_BACK
 
 RECONSUME_LATER, ACK_INDEX = "reconsume_later", "ack_index"
 
@@ -76,7 +76,7 @@ class BatchConsumeService(ConsumeService):
                 pq.long_consuming[msg.queue_offset] = self.clock.now_us
         self.node.call_later(duration_us, self._done, pq, mq, batch, failed_at)
 
-    def _done(self, pq: Any, mq: Any, batch: Any, failed_at: int) -> None:  # type: ignore[override]
+    def _done(self, pq: Any, mq: Any, batch: Any, failed_at: int) -> None:
         """The listener returned: record what it consumed, then processConsumeResult."""
         if self._cut and self._was_cut(batch):
             return

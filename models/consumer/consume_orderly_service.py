@@ -46,9 +46,9 @@ from models.consumer.config import (
 )
 from models.consumer.consume_pool import ConsumePool
 from models.consumer.send_back import SendBack
+from models.coverage_points import COV_ORDERLY_CONSUME_NEEDS_LOCK, COV_ORDERLY_QUEUE_SUSPENDED
 from models.records import CONSUMER_CONSUMED
-from sim.kernel.coverage import COV_ORDERLY_CONSUME_NEEDS_LOCK, COV_ORDERLY_QUEUE_SUSPENDED
-from sim.kernel.env import ms
+from sim.env import ms
 
 ORDERLY_OUTER_RELOCK_DELAY_US = 100_000  # ConsumeRequest.run: tryLockLaterAndReconsume(..., 100) when not locked
 
@@ -58,7 +58,7 @@ class ConsumeOrderlyService(ConsumePool):
         self.consumer = consumer
         self.node = consumer.node
         self.env = self.node.env
-        self.cov = self.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov = self.env.coverage  # rare-state counts (models/coverage_points.py)
         self.group = consumer.group
         cfg = consumer.cfg
         self.threads = cfg.consume_thread_max

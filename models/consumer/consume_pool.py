@@ -24,9 +24,9 @@ from typing import Any
 class ConsumePool:
     """Mixin of a consume service with a `node` attribute; `init_pool()` in its constructor. (No
     class-level annotation of `node`: a compiled build makes this class an extension type,
-    sim/kernel/compiled.py.)"""
+    sim/compiled.py.)"""
 
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("_await_timer", "_tokens", "busy", "queue", "running", "stopped", "stopping")
 
     def init_pool(self) -> None:
@@ -37,7 +37,7 @@ class ConsumePool:
         self.stopping: Any = None  # shutdown's continuation while it awaits the running calls
         self.stopped = False  # shut down (the service's `stopped` flag); a relaunch clears it
         self._await_timer: Any = None
-        self.node.on_crash(self._reset)
+        self.node.on_crash(self._reset)  # type: ignore[attr-defined]  # the service's `node` (class docstring)
 
     def _reset(self) -> None:
         self.busy = 0
@@ -53,7 +53,7 @@ class ConsumePool:
         if not self._calls_left():
             self._drained()
         elif await_us > 0:
-            self._await_timer = self.node.timer(await_us, self._interrupt)
+            self._await_timer = self.node.timer(await_us, self._interrupt)  # type: ignore[attr-defined]  # as above
         else:
             self._interrupt()
 

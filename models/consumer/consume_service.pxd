@@ -1,10 +1,10 @@
 # Cython's declarations for consume_service.py (compiled by setup.py; the .py runs as it is when pure).
 # Each class below is an extension type: every attribute it assigns on `self` is a field here,
 # typed ones raise TypeError on another type (compiled only); `cpdef` = `@cython.ccall` there.
-# No @dataclass or class-level annotation on them. The rules and why: sim/kernel/compiled.py.
+# No @dataclass or class-level annotation on them. The rules and why: sim/compiled.py.
 
 from models.consumer.consume_pool cimport ConsumePool
-from sim.kernel.env cimport Clock
+from sim.env cimport Clock
 from models.consumer.process_queue cimport ProcessQueue
 cdef class ConsumeService(ConsumePool):
     cdef public object _chunk

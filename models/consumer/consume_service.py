@@ -33,15 +33,15 @@ from models.consumer.config import (
 from models.consumer.consume_pool import ConsumePool
 from models.consumer.process_queue import ProcessQueue
 from models.consumer.send_back import SendBack
+from models.coverage_points import COV_CONSUME_FAILURE_SENT_BACK, COV_SEND_BACK_FAILED_LOCAL_RETRY
 from models.message import MessageExt
 from models.records import CONSUMER_CONSUMED, CONSUMER_EXPIRED_CLEANED
-from sim.kernel.coverage import COV_CONSUME_FAILURE_SENT_BACK, COV_SEND_BACK_FAILED_LOCAL_RETRY
-from sim.kernel.env import Clock
-from sim.kernel.trace import DIGEST_CHUNK
+from sim.env import Clock
+from sim.trace import DIGEST_CHUNK
 
 
 class ConsumeService(ConsumePool):
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("_chunk", "_cut", "_done_bound", "_time_block", "_times", "clock", "consume_time", "cov",
                  "consume_timeout_us", "consumer", "env", "failure_probability", "group", "max_reconsume_times",
                  "name", "node", "offsets", "send_back", "stream", "threads")
@@ -56,7 +56,7 @@ class ConsumeService(ConsumePool):
         self.name = self.node.name
         self.env = self.node.env
         self.clock: Clock = self.env.clock
-        self.cov: list[int] = self.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov: list[int] = self.env.coverage  # rare-state counts (models/coverage_points.py)
         self._chunk = self.node._chunk
         # bound once: reading a method off `self` makes a new bound-method object each time
         self._done_bound = self._done
@@ -211,7 +211,7 @@ class ConsumeService(ConsumePool):
         return False
 
     # --- cleanExpiredMsg ------------------------------------------------------------------------
-    def clean_expired_loop(self) -> Generator:
+    def clean_expired_loop(self) -> Generator[Any, Any, None]:
         """Every consumeTimeout (first after one): ProcessQueue.cleanExpiredMsg on every queue."""
         period_us = self.consume_timeout_us
         while True:
@@ -238,7 +238,7 @@ class ConsumeService(ConsumePool):
             msg = pq.msgs[first]
             self.node.trace(CONSUMER_EXPIRED_CLEANED, self.group, msg.msg_id, mq.broker_name, mq.queue_id, first)
             self.send_back.send(mq, msg, EXPIRED_SEND_BACK_DELAY_LEVEL,
-                                lambda ok, pq=pq, first=first: self._expired_sent(pq, first, ok))
+                                lambda ok, pq=pq, first=first: self._expired_sent(pq, first, ok))  # type: ignore[misc]  # defaults bind the loop's values
 
     @staticmethod
     def _expired_sent(pq: Any, offset: int, ok: bool) -> None:

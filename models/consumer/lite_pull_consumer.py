@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from models.consumer.config import LitePullSpec
 from models.consumer.consume_service import ConsumeService
 from models.consumer.push_consumer import PushConsumer
 from models.records import CONSUMER_CONSUMED, CONSUMER_OFFSET_MOVED
@@ -40,14 +41,14 @@ POLL_TIMEOUT_US = 5_000_000  # DefaultLitePullConsumer.pollTimeoutMillis
 class LitePullConsumeService(ConsumeService):
     """The application thread's poll loop over the consumeRequestCache (module docstring)."""
 
-    def __init__(self, consumer: Any, consume_time: Any, failure_probability: float) -> None:
+    def __init__(self, consumer: LitePullConsumer, consume_time: Any, failure_probability: float) -> None:
         super().__init__(consumer, consume_time, failure_probability)
         self.threads = 1
         self.cache: deque = deque()  # consumeRequestCache: (pq, mq, msgs) per pull
         self.consume_offsets: dict[Any, int] = {}  # assignedMessageQueue's consume offsets (heap)
         self.auto_commit = consumer.lite.auto_commit
         self.auto_commit_interval_us = consumer.lite.auto_commit_interval_ms * 1000
-        self.next_commit_us = 0  # nextAutoCommitDeadline
+        self.next_commit_us: float = 0  # nextAutoCommitDeadline (auto_commit_interval_ms is a float)
         self.idle: Any = None  # the timer of a poll() blocked on an empty cache
         self.node.on_crash(self._lose)
 
@@ -103,7 +104,7 @@ class LitePullConsumeService(ConsumeService):
             if pq is not None and not pq.dropped and offset > offsets.get(mq, -1):
                 offsets[mq] = offset
 
-    def _done(self, pq: Any, mq: Any, msgs: Any, ok: bool) -> None:  # type: ignore[override]
+    def _done(self, pq: Any, mq: Any, msgs: Any, ok: bool) -> None:
         """The application processed the messages poll() returned: record them, poll again."""
         if self._cut and self._was_cut(msgs):
             return
@@ -128,8 +129,9 @@ class LitePullConsumer(PushConsumer):
     """DefaultLitePullConsumer (subscribe mode): the push consumer's machinery, polled."""
 
     consume_service_class = LitePullConsumeService
+    consume: LitePullConsumeService  # built by PushConsumer from consume_service_class
 
-    def __init__(self, *args: Any, lite: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, lite: LitePullSpec, **kwargs: Any) -> None:
         self.lite = lite  # the scenario's LitePullSpec (auto commit)
         super().__init__(*args, **kwargs)
 

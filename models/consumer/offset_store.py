@@ -19,7 +19,7 @@ from models.protocol import UpdateConsumerOffset
 
 
 class OffsetStore:
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("broadcasting", "group", "local_file", "node", "offsets")
 
     def __init__(self, node: Any, group: str, broadcasting: bool) -> None:

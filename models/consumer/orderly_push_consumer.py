@@ -55,7 +55,7 @@ from models.consumer.queue_lock import QueueLocks
 from models.message import MessageQueue
 from models.protocol import SUCCESS, OffsetResponse, QueryConsumerOffset
 from models.records import CONSUMER_QUEUE_DROPPED
-from sim.kernel.env import ms
+from sim.env import ms
 
 
 def locked_process_queue(next_offset: int, now_us: int) -> OrderlyProcessQueue:
@@ -66,8 +66,9 @@ def locked_process_queue(next_offset: int, now_us: int) -> OrderlyProcessQueue:
 
 
 class OrderlyPushConsumer(PushConsumer):
-    consume_service_class = ConsumeOrderlyService
-    process_queue_class = staticmethod(locked_process_queue)
+    # not subclasses of the base's classes: a service built alike, and a factory of ProcessQueues
+    consume_service_class = ConsumeOrderlyService  # type: ignore[assignment]  # built as ConsumeService
+    process_queue_class = staticmethod(locked_process_queue)  # type: ignore[assignment]  # called as ProcessQueue
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # client_version: PushConsumer sets `v4` and the first-pull delay
@@ -106,7 +107,7 @@ class OrderlyPushConsumer(PushConsumer):
             return True
         return False
 
-    def _remove(self, mq: MessageQueue, pq: Any) -> None:
+    def _remove(self, mq: MessageQueue, pq: OrderlyProcessQueue) -> None:
         if self.process_queues.get(mq) is not pq:
             return
         self.offset_store.persist(mq, self.broker_addr)
@@ -115,7 +116,7 @@ class OrderlyPushConsumer(PushConsumer):
         self.locks.unlock(mq)
         del self.process_queues[mq]
 
-    def _drop_v4(self, mq: MessageQueue, pq: Any) -> bool:
+    def _drop_v4(self, mq: MessageQueue, pq: OrderlyProcessQueue) -> bool:
         """4.9.8: removeOffset at once, then tryLock(1000) of the consume lock → unlockDelay."""
         self.offset_store.remove(mq)
         wait_us = pq.busy_until_us - self.node.env._now
@@ -127,7 +128,7 @@ class OrderlyPushConsumer(PushConsumer):
             return True
         return False
 
-    def _remove_v4(self, mq: MessageQueue, pq: Any) -> None:
+    def _remove_v4(self, mq: MessageQueue, pq: OrderlyProcessQueue) -> None:
         """unlockDelay: unlock (oneway) at once, or 20 s later when messages are still cached."""
         if self.process_queues.get(mq) is not pq:
             return

@@ -10,7 +10,7 @@ crash re-delivers exactly the messages it held un-acked, after their invisible t
 duplicate means an ack that came too late (`pop.ack_late`: the listener ended after the handle's
 invisible time — `invisible_time_expired`), an ack that never took effect (`pop.ack_failed`, or
 lost with the broker — `ack_lost`), or a broker restart that went back on its offsets (popped or
-revived again — `broker_offset_rollback`); analysis/duplicates.py.
+revived again — `broker_offset_rollback`); analysis/checkers/duplicates.py.
 
 **SimpleConsumer** (rocketmq-clients SimpleConsumerImpl; `pop.client: simple`): `threads`
 application threads each loop `receive(maxMessageNum, invisibleDuration)` → process the messages
@@ -45,8 +45,9 @@ from __future__ import annotations
 from typing import Any
 
 from models.client_instance import MQClientInstance
+from models.consumer.config import PopSpec, PushConsumerConfig
 from models.message import java_string_hash
-from models.producer.fault_strategy import PERM_READ
+from models.perm_name import PERM_READ
 from models.protocol import (
     POLLING_TIMEOUT,
     POP_ALL_QUEUES,
@@ -59,8 +60,9 @@ from models.protocol import (
     TopicRouteData,
 )
 from models.records import CONSUMER_CONSUMED, POP_ACK_FAILED, POP_ACK_LATE, POP_RECEIVED
-from sim.kernel.env import ms
-from sim.kernel.node import CONNECT_FAILED, Node
+from sim.dist import Dist
+from sim.env import ms
+from sim.node import CONNECT_FAILED, Node
 
 REQUEST_TIMEOUT_US = 3_000_000  # rocketmq-clients ClientConfiguration requestTimeout
 PROXY_MIN_POLLING_US = 5_000_000  # ProxyConfig.grpcClientConsumerMinLongPollingTimeoutMillis
@@ -84,8 +86,9 @@ def proxy_polling_us(await_us: int) -> int:
 class PopConsumer:
     """One client process of a POP group (module docstring)."""
 
-    def __init__(self, env: Any, name: str, zone: str, group: str, topic: str, tags: list[str] | None, cfg: Any,
-                 namesrvs: list[str], consume_time: Any, failure_probability: float, pop: Any) -> None:
+    def __init__(self, env: Any, name: str, zone: str, group: str, topic: str, tags: list[str] | None,
+                 cfg: PushConsumerConfig, namesrvs: list[str], consume_time: Dist, failure_probability: float,
+                 pop: PopSpec) -> None:
         node = Node(env, name, zone)
         self.node = node
         self.clock = env.clock
@@ -118,8 +121,8 @@ class PopConsumer:
         self.busy = 0
         self.queue: list = []  # push: consume requests waiting for a thread
         self.stopped = False
-        self.detail = env.tracer.detail  # pop.received (a detail kind, sim/kernel/trace.py)
-        # bound once, so that quiescence tells the long polls from other requests (sim/quiescence.py)
+        self.detail = env.tracer.detail  # pop.received (a detail kind, sim/trace.py)
+        # bound once, so that quiescence tells the long polls from other requests (rmqsim/quiescence.py)
         self._received_bound, self._popped_bound = self._received, self._popped
         self.long_polls = (self._received_bound, self._popped_bound)
         # the group's membership changes nothing: every member pops every broker (queue id -1)

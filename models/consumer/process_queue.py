@@ -115,7 +115,8 @@ class OrderlyProcessQueue(ProcessQueue):
     def take_messages(self, n: int) -> list[Any]:
         """takeMessages(n): the n smallest cached messages move to the taken map; none left →
         `consuming` is cleared (the ConsumeRequest ends)."""
-        cached, out = self.msgs, []
+        cached = self.msgs
+        out: list[Any] = []
         while cached and len(out) < n:
             offset = next(iter(cached))
             msg = cached.pop(offset)

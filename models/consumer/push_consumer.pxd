@@ -1,11 +1,11 @@
 # Cython's declarations for push_consumer.py (compiled by setup.py; the .py runs as it is when pure).
 # Each class below is an extension type: every attribute it assigns on `self` is a field here,
 # typed ones raise TypeError on another type (compiled only); `cpdef` = `@cython.ccall` there.
-# No @dataclass or class-level annotation on them. The rules and why: sim/kernel/compiled.py.
+# No @dataclass or class-level annotation on them. The rules and why: sim/compiled.py.
 
 from models.client_instance cimport MQClientInstance
-from sim.kernel.env cimport Clock
-from sim.kernel.node cimport Node
+from sim.env cimport Clock
+from sim.node cimport Node
 from models.consumer.offset_store cimport OffsetStore
 from models.consumer.process_queue cimport ProcessQueue
 cdef class PushConsumer:

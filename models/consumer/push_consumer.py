@@ -48,8 +48,8 @@ from models.consumer.process_queue import ProcessQueue
 from models.consumer.pull_api import PullAPIWrapper
 from models.consumer.rebalance import Rebalancer
 from models.consumer.reset_offset import ClientResetOffset
+from models.coverage_points import COV_OFFSET_ILLEGAL_CORRECTED, COV_PULL_FLOW_CONTROLLED, COV_PULL_FROM_SLAVE
 from models.message import MessageQueue, java_string_hash, retry_topic
-from models.producer.fault_strategy import CLIENT_VERSIONS, V4, V5
 from models.protocol import (
     PULL_NOT_FOUND,
     PULL_OFFSET_MOVED,
@@ -61,15 +61,15 @@ from models.protocol import (
     new_pull_message,
 )
 from models.records import CONSUMER_OFFSET_MOVED, CONSUMER_PULL_FAILED, CONSUMER_QUEUE_DROPPED, CONSUMER_SHUTDOWN
-from sim.kernel.coverage import COV_OFFSET_ILLEGAL_CORRECTED, COV_PULL_FLOW_CONTROLLED, COV_PULL_FROM_SLAVE
-from sim.kernel.env import Clock, ms
-from sim.kernel.node import CONNECT_FAILED, Node
+from models.version import V4, V5, VERSIONS
+from sim.env import Clock, ms
+from sim.node import CONNECT_FAILED, Node
 
 MIB = 1024 * 1024
 
 
 class PushConsumer:
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("_flow_limits", "_on_pull_bound", "_pull_batch_size", "_pull_interval_us", "_routes_pending",
                  "_slave_reads", "broadcasting", "cfg", "client", "client_id", "clock", "consume", "cov",
                  "consume_timestamp_us", "group", "node", "offset_store", "process_queues", "pull_api",
@@ -82,13 +82,13 @@ class PushConsumer:
                  cfg: PushConsumerConfig, namesrvs: list[str], consume_time: Any,
                  failure_probability: float, zones: dict[str, str] | None = None, *,
                  client_version: str = V5, batch_failure: str = "reconsume_later") -> None:
-        if client_version not in CLIENT_VERSIONS:
-            raise ValueError(f"client_version must be one of {CLIENT_VERSIONS}, not {client_version!r}")
+        if client_version not in VERSIONS:
+            raise ValueError(f"client_version must be one of {VERSIONS}, not {client_version!r}")
         self.v4 = client_version == V4  # 4.9.8 client (the scenario's `client_version` / `version`)
         node = Node(env, name, zone)
         self.node: Node = node
         self.clock: Clock = env.clock
-        self.cov: list[int] = env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov: list[int] = env.coverage  # rare-state counts (models/coverage_points.py)
         # bound once: reading a method off `self` makes a new bound-method object each time
         self._on_pull_bound = self._on_pull
         self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one

@@ -26,10 +26,10 @@ from models.consumer.config import (
     REBALANCE_LOCK_INTERVAL_US,
     UNLOCK_TIMEOUT_US,
 )
+from models.coverage_points import COV_ORDERLY_LOCK_LOST
 from models.message import MessageQueue
 from models.protocol import SUCCESS, LockBatchMQ, UnlockBatchMQ
 from models.records import CONSUMER_LOCK_LOST
-from sim.kernel.coverage import COV_ORDERLY_LOCK_LOST
 
 
 class QueueLocks:
@@ -68,7 +68,7 @@ class QueueLocks:
         pq.locked = True
         pq.last_lock_us = self.node.env._now
 
-    def lock_mq_periodically(self) -> Generator:
+    def lock_mq_periodically(self) -> Generator[Any, Any, None]:
         yield self.node.sleep_us(LOCK_ALL_INITIAL_DELAY_US)
         while True:
             self.lock_all()

@@ -33,6 +33,7 @@ from models.consumer.config import (
     REBALANCE_WAIT_INTERVAL_US,
     ConsumeFromWhere,
 )
+from models.coverage_points import COV_REBALANCE_DROPPED_QUEUE_IN_FLIGHT
 from models.message import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
 from models.protocol import (
     SUCCESS,
@@ -44,15 +45,14 @@ from models.protocol import (
     SearchOffset,
 )
 from models.records import CONSUMER_QUEUE_STARTED, CONSUMER_REBALANCED
-from sim.kernel.coverage import COV_REBALANCE_DROPPED_QUEUE_IN_FLIGHT
-from sim.kernel.env import ms
+from sim.env import ms
 
 
 class Rebalancer:
     def __init__(self, consumer: Any, strategy: Any) -> None:
         self.consumer = consumer
         self.node = consumer.node
-        self.cov = consumer.node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov = consumer.node.env.coverage  # rare-state counts (models/coverage_points.py)
         self.strategy = strategy
         self.stream = self.node.env.rng.stream(f"{self.node.name}.rebalance")
         self.last_round_us = -REBALANCE_MIN_INTERVAL_US

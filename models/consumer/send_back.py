@@ -30,6 +30,7 @@ from models.consumer.config import (
     INNER_PRODUCER_SEND_TIMEOUT_US,
     SEND_BACK_TIMEOUT_US,
 )
+from models.coverage_points import COV_SEND_BACK_RESENT_BY_INNER_PRODUCER
 from models.message import (
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RETRY_TOPIC,
@@ -38,13 +39,12 @@ from models.message import (
     record_bytes,
     retry_topic,
 )
+from models.perm_name import PERM_WRITE
 from models.protocol import SUCCESS, ConsumerSendMsgBack, SendMessage
 from models.records import CONSUMER_RESENT_AS_NORMAL, CONSUMER_SENT_BACK
-from sim.kernel.coverage import COV_SEND_BACK_RESENT_BY_INNER_PRODUCER
-from sim.kernel.node import CONNECT_FAILED
+from sim.node import CONNECT_FAILED
 
 PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"  # MessageConst
-PERM_WRITE = 2  # PermName.PERM_WRITE
 
 
 def _ok(response: Any) -> bool:
@@ -55,7 +55,7 @@ class SendBack:
     def __init__(self, consumer: Any, max_reconsume_times: int) -> None:
         self.consumer = consumer
         self.node = consumer.node
-        self.cov = consumer.node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov = consumer.node.env.coverage  # rare-state counts (models/coverage_points.py)
         self.group = consumer.group
         self.max_reconsume_times = max_reconsume_times
         self.retry_topic = retry_topic(consumer.group)

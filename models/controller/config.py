@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sim.kernel.config import NodeName, PositiveIntMs
+from sim.config import NodeName, PositiveIntMs
 
 # DLedger (openmessaging dledger, DLedgerConfig defaults; DLedgerController sets none of them):
 # the leader heartbeats every 2 s and a follower that missed 3 of them stands for election, a

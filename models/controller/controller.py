@@ -29,6 +29,11 @@ from typing import Any
 
 from models.controller.config import FIRST_SCAN_US, WRITE_TIMEOUT_US, ControllerConfig
 from models.controller.replicas_info import NO_MASTER, ReplicasInfoManager
+from models.coverage_points import (
+    COV_CONTROLLER_ELECTED_NEW_MASTER,
+    COV_CONTROLLER_NO_CANDIDATE,
+    COV_CONTROLLER_WRITE_WITHOUT_QUORUM,
+)
 from models.protocol import (
     CONTROLLER_MASTER_NOT_AVAILABLE,
     CONTROLLER_NOT_LEADER,
@@ -46,13 +51,8 @@ from models.protocol import (
     ReplicaInfo,
 )
 from models.records import CONTROLLER_ELECTED, CONTROLLER_SYNC_STATE_SET
-from sim.kernel.coverage import (
-    COV_CONTROLLER_ELECTED_NEW_MASTER,
-    COV_CONTROLLER_NO_CANDIDATE,
-    COV_CONTROLLER_WRITE_WITHOUT_QUORUM,
-)
-from sim.kernel.env import ms
-from sim.kernel.node import Node
+from sim.env import ms
+from sim.node import Node
 
 
 class Controller:
@@ -98,7 +98,7 @@ class Controller:
         if entry is not None:
             self._inactive(entry[5], addr)
 
-    def scan_not_active_broker(self) -> Generator:
+    def scan_not_active_broker(self) -> Generator[Any, Any, None]:
         yield self.node.sleep_us(FIRST_SCAN_US)
         while True:
             now = self.node.env._now
@@ -116,7 +116,7 @@ class Controller:
         if group is not None and group.master_id != NO_MASTER and group.addrs.get(group.master_id) == addr:
             self._write(lambda: self._elect(name, -1, "master_inactive"))
 
-    def scan_inactive_master(self) -> Generator:
+    def scan_inactive_master(self) -> Generator[Any, Any, None]:
         """DLedgerController.scanInactiveMasterAndTriggerReelect (leader only, every 5 s)."""
         while True:
             yield self.node.sleep_us(ms(self.cfg.scan_not_active_broker_interval_ms))
@@ -133,9 +133,10 @@ class Controller:
         leader = self.quorum.leader
         self.node.reply(src, req_id, ControllerMetadata(SUCCESS, "" if leader is None else leader.node.name))
 
-    def _serve(self, src: str, req_id: int, write: Any) -> None:
+    def _serve(self, src: str, req_id: int, write: Any) -> bool:
         """DLedgerController.appendEvent: not the leader → CONTROLLER_NOT_LEADER; a write on a
-        leader without a quorum → SYSTEM_ERROR after the 5 s wait."""
+        leader without a quorum → SYSTEM_ERROR after the 5 s wait. True: the caller serves the
+        request (False: it is answered already)."""
         if self.quorum.leader is not self:
             self.node.reply(src, req_id, CodeResponse(CONTROLLER_NOT_LEADER))
         elif write is not None and not self.quorum.can_write(self):

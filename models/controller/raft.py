@@ -3,7 +3,7 @@
 DLedgerController processes a request only on the leader; a write (register, elect, alter the
 SyncStateSet) must be appended to a quorum of peers. What is modelled (5.3.3 with DLedger's
 defaults, config.py):
-- The leader keeps leading while it is up and connected (sim/kernel/network.py `connected`: both
+- The leader keeps leading while it is up and connected (sim/network.py `connected`: both
   serve, no partition between them) to a majority of the peers, itself included. When it is not,
   it steps down 6 s later (maxHeartBeatLeak 3 × heartBeatTimeIntervalMs 2 s), or at once if its
   process died; until then it still answers reads from memory, and its writes fail after 5 s

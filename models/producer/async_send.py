@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from models.coverage_points import COV_ASYNC_BACKPRESSURE_REJECTED, COV_SEND_RETRIED_OTHER_BROKER
 from models.message import Message, MessageQueue
 from models.producer.config import (
     MIB,
@@ -46,8 +47,7 @@ from models.producer.config import (
 )
 from models.producer.semaphore import Semaphore
 from models.protocol import SEND_STATUS_BY_CODE, SendBatchMessage, new_send_message
-from sim.kernel.coverage import COV_ASYNC_BACKPRESSURE_REJECTED, COV_SEND_RETRIED_OTHER_BROKER
-from sim.kernel.node import CONNECT_FAILED
+from sim.node import CONNECT_FAILED
 
 
 class AsyncSend:
@@ -71,7 +71,7 @@ class AsyncSender:
     def __init__(self, producer: Any) -> None:
         self.p = p = producer
         self.node = node = producer.node
-        self.cov = node.env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov = node.env.coverage  # rare-state counts (models/coverage_points.py)
         cfg = producer.cfg
         self.v5 = producer.v5
         self.backpressure = cfg.enable_backpressure_for_async_mode and producer.v5

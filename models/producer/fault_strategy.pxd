@@ -1,26 +1,7 @@
 # Cython's declarations for fault_strategy.py (compiled by setup.py; the .py runs as it is when pure).
 # Each class below is an extension type: every attribute it assigns on `self` is a field here,
 # typed ones raise TypeError on another type (compiled only); `cpdef` = `@cython.ccall` there.
-# No @dataclass or class-level annotation on them. The rules and why: sim/kernel/compiled.py.
-
-cdef class JavaRandom:
-    cdef dict __dict__
-    cdef object __weakref__
-    cdef public object _seed
-
-cdef class _PythonInts:
-    cdef public object rng
-
-cdef class ThreadLocalIndex:
-    cdef public object client_version
-    cdef public object _value
-    cdef public object _ints
-
-cdef class TopicPublishInfo:
-    cdef public object client_version
-    cdef public list message_queue_list
-    cdef public list queue_datas
-    cdef public object send_which_queue_index
+# No @dataclass or class-level annotation on them. The rules and why: sim/compiled.py.
 
 cdef class LatencyFaultToleranceImpl:
     cdef dict __dict__

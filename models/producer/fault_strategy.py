@@ -1,31 +1,27 @@
 """The producer's fault-tolerant broker selection, exact to the Java code of two releases.
 
-Mirrors, per `client_version`:
+Mirrors, per `client_version` (models/version.py):
 
 | here                        | "4.x" = rocketmq-all-4.9.8               | "5.x" = rocketmq-all-5.3.3                  |
 | --------------------------- | ---------------------------------------- | ------------------------------------------- |
-| `ThreadLocalIndex`          | client.common.ThreadLocalIndex           | same class, new start rule and `reset()`    |
-| `TopicPublishInfo`          | client.impl.producer.TopicPublishInfo    | same, plus the QueueFilter selection        |
 | `FaultItem`                 | LatencyFaultToleranceImpl.FaultItem      | same, plus `checkStamp`, `reachableFlag`    |
 | `LatencyFaultToleranceImpl` | client.latency.LatencyFaultToleranceImpl | same, plus the reachability detector        |
 | `MQFaultStrategy`           | client.latency.MQFaultStrategy           | rewritten in 5.1.4: other tables and passes |
+
+It selects through the route's TopicPublishInfo (models/topic_publish_info.py) and its
+ThreadLocalIndex (models/thread_local_index.py), with Java's arithmetic and random sources
+(models/java.py).
 
 Pure Python, no SimPy: the clock is explicit (`now_ms` stands for every
 `System.currentTimeMillis()` of the Java code, so one call sees one instant) and so are the
 counters (`TopicPublishInfo.send_which_queue`, `MQFaultStrategy.which_item_worst`: the value
 Java keeps in the thread local, before the `& 0x7FFFFFFF` of the returned value; None while unset).
 
-Arithmetic is Java's: ints and longs wrap (`java_int`, `java_long`), `Math.abs(Integer.MIN_VALUE)`
-stays negative (`java_abs_int`) and `%` truncates toward zero (`java_rem`). A `%` by zero raises
-ZeroDivisionError where Java throws ArithmeticException (selection from an empty queue list; the
-producer checks `TopicPublishInfo.ok()` first, as `sendDefaultImpl` does).
-
 Randomness: where Java draws from an unseeded `java.util.Random` (the start of an unset index,
 5.x `reset()`, 5.x `Collections.shuffle`), this module draws from the `rng` it is given: a
-`random.Random` (the simulator passes the producer's named stream; same distributions as Java,
-not the same numbers) or a `JavaRandom`, which is bit-exact `java.util.Random`, so a seeded
-Java object and a seeded `JavaRandom` draw the same values. Without an `rng`, each object uses its
-own `random.Random(0)`, so a run is deterministic either way.
+`random.Random` (the simulator passes the producer's named stream) or a bit-exact `JavaRandom`
+(models/java.py). Without an `rng`, each object uses its own `random.Random(0)`, so a run is
+deterministic either way.
 
 Simplified: a ThreadLocalIndex holds the value of one thread (the simulator's producer sends from
 one thread); the fault-item table iterates in insertion order where Java iterates a
@@ -39,25 +35,22 @@ out; the 5.x detector thread is the caller's (`detect_by_one_round` is one run o
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from operator import index as _as_int
 from types import MappingProxyType
-from typing import NamedTuple
 
-from models.message import MessageQueue
-from sim.kernel.coverage import (
+from models.coverage_points import (
     COV_DETECTOR_RESTORED_BROKER,
     COV_FAULT_BROKER_ISOLATED,
     COV_PICK_ONE_AT_LEAST_CHOSEN,
     COV_REACHABLE_PASS_CHOSEN,
-    new_counter,
 )
-
-V4 = "4.x"  # rocketmq-all-4.9.8
-V5 = "5.x"  # rocketmq-all-5.3.3
-CLIENT_VERSIONS = (V4, V5)
+from models.java import RandomSource, int_source, java_abs_int, java_int, java_long, java_rem, java_shuffle
+from models.message import MessageQueue
+from models.thread_local_index import ThreadLocalIndex
+from models.topic_publish_info import TopicPublishInfo
+from models.version import V4, V5, check_version
+from sim.coverage import new_counter
 
 # MQFaultStrategy.latencyMax / notAvailableDuration (ms), per version (5.x tables since 5.1.4).
 LATENCY_MAX_MS = {V4: (50, 100, 550, 1000, 2000, 3000, 15000), V5: (50, 100, 550, 1800, 3000, 5000, 15000)}
@@ -72,286 +65,6 @@ DETECT_INTERVAL_MS = 2000  # ClientConfig.detectInterval (5.3.3)
 # detectByOneRound only while startDetectorEnable is true.
 DETECTOR_INITIAL_DELAY_MS = 3000
 DETECTOR_PERIOD_MS = 3000
-
-PERM_INHERIT = 0x1  # PermName.PERM_INHERIT
-PERM_WRITE = 0x1 << 1  # PermName.PERM_WRITE
-PERM_READ = 0x1 << 2  # PermName.PERM_READ
-
-INTEGER_MIN_VALUE = -(2**31)
-INTEGER_MAX_VALUE = 2**31 - 1
-LONG_MIN_VALUE = -(2**63)
-LONG_MAX_VALUE = 2**63 - 1
-POSITIVE_MASK = 0x7FFFFFFF  # ThreadLocalIndex.POSITIVE_MASK
-
-
-# --- Java arithmetic ---------------------------------------------------------------------------
-
-def java_int(x: int) -> int:
-    """`(int) x`: two's-complement wrap to 32 bits."""
-    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
-
-
-def java_long(x: int) -> int:
-    """`(long) x`: two's-complement wrap to 64 bits."""
-    return ((x + 2**63) & 0xFFFFFFFFFFFFFFFF) - 2**63
-
-
-def java_abs_int(x: int) -> int:
-    """`Math.abs(int)`: Integer.MIN_VALUE stays Integer.MIN_VALUE."""
-    return x if x == INTEGER_MIN_VALUE else abs(x)
-
-
-def java_rem(a: int, b: int) -> int:
-    """Java `a % b`: the sign of the dividend (truncation toward zero); b == 0 raises ZeroDivisionError."""
-    r = abs(a) % abs(b)
-    return -r if a < 0 else r
-
-
-def is_writeable(perm: int) -> bool:
-    """PermName.isWriteable."""
-    return (perm & PERM_WRITE) == PERM_WRITE
-
-
-def _check_version(client_version: str) -> str:
-    if client_version not in CLIENT_VERSIONS:
-        raise ValueError(f"client_version must be one of {CLIENT_VERSIONS}, not {client_version!r}")
-    return client_version
-
-
-# --- random sources ----------------------------------------------------------------------------
-
-class JavaRandom:
-    """java.util.Random, bit-exact (the 48-bit LCG of `next(bits)`, `nextInt()`, `nextInt(bound)`).
-
-    `JavaRandom(s)` draws what `new Random(s)` draws; use it where a test or a checker seeds the
-    Java object too. The simulator normally passes a `random.Random` instead."""
-
-    _MULTIPLIER = 0x5DEECE66D
-    _ADDEND = 0xB
-    _MASK = (1 << 48) - 1
-
-    def __init__(self, seed: int) -> None:
-        self.set_seed(seed)
-
-    def set_seed(self, seed: int) -> None:
-        self._seed = (java_long(seed) ^ self._MULTIPLIER) & self._MASK
-
-    def _next(self, bits: int) -> int:
-        self._seed = (self._seed * self._MULTIPLIER + self._ADDEND) & self._MASK
-        return java_int(self._seed >> (48 - bits))
-
-    def next_int(self, bound: int | None = None) -> int:
-        """`nextInt()` without a bound, else `nextInt(bound)` (the legacy algorithm Random keeps)."""
-        if bound is None:
-            return self._next(32)
-        if bound <= 0:
-            raise ValueError("bound must be positive")
-        r = self._next(31)
-        m = bound - 1
-        if bound & m == 0:  # a power of two
-            return java_int((bound * r) >> 31)
-        u = r
-        r = u % bound
-        while java_int(u - r + m) < 0:
-            u = self._next(31)
-            r = u % bound
-        return r
-
-
-class _PythonInts:
-    """Java's `nextInt()` / `nextInt(bound)` drawn from a random.Random: the same distributions."""
-
-    __slots__ = ("rng",)
-
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-
-    def next_int(self, bound: int | None = None) -> int:
-        if bound is None:
-            return java_int(self.rng.getrandbits(32))
-        if bound <= 0:
-            raise ValueError("bound must be positive")
-        return self.rng.randrange(bound)
-
-
-RandomSource = random.Random | JavaRandom
-
-
-def _int_source(rng: RandomSource | None) -> JavaRandom | _PythonInts:
-    if rng is None:
-        return _PythonInts(random.Random(0))
-    if isinstance(rng, JavaRandom):
-        return rng
-    if isinstance(rng, random.Random):
-        return _PythonInts(rng)
-    raise TypeError(f"rng must be a random.Random or a JavaRandom, not {type(rng).__name__}")
-
-
-def java_shuffle(items: list, ints: JavaRandom | _PythonInts) -> None:
-    """Collections.shuffle(list, rnd): `for i = size .. 2: swap(i - 1, rnd.nextInt(i))`."""
-    for i in range(len(items), 1, -1):
-        j = ints.next_int(i)
-        items[i - 1], items[j] = items[j], items[i - 1]
-
-
-# --- ThreadLocalIndex --------------------------------------------------------------------------
-
-class ThreadLocalIndex:
-    """client.common.ThreadLocalIndex, the value of one thread. `value` is the stored Integer
-    (None: unset). `increment_and_get` stores `value + 1` (int wrap) and returns it `& 0x7FFFFFFF`
-    (4.9.8 returns `Math.abs` of that, the same number). Unset start, drawn from `rng`:
-    4.x `Math.abs(random.nextInt())` (Integer.MIN_VALUE stays negative), 5.x `random.nextInt()`.
-    5.x `reset()` stores `Math.abs(random.nextInt(Integer.MAX_VALUE))`; 4.9.8 has no reset."""
-
-    __slots__ = ("client_version", "_value", "_ints")
-
-    def __init__(self, client_version: str = V5, value: int | None = None,
-                 rng: RandomSource | None = None) -> None:
-        self.client_version = _check_version(client_version)
-        self.value = value
-        self._ints = _int_source(rng)
-
-    @property
-    def value(self) -> int | None:
-        return self._value
-
-    @value.setter
-    def value(self, value: int | None) -> None:
-        if value is not None:
-            value = _as_int(value)
-            if not INTEGER_MIN_VALUE <= value <= INTEGER_MAX_VALUE:
-                raise ValueError(f"a ThreadLocalIndex holds a Java int, not {value}")
-        self._value = value
-
-    def increment_and_get(self) -> int:
-        v = self._value
-        if v is None:
-            v = self._ints.next_int()
-            if self.client_version == V4:
-                v = java_abs_int(v)
-        v = java_int(v + 1)
-        self._value = v
-        return v & POSITIVE_MASK
-
-    def reset(self) -> None:
-        if self.client_version == V4:
-            raise TypeError("ThreadLocalIndex.reset() does not exist in 4.9.8")
-        self._value = java_abs_int(self._ints.next_int(INTEGER_MAX_VALUE))
-
-    def __repr__(self) -> str:
-        return f"ThreadLocalIndex({self.client_version!r}, value={self._value})"
-
-
-# --- TopicPublishInfo --------------------------------------------------------------------------
-
-class QueueData(NamedTuple):
-    """The fields of route.QueueData that selection reads (4.9.8 common.protocol.route, 5.3.3
-    remoting.protocol.route); `perm` defaults to PermName.PERM_READ | PERM_WRITE."""
-
-    broker_name: str
-    write_queue_nums: int
-    perm: int = PERM_READ | PERM_WRITE
-
-
-QueueFilter = Callable[[MessageQueue], bool]  # TopicPublishInfo.QueueFilter (5.x)
-
-
-class TopicPublishInfo:
-    """client.impl.producer.TopicPublishInfo: the publish queue list of one topic route, its
-    QueueData (`topicRouteData.getQueueDatas()`) and `sendWhichQueue`, a ThreadLocalIndex whose
-    stored value is `send_which_queue`.
-
-    `client_version` None (the default) means: adopt the version of the first MQFaultStrategy
-    that selects from it (a route's TopicPublishInfo belongs to one producer); until then the
-    index follows the 5.x rules. Every route change builds a new TopicPublishInfo in Java, so a new
-    random start: build a new one here too, with the producer's stream as `rng`."""
-
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
-    __slots__ = ("client_version", "message_queue_list", "queue_datas", "send_which_queue_index")
-
-    def __init__(self, message_queue_list: Iterable[MessageQueue], queue_datas: Iterable[QueueData] = (), *,
-                 send_which_queue: int | None = None, rng: RandomSource | None = None,
-                 client_version: str | None = None) -> None:
-        self.message_queue_list: list[MessageQueue] = list(message_queue_list)
-        self.queue_datas: list[QueueData] = list(queue_datas)
-        self.client_version = None if client_version is None else _check_version(client_version)
-        self.send_which_queue_index = ThreadLocalIndex(client_version or V5, send_which_queue, rng)
-
-    @property
-    def send_which_queue(self) -> int | None:
-        return self.send_which_queue_index.value
-
-    @send_which_queue.setter
-    def send_which_queue(self, value: int | None) -> None:
-        self.send_which_queue_index.value = value
-
-    def adopt_version(self, client_version: str) -> None:
-        if self.client_version is None:
-            self.client_version = self.send_which_queue_index.client_version = _check_version(client_version)
-        elif self.client_version != client_version:
-            raise ValueError(f"a {self.client_version} TopicPublishInfo used by a {client_version} MQFaultStrategy")
-
-    def ok(self) -> bool:
-        return bool(self.message_queue_list)
-
-    def select_one_message_queue(self, last_broker_name: str | None = None) -> MessageQueue:
-        """selectOneMessageQueue(lastBrokerName) / selectOneMessageQueue() (same in both tags).
-
-        No last broker: one increment, `list[index % size]`. Else up to `size` increments looking
-        for a queue on another broker, then one more plain selection."""
-        if last_broker_name is not None:
-            for _ in range(len(self.message_queue_list)):
-                mq = self._plain()
-                if mq.broker_name != last_broker_name:
-                    return mq
-        return self._plain()
-
-    def _plain(self) -> MessageQueue:
-        index = self.send_which_queue_index.increment_and_get()
-        # 4.9.8: Math.abs(index) % size, pos < 0 -> 0; 5.3.3: index % size. `index` is never
-        # negative (masked), so both are the same number.
-        pos = java_rem(java_abs_int(index), len(self.message_queue_list))
-        return self.message_queue_list[max(pos, 0)]
-
-    def select_one_message_queue_filtered(self, *filters: QueueFilter) -> MessageQueue | None:
-        """5.3.3 selectOneMessageQueue(QueueFilter...): None for an empty list; with filters, up to
-        `size` increments, each `list[abs(index % size)]`, returning the first queue every filter
-        accepts, else None; without filters, one plain selection."""
-        if self.client_version == V4:
-            raise TypeError("TopicPublishInfo has no QueueFilter selection in 4.9.8")
-        mqs = self.message_queue_list
-        if not mqs:
-            return None
-        size = len(mqs)
-        if filters:
-            for _ in range(size):
-                mq = mqs[java_abs_int(java_rem(self.send_which_queue_index.increment_and_get(), size))]
-                if all([f(mq) for f in filters]):  # Java evaluates every filter (`&=`)
-                    return mq
-            return None
-        return mqs[java_abs_int(java_rem(self.send_which_queue_index.increment_and_get(), size))]
-
-    def reset_index(self) -> None:
-        """5.3.3 resetIndex(): the index re-randomised (ThreadLocalIndex.reset)."""
-        self.send_which_queue_index.reset()
-
-    def get_queue_id_by_broker(self, broker_name: str | None) -> int:
-        """4.9.8 getQueueIdByBroker: writeQueueNums of the first *writable* QueueData of the broker, else -1."""
-        for qd in self.queue_datas:
-            if is_writeable(qd.perm) and qd.broker_name == broker_name:
-                return qd.write_queue_nums
-        return -1
-
-    def get_write_queue_nums_by_broker(self, broker_name: str | None) -> int:
-        """5.3.3 getWriteQueueNumsByBroker: like 4.9.8's, without the permission check (unused by selection)."""
-        for qd in self.queue_datas:
-            if qd.broker_name == broker_name:
-                return qd.write_queue_nums
-        return -1
-
-    def __repr__(self) -> str:
-        return (f"TopicPublishInfo(queues={len(self.message_queue_list)}, "
-                f"send_which_queue={self.send_which_queue}, client_version={self.client_version!r})")
 
 
 # --- LatencyFaultToleranceImpl -----------------------------------------------------------------
@@ -385,12 +98,12 @@ class LatencyFaultToleranceImpl:
                  rng: RandomSource | None = None, shuffle_rng: RandomSource | None = None,
                  detect_timeout_ms: int = DETECT_TIMEOUT_MS, detect_interval_ms: int = DETECT_INTERVAL_MS,
                  start_detector_enable: bool = False, coverage: list[int] | None = None) -> None:
-        self.client_version = _check_version(client_version)
-        # the run's rare-state counts (sim/kernel/coverage.py; a standalone strategy counts into its own)
+        self.client_version = check_version(client_version)
+        # the run's rare-state counts (models/coverage_points.py; a standalone strategy counts into its own)
         self.cov = coverage if coverage is not None else new_counter()
         self.fault_item_table: dict[str, FaultItem] = {}  # ConcurrentHashMap; here insertion order
         self.which_item_worst_index = ThreadLocalIndex(client_version, which_item_worst, rng)
-        self._shuffle_ints = _int_source(rng if shuffle_rng is None else shuffle_rng)
+        self._shuffle_ints = int_source(rng if shuffle_rng is None else shuffle_rng)
         self.detect_timeout_ms = detect_timeout_ms  # detectTimeout: the probe's timeout (the caller's)
         self.detect_interval_ms = detect_interval_ms  # detectInterval
         self.start_detector_enable = start_detector_enable  # startDetectorEnable
@@ -478,7 +191,7 @@ class LatencyFaultToleranceImpl:
         """The first half of one item's visit: returns the address to probe, or None (not due, or no
         master address, in which case the item has been removed)."""
         self._require_v5("detectByOneRound")
-        if java_long(now_ms - item.check_stamp) < 0:
+        if java_long(now_ms - item.check_stamp) < 0:  # type: ignore[operator]  # a 5.x item has its stamp
             return None
         item.check_stamp = java_long(now_ms + self.detect_interval_ms)
         addr = resolve_master_addr(item.name)
@@ -517,8 +230,8 @@ class MQFaultStrategy:
                  detect_interval_ms: int = DETECT_INTERVAL_MS, which_item_worst: int | None = None,
                  rng: RandomSource | None = None, shuffle_rng: RandomSource | None = None,
                  coverage: list[int] | None = None) -> None:
-        self.client_version = _check_version(client_version)
-        # the run's rare-state counts (sim/kernel/coverage.py; a standalone strategy counts into its own)
+        self.client_version = check_version(client_version)
+        # the run's rare-state counts (models/coverage_points.py; a standalone strategy counts into its own)
         self.cov = coverage if coverage is not None else new_counter()
         if start_detector_enable and client_version == V4:
             raise ValueError("start_detector_enable is a 5.x option (4.9.8 has no detector)")
@@ -631,7 +344,7 @@ class MQFaultStrategy:
             else:
                 queue_id = java_rem(tpi.send_which_queue_index.increment_and_get(), write_queue_nums)
                 self.cov[COV_PICK_ONE_AT_LEAST_CHOSEN] += 1
-                return MessageQueue(mq.topic, not_best_broker, queue_id)
+                return MessageQueue(mq.topic, not_best_broker, queue_id)  # type: ignore[arg-type]  # not None: above
         elif not_best_broker is not None:
             lft.remove(not_best_broker)
         # (not_best_broker None: Java's remove(null) throws NullPointerException, caught: same path)

@@ -1,13 +1,13 @@
 # Cython's declarations for producer.py (compiled by setup.py; the .py runs as it is when pure).
 # Each class below is an extension type: every attribute it assigns on `self` is a field here,
 # typed ones raise TypeError on another type (compiled only); `cpdef` = `@cython.ccall` there.
-# No @dataclass or class-level annotation on them. The rules and why: sim/kernel/compiled.py.
+# No @dataclass or class-level annotation on them. The rules and why: sim/compiled.py.
 
 from models.client_instance cimport MQClientInstance
-from sim.kernel.env cimport Clock
-from sim.kernel.node cimport Node
-from models.producer.fault_strategy cimport TopicPublishInfo
-from models.producer.fault_strategy cimport ThreadLocalIndex
+from sim.env cimport Clock
+from sim.node cimport Node
+from models.topic_publish_info cimport TopicPublishInfo
+from models.thread_local_index cimport ThreadLocalIndex
 cdef class Producer:
     cdef public object _chunk
     cdef public object _on_response_bound

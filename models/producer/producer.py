@@ -56,17 +56,10 @@ from typing import Any
 import cython
 
 from models.client_instance import MQClientInstance, topic_route_data_to_publish_info
+from models.coverage_points import COV_SEND_BUDGET_EXHAUSTED, COV_SEND_RETRIED_OTHER_BROKER
 from models.message import Message, MessageBatch, MessageQueue
 from models.producer.config import CONNECT_TIMEOUT_US, ProducerConfig
-from models.producer.fault_strategy import (
-    DETECTOR_INITIAL_DELAY_MS,
-    DETECTOR_PERIOD_MS,
-    POSITIVE_MASK,
-    V5,
-    MQFaultStrategy,
-    ThreadLocalIndex,
-    TopicPublishInfo,
-)
+from models.producer.fault_strategy import DETECTOR_INITIAL_DELAY_MS, DETECTOR_PERIOD_MS, MQFaultStrategy
 from models.producer.selector import make_selector
 from models.protocol import (
     RETRY_RESPONSE_CODES_BY_VERSION,
@@ -81,10 +74,12 @@ from models.protocol import (
     new_send_message,
 )
 from models.records import PRODUCER_ATTEMPT_FAILED, PRODUCER_ROUTE_UPDATED, PRODUCER_SEND_FAILED, PRODUCER_SENT
-from sim.kernel.coverage import COV_SEND_BUDGET_EXHAUSTED, COV_SEND_RETRIED_OTHER_BROKER
-from sim.kernel.env import Clock, ms
-from sim.kernel.node import CONNECT_FAILED, Node
-from sim.kernel.trace import DIGEST_CHUNK
+from models.thread_local_index import POSITIVE_MASK, ThreadLocalIndex
+from models.topic_publish_info import TopicPublishInfo
+from models.version import V5
+from sim.env import Clock, ms
+from sim.node import CONNECT_FAILED, Node
+from sim.trace import DIGEST_CHUNK
 
 DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"  # MixAll.DEFAULT_PRODUCER_GROUP
 ONEWAY = "ONEWAY"
@@ -96,7 +91,7 @@ class Producer:
     what the loop would return or throw if it ended now: None, a failure reason (str), or an
     earlier non-OK result `(status, queue)`."""
 
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("_chunk", "_on_response_bound", "_waiting_route", "cfg", "client", "client_version", "clock", "cov",
                  "detail", "fault", "fault_on", "group", "max_message_size_bytes", "max_per_request_us", "name", "node",
                  "oneway", "publish", "remoting_reachable", "retry_codes", "selector", "send", "stream",
@@ -108,10 +103,10 @@ class Producer:
         node = Node(env, name, zone)
         self.node: Node = node
         self.clock: Clock = env.clock
-        self.cov: list[int] = env.coverage  # rare-state counts (sim/kernel/coverage.py)
+        self.cov: list[int] = env.coverage  # rare-state counts (models/coverage_points.py)
         self.name = name
         self._chunk = node._chunk
-        self.detail = env.tracer.detail  # trace each failed attempt (sim/kernel/trace.py detail kinds)
+        self.detail = env.tracer.detail  # trace each failed attempt (sim/trace.py detail kinds)
         # bound once: reading a method off `self` makes a new bound-method object each time
         self._on_response_bound = self._on_response
         self.cfg = cfg
@@ -188,7 +183,7 @@ class Producer:
         waiting = self._waiting_route.setdefault(msg.topic, [])
         waiting.append((msg, then, args))
         if len(waiting) == 1:
-            self.client.fetch_route(msg.topic, lambda _known, topic=msg.topic: self._route_arrived(topic))
+            self.client.fetch_route(msg.topic, lambda _known, topic=msg.topic: self._route_arrived(topic))  # type: ignore[misc]  # topic bound
         return None
 
     def _route_arrived(self, topic: str) -> None:
@@ -397,7 +392,7 @@ class Producer:
         return self.find_route(msg, self._select_attempt)
 
     def _select_attempt(self, msg: Any, info: TopicPublishInfo) -> None:
-        mq = self.selector(info.message_queue_list, msg)
+        mq = self.selector(info.message_queue_list, msg)  # type: ignore[misc]  # a selector send has one
         now = self.clock.now_us
         if now - msg.born_us > self.timeout_us:
             return self.fail(msg, 0, "call_timeout", "", 0)

@@ -1,2 +1,2 @@
 # Cython's declarations for selector.py (compiled by setup.py; the .py runs as it is when pure):
-# none beyond its `@cython` decorators; this file marks it compiled (sim/kernel/compiled.py).
+# none beyond its `@cython` decorators; this file marks it compiled (sim/compiled.py).

@@ -17,8 +17,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from models.java import java_rem
 from models.message import Message, MessageQueue, java_string_hash, shard_key
-from models.producer.fault_strategy import java_rem
 
 Selector = Callable[[list[MessageQueue], Message], MessageQueue]
 

@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sim.kernel.config import DurationMs, Float, Int, IntS
-from sim.kernel.dist import Constant, Dist
+from sim.config import DurationMs, Float, Int, IntS
+from sim.dist import Constant, Dist
 
 INTEGER_MAX_VALUE = 2**31 - 1
 LocalTransactionState = Literal["COMMIT_MESSAGE", "ROLLBACK_MESSAGE", "UNKNOW"]

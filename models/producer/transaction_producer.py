@@ -67,8 +67,8 @@ from models.protocol import (
     UnregisterClient,
 )
 from models.records import TXN_CHECK_ANSWERED, TXN_LOCAL_DONE
-from sim.kernel.env import ms
-from sim.kernel.node import CONNECT_FAILED
+from sim.env import ms
+from sim.node import CONNECT_FAILED
 
 NOT_EXECUTED = "NOT_EXECUTED"
 END_TYPE = {COMMIT_MESSAGE: TRANSACTION_COMMIT_TYPE, ROLLBACK_MESSAGE: TRANSACTION_ROLLBACK_TYPE}

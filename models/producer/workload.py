@@ -28,24 +28,26 @@ from __future__ import annotations
 from typing import Any
 
 from models.message import PROPERTY_TIMER_DELIVER_MS, SEQ_BITS, new_message, properties_bytes, record_bytes
+from models.producer.config import ProducerSpec
 from models.producer.producer import Producer, batch_of
-from sim.kernel.dist import Constant, Exponential, index_sampler, zipf_index_sampler
-from sim.kernel.env import Clock
-from sim.kernel.node import Node
+from sim.dist import Constant, Exponential, index_sampler, zipf_index_sampler
+from sim.env import Clock
+from sim.node import Node
 
 # a delivery-time property's bytes in the record (TIMER_DELIVER_MS=<13-digit ms>)
 TIMER_PROPERTY_BYTES = properties_bytes(None, 0, {PROPERTY_TIMER_DELIVER_MS: 10**12}) - properties_bytes(None, 0, None)
 
 
 class Workload:
-    # no instance dict, which every method call on it would search when compiled (sim/kernel/compiled.py)
+    # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("_arrive_bound", "_bodies", "_body_block", "_gap_block", "_gaps", "_key_len", "_off_us", "_on_us",
                  "_deliver", "_shard_block", "_shards", "_tag_block", "_tags", "batch_size", "burst", "clock", "delay_level",
                  "header_bytes", "id_base", "node", "on_off", "on_until_us", "pending", "producer", "seq", "single",
                  "start_us", "stop_us", "stream", "tags", "topic")
 
-    def __init__(self, producer: Producer, producer_index: int, spec: Any, start_us: int, stop_us: int) -> None:
-        """`spec`: a producer entry of the scenario (sim/scenario.py ProducerSpec)."""
+    def __init__(self, producer: Producer, producer_index: int, spec: ProducerSpec, start_us: int,
+                 stop_us: int) -> None:
+        """`spec`: a producer entry of the scenario (config.py's ProducerSpec)."""
         self.producer: Producer = producer
         self.node: Node = producer.node
         node = self.node
@@ -58,11 +60,11 @@ class Workload:
         self.burst = spec.burst_size if spec.arrival == "bursts" else 1
         self.start_us, self.stop_us = start_us, stop_us
         self.stream = stream = node.env.rng.stream(f"{node.name}.workload")
-        # the draws come in blocks (sim/kernel/dist.py block_sampler), last draw first: `_message` pops
+        # the draws come in blocks (sim/dist.py block_sampler), last draw first: `_message` pops
         self._body_block = spec.message_bytes.block_sampler(stream, 1)
         mean_gap_ms = 1000 * self.burst / spec.rate_per_s
         gap = Constant(value=mean_gap_ms) if spec.arrival == "constant" else \
-            Exponential(dist="exponential", mean=mean_gap_ms)
+            Exponential(dist="exponential", mean_value=mean_gap_ms)
         self._gap_block = gap.block_sampler(stream, 1000)
         self._tag_block = index_sampler(stream, len(self.tags), blocks=True) if self.tags else None
         orderly = spec.send_mode == "ORDERLY" or spec.selector == "hash"

@@ -1,4 +1,4 @@
-"""Checkers over hand-written trace records (analysis/checks.py over analysis/ledger.py).
+"""Checkers over hand-written trace records (analysis/checkers/checks.py over analysis/checkers/ledger.py).
 
 Messages are named by their display key `<producer>-<seq>` (sequence numbers start at 1, as the
 workload numbers them) and recorded by their integer id, as the simulator records them.
@@ -10,11 +10,11 @@ import math
 
 import pytest
 
-from analysis.checks import check, percentiles_ms
-from analysis.ledger import ProducerInfo
+from analysis.checkers.checks import check, percentiles_ms
+from analysis.checkers.ledger import ProducerInfo
 from models.message import msg_id_of
 from models.records import BROKER_LOCK_GRANTED, BROKER_STORED, CONSUMER_CONSUMED, PRODUCER_SEND_FAILED, PRODUCER_SENT
-from sim.kernel.trace import KINDS, NODE_CRASHED
+from sim.trace import KINDS, NODE_CRASHED
 
 TOPIC = "orders"
 PRODUCERS = [ProducerInfo("p", TOPIC), ProducerInfo("q", TOPIC), ProducerInfo("o", "other")]
@@ -27,7 +27,7 @@ def mid(key: str) -> int:
 
 
 def record(t_us: int, node: str, kind: str, **fields) -> tuple:
-    """A record tuple in the field order declared in sim.kernel.trace.KINDS (every field required)."""
+    """A record tuple in the field order declared in sim.trace.KINDS (every field required)."""
     names = KINDS[kind]
     assert set(fields) == set(names), (set(fields) ^ set(names))
     return (t_us, node, kind, *(fields[n] for n in names))

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sim import cli
-from sim import scenario as scenario_mod
+from rmqsim import cli
+from rmqsim.scenario import spec as scenario_mod
 from tests.analysis.test_sweep_report import fabricated_sweep
 from tests.conftest import ROOT
 

@@ -1,4 +1,4 @@
-"""Duplicate causes (analysis/duplicates.py) on scripted record timelines: one story per cause."""
+"""Duplicate causes (analysis/checkers/duplicates.py) on scripted record timelines: one story per cause."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from analysis.checks import check
-from analysis.ledger import ProducerInfo
+from analysis.checkers.checks import check
+from analysis.checkers.ledger import ProducerInfo
 from models.message import msg_id_of
 from models.records import (
     BROKER_OFFSET_BEHIND_REPLICA,
@@ -21,7 +21,7 @@ from models.records import (
     PRODUCER_SENT,
     TIMER_DELIVERED,
 )
-from sim.kernel.trace import NODE_CRASHED
+from sim.trace import NODE_CRASHED
 
 MSG = msg_id_of(0, 1)
 PRODUCERS = [ProducerInfo("p", "orders")]
@@ -140,10 +140,10 @@ def test_duplicates_by_second_is_sparse_and_sums_to_the_causes():
 @pytest.mark.parametrize("seed", [1, 2])
 def test_report_duplicates_over_time_match_the_summary_causes(seed, tmp_path):
     """The per-run report's 'duplicates over time by cause' holds exactly the summary's ten-way split."""
-    import sim
-    from analysis import run_data
+    import rmqsim
+    from analysis.reports import run_data
 
-    result = sim.run("scenarios/restart_consumer.yaml", seed=seed, trace_dir=tmp_path / "trace")
+    result = rmqsim.run("scenarios/restart_consumer.yaml", seed=seed, trace_dir=tmp_path / "trace")
     (tmp_path / "summary.json").write_text(json.dumps(result.summary))
     data = run_data.load_run(tmp_path)
     series = run_data.duplicates_by_cause(data)

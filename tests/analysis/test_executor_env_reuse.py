@@ -2,7 +2,7 @@
 item 10).
 
 The executor side runs as Spark runs it, without a cluster: the three files `spark.files` ships
-(the launcher analysis/executor_env.py writes, analysis/executor_boot.py, an archive) are copied
+(the launcher analysis/sweeps/executor_env.py writes, analysis/sweeps/executor_boot.py, an archive) are copied
 into an application's work directory, and the launcher is started there with Spark's arguments.
 The archive is a small one of the same shape (its `bin/python` a shell script that says where it
 runs), so no 100 MB environment is built here; tests/analysis/test_spark_offhost.py runs the real
@@ -20,8 +20,8 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from analysis import executor_boot
-from analysis.executor_env import BOOT, LAUNCHER, launcher_text
+from analysis.sweeps import executor_boot
+from analysis.sweeps.executor_env import BOOT, LAUNCHER, launcher_text
 from tests.conftest import ROOT
 
 KEYS = ("a" * 16, "b" * 16, "c" * 16)

@@ -1,13 +1,13 @@
-"""The failover checker (analysis/failover_checker.py) on scripted record timelines: time without a
+"""The failover checker (analysis/checkers/failover_checker.py) on scripted record timelines: time without a
 writable master per broker group (classic mode: the configured master down; controller mode: no
 node in master role), from the group's first writable instant; two masters at once; the groups
 without a master at the end; elections and failovers."""
 
 from __future__ import annotations
 
-from analysis.failover_checker import MAX_ELECTIONS, FailoverChecker
+from analysis.checkers.failover_checker import MAX_ELECTIONS, FailoverChecker
 from models.records import BROKER_ROLE, CONTROLLER_ELECTED
-from sim.kernel.trace import NODE_CRASHED, NODE_RESTARTED
+from sim.trace import NODE_CRASHED, NODE_RESTARTED
 
 S = 1_000_000  # µs
 GROUPS = {"broker-a": ["broker-a", "broker-a-s1", "broker-a-s2"], "broker-b": ["broker-b", "broker-b-s1"]}
@@ -143,11 +143,11 @@ def test_a_node_outside_the_groups_counts_for_the_group_its_role_names() -> None
 
 
 def test_explain_names_the_truncation_and_the_election_before_it() -> None:
-    """`rmqsim explain`'s reason for a `truncated_on_failover` loss (analysis/explain_reasons.py):
+    """`rmqsim explain`'s reason for a `truncated_on_failover` loss (analysis/explain/reasons.py):
     where the copy was stored, the election that gave its group another master, the truncation."""
     from types import SimpleNamespace
 
-    from analysis.explain_reasons import RULES, lost_verdict
+    from analysis.explain.reasons import RULES, lost_verdict
     from models.records import BROKER_STORED, COMMIT_LOG_DESTROYED
 
     msg = 7

@@ -1,6 +1,6 @@
 """The streaming Ledger equals the record-scan checker it replaced, on fuzzed record streams.
 
-`oracle()` below is the pre-issue-9 checker algorithm (analysis/checks.py before the Ledger): one
+`oracle()` below is the pre-issue-9 checker algorithm (analysis/checkers/checks.py before the Ledger): one
 pass over the records keeping per-message dicts, then per-unit verdicts, with the issue-9
 vocabulary added (`pending_retry`, `dlq` apart from `lost`; `order_violations` null for groups
 that do not consume orderly, and judged over keyed messages only; ties in first-consumption time taken in message-id order). It is
@@ -25,10 +25,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis.checks import LOSS_CAUSES, check, latency_samples
-from analysis.ledger import DELIVERY_COUNT_CAP, Ledger, ProducerInfo, display_key
-from analysis.ledger_codes import DESTROYED_FAILOVER, DESTROYED_POWER, GROUP_HAS_REPLICAS
-from analysis.metrics import loss_causes
+from analysis.checkers.checks import LOSS_CAUSES, check, latency_samples
+from analysis.checkers.ledger import DELIVERY_COUNT_CAP, Ledger, ProducerInfo, display_key
+from analysis.checkers.ledger_codes import DESTROYED_FAILOVER, DESTROYED_POWER, GROUP_HAS_REPLICAS
+from analysis.checkers.metrics import loss_causes
 from models.message import SEQ_BITS, SEQ_MASK, msg_id_of
 from models.records import (
     BROKER_STORED,
@@ -41,7 +41,7 @@ from models.records import (
     PRODUCER_SENT,
     TIMER_DELIVERED,
 )
-from sim.kernel.trace import KINDS
+from sim.trace import KINDS
 
 PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
 INTERNAL = ("%", "SCHEDULE_", "RMQ_SYS", "rmq_sys_")
@@ -214,7 +214,7 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cause(facts: dict[str, Any] | None, reused: bool) -> str:
-    """The loss cause of a message from its facts (the definition in analysis/metrics.py)."""
+    """The loss cause of a message from its facts (the definition in analysis/checkers/metrics.py)."""
     if facts is not None and facts["failover"]:  # the failover truncation removed the last copy: first
         return "truncated_on_failover"
     if facts is not None and facts["power"]:
@@ -489,8 +489,8 @@ CONSUMER_KEYS = ("consume_latency_ms", "lag_max", "rebalances", "unowned_queue_s
 
 
 def _without_causes(got: dict[str, Any]) -> dict[str, Any]:
-    """duplicates_by_cause and duplicates_by_second (analysis/duplicates.py) and the consumer metrics
-    (analysis/consumer_metrics.py) are beyond the oracle: the causes must add up to duplicates,
+    """duplicates_by_cause and duplicates_by_second (analysis/checkers/duplicates.py) and the consumer metrics
+    (analysis/checkers/consumer_metrics.py) are beyond the oracle: the causes must add up to duplicates,
     retries must be the failed attempts, per group and in total; the rest must equal the oracle's."""
     assert sum(got.pop("duplicates_by_cause").values()) == got["duplicates"]
     _pop_samples(got)
@@ -512,7 +512,7 @@ def _without_causes(got: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pop_samples(metrics: dict[str, Any]) -> None:
-    """The samples of the messages behind the counts (analysis/message_causes.py): up to 10 distinct
+    """The samples of the messages behind the counts (analysis/checkers/message_causes.py): up to 10 distinct
     display keys per cause that has any."""
     lost, dups = metrics.pop("lost_sample"), metrics.pop("duplicate_sample")
     order = metrics.pop("order_violation_sample")
@@ -523,7 +523,7 @@ def _pop_samples(metrics: dict[str, Any]) -> None:
 
 
 def _pop_order_causes(metrics: dict[str, Any]) -> None:
-    """order_violations_by_cause (analysis/order.py) must add up to order_violations (both null
+    """order_violations_by_cause (analysis/checkers/order.py) must add up to order_violations (both null
     where order is not checked)."""
     by_cause = metrics.pop("order_violations_by_cause")
     assert (by_cause is None) == (metrics["order_violations"] is None)
@@ -586,11 +586,11 @@ def _stretched(records: list[tuple], from_us: int) -> list[tuple]:
 
 
 def test_times_past_71_minutes_widen_the_ledger_columns_with_the_same_results(monkeypatch):
-    """The ledger keeps born and store times in 4 bytes while they fit (analysis/time_column.py):
+    """The ledger keeps born and store times in 4 bytes while they fit (analysis/checkers/time_column.py):
     a stream whose times cross 2^32 µs part way equals the oracle, and every metric (consumer
     latency and lag included, which the oracle does not compute) equals that of a ledger whose
     columns are 8 bytes from the start."""
-    import analysis.time_column as time_column
+    import analysis.checkers.time_column as time_column
 
     @settings(max_examples=40, derandomize=True, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -617,7 +617,7 @@ def test_column_extraction_matches_an_itemgetter_over_the_records():
     import numpy as np
     import pytest
 
-    from analysis.ledger import _column, _int_column
+    from analysis.checkers.ledger import _column, _int_column
 
     records = tuple((t, "n", "k", t * 7 - 3, 2**40 + t, True, None) for t in range(50))
     for c in (0, 3, 4, 5):

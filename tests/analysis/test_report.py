@@ -41,8 +41,8 @@ STEMS = ("duplicates_heatmap", "duplicates_by_cause", "latency_spectrum", "laten
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from analysis.sweep import run_sweep
-    from analysis.sweep_spec import load_sweep
+    from analysis.sweeps.spec import load_sweep
+    from analysis.sweeps.sweep import run_sweep
 
     folder = tmp_path_factory.mktemp("report")
     path = folder / "sweep.yaml"
@@ -54,17 +54,17 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def spark(swept: Path):
-    from analysis.sweep import spark_session
+    from analysis.sweeps.sweep import spark_session
 
     return spark_session("local[2]", None, app="report-test")
 
 
 @pytest.fixture(scope="module")
 def data(swept: Path, spark):
-    """The sweep as the report reads it (analysis/aggregate.py: through Spark)."""
-    from analysis import aggregate
-    from analysis.report import check_tables
-    from analysis.sweep_dir import read_manifest
+    """The sweep as the report reads it (analysis/sweeps/aggregate.py: through Spark)."""
+    from analysis.reports.sweep_report import check_tables
+    from analysis.sweeps import aggregate
+    from analysis.sweeps.directory import read_manifest
 
     schema, n_runs = check_tables(swept, read_manifest(swept)["digest"])
     return aggregate.load(spark, swept, ["rate", "threads"], schema, "p0003-s2", n_runs)
@@ -83,8 +83,8 @@ def test_pooled_percentiles_merge_histograms_not_average(swept: Path, spark, dat
     """Per point, the pooled p50/p99 equal the exact percentiles of all the point's samples
     (within the histogram's bucket error), which averaging per-run percentiles would not give;
     whether the histograms come with the rows (a small sweep) or are merged by Spark (a large one)."""
-    from analysis import aggregate
-    from analysis.report import check_tables
+    from analysis.reports.sweep_report import check_tables
+    from analysis.sweeps import aggregate
 
     if not inline:
         monkeypatch.setattr(aggregate, "INLINE_HISTOGRAM_RUNS", 0)
@@ -102,8 +102,8 @@ def test_pooled_percentiles_merge_histograms_not_average(swept: Path, spark, dat
 def test_point_stats_pool_rates_with_score_intervals(swept: Path, data) -> None:
     """Rates are pooled over the point's runs (events / acked deliveries) with a score interval
     that contains the rate and never goes below 0 — even at 0 events (loss here)."""
-    from analysis import aggregate
-    from analysis.stats import poisson_score, wilson
+    from analysis.sweeps import aggregate
+    from analysis.sweeps.stats import poisson_score, wilson
 
     runs = ds.dataset(swept / "runs", format="parquet").to_table().to_pylist()
     stats = aggregate.point_stats(data)
@@ -125,7 +125,7 @@ def test_point_stats_pool_rates_with_score_intervals(swept: Path, data) -> None:
 
 
 def test_point_stats_count_the_valid_runs(swept: Path, data) -> None:
-    from analysis import aggregate
+    from analysis.sweeps import aggregate
 
     runs = ds.dataset(swept / "runs", format="parquet").to_table().to_pylist()
     assert {r["verdict"] for r in runs} == {"valid"}  # a consumer crash: duplicates only, at-least-once holds
@@ -134,14 +134,14 @@ def test_point_stats_count_the_valid_runs(swept: Path, data) -> None:
 
 
 def test_t_quantiles() -> None:
-    from analysis.aggregate import t975
+    from analysis.sweeps.aggregate import t975
 
     assert t975(1) == 12.706 and t975(30) == 2.042
     assert 2.000 > t975(80) > 1.980 and 1.980 > t975(10_000) > 1.960
 
 
 def test_report_renders_in_headless_chromium(swept: Path, spark, tmp_path: Path) -> None:
-    from analysis.report import build_report
+    from analysis.reports.sweep_report import build_report
 
     page = build_report(swept, tmp_path / "report", master="local[2]")
     for stem in STEMS:

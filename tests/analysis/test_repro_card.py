@@ -1,4 +1,4 @@
-"""Repro cards (analysis/repro_card.py): `rmqsim run` writes RUN_DIR/repro.md exactly for an invalid
+"""Repro cards (analysis/sweeps/repro_card.py): `rmqsim run` writes RUN_DIR/repro.md exactly for an invalid
 or unknown run — seed, digests, version, the replay command with --trace, each failure, the first
 message of each failing cause with its explanation — and lists it in the run's manifest; a sweep
 writes DIR/repro/<run_id>.md for each failing run, lists it in the run's row, keeps it through a
@@ -14,11 +14,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from analysis import repro_card, sweep_dir
-from analysis import results_store as store
-from analysis.sweep import manifest, run_sweep, tasks
-from analysis.sweep_spec import load_sweep
-from analysis.sweep_task import execute
+from analysis.sweeps import directory as sweep_dir
+from analysis.sweeps import repro_card
+from analysis.sweeps import results_store as store
+from analysis.sweeps.spec import load_sweep
+from analysis.sweeps.sweep import manifest, run_sweep, tasks
+from analysis.sweeps.task import execute
 from tests.analysis.test_run_report import CRASH_STORY, cli
 from tests.analysis.test_sweep import CRASH, SHORT, spark, write_sweep  # noqa: F401 - the Spark fixture
 from tests.conftest import ROOT
@@ -151,7 +152,7 @@ def test_sweep_task_writes_and_lists_cards_of_failing_runs(tmp_path: Path) -> No
 
 
 def test_sweep_report_links_failing_rows_to_their_cards(spark, tmp_path: Path) -> None:  # noqa: F811
-    from analysis.report import build_report
+    from analysis.reports.sweep_report import build_report
 
     path = _sweep(tmp_path)
     out = tmp_path / "out"

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import run_figures, timeline_figures, txn_figures
-from analysis.run_report import FIGURES
+from analysis.reports import run_figures, timeline_figures, txn_figures
+from analysis.reports.run_report import FIGURES
 from tests.analysis.test_report import _assert_figures_visible, _chromium
 from tests.conftest import ROOT
 
@@ -39,7 +39,7 @@ faults:
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, cwd=str(cwd),
+    return subprocess.run([sys.executable, "-m", "rmqsim.cli", *args], capture_output=True, text=True, cwd=str(cwd),
                           timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
@@ -157,8 +157,8 @@ def test_report_of_a_run_without_trace_is_refused_clearly(tmp_path: Path) -> Non
 
 def test_fault_labels_do_not_overlap() -> None:
     """Windows starting close together get their labels in separate rows."""
-    from analysis.figures import plt
-    from analysis.run_data import RunData
+    from analysis.reports.figures import plt
+    from analysis.reports.run_data import RunData
 
     windows = [{"kind": k, "target": f"broker-{i}", "start_ms": 5_000 + 300 * i, "end_ms": 9_000 + 100 * i}
                for i, k in enumerate(("disk_slow", "pause", "process_crash", "partition", "link_latency"))]
@@ -177,7 +177,7 @@ def test_fault_labels_do_not_overlap() -> None:
 def test_lock_events_figure_of_an_orderly_run(tmp_path: Path) -> None:
     """An orderly run draws the broker lock events: grants per broker, and after broker-a's
     restart its locks granted anew; a run without orderly groups has none (said missing above)."""
-    from analysis import run_data
+    from analysis.reports import run_data
 
     done = cli("run", str(ROOT / "scenarios" / "orderly_broker_failure.yaml"), "--trace", "--out", "out",
                "--set", "duration_ms=45s", "--set", "settle_ms=20s", cwd=tmp_path)
@@ -244,7 +244,7 @@ def test_an_outage_is_a_gap_in_the_publish_latency(crash_story: Path) -> None:
     the failed sends are drawn too (red bars adding up to the summary's send_failed)."""
     import json
 
-    from analysis import run_data, timeline_data
+    from analysis.reports import run_data, timeline_data
 
     data = run_data.load_run(crash_story)
     assert timeline_data.outages(data)["broker-a"] == [BROKER_A_DOWN]
@@ -280,7 +280,7 @@ def _stairs_total(ax: object) -> float:
 def test_offsets_and_ownership_break_at_the_outage(crash_story: Path) -> None:
     """Each broker-a queue's max offset, committed and consumed offsets are NaN in every bin that
     overlaps broker-a's outage and drawn before and after it; c-2's queues end at its crash."""
-    from analysis import run_data, timeline_data
+    from analysis.reports import run_data, timeline_data
 
     data = run_data.load_run(crash_story)
     own = timeline_data.ownership(data)
@@ -310,7 +310,7 @@ def test_offsets_and_ownership_break_at_the_outage(crash_story: Path) -> None:
 def test_timeline_aggregates_many_queues(crash_story: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Beyond a row (panel) per queue: queues held per consumer, stacked; a heatmap of each queue's
     backlog with the outage left blank (masked)."""
-    from analysis import run_data
+    from analysis.reports import run_data
 
     monkeypatch.setattr(timeline_figures, "MAX_QUEUE_ROWS", 4)
     monkeypatch.setattr(timeline_figures, "MAX_QUEUE_PANELS", 4)
@@ -332,7 +332,7 @@ def test_a_figure_without_its_data_is_not_drawn_or_says_what_is_missing(crash_st
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """No offset commits in the trace (an older run): the offsets figure draws what it has and its
     caption says the committed offset is not drawn; no queue starts: no ownership figure at all."""
-    from analysis import run_data
+    from analysis.reports import run_data
     from models.records import BROKER_OFFSET_COMMITTED, CONSUMER_QUEUE_STARTED
 
     data = run_data.load_run(crash_story)

@@ -8,16 +8,16 @@ import random
 
 import pytest
 
-from analysis.checks import latency_samples
-from analysis.run_rows import (
+from analysis.checkers.checks import latency_samples
+from analysis.checkers.run_rows import (
     LAT_BUCKETS_PER_OCTAVE,
     bucket_value_ms,
     fault_windows,
     histogram_percentiles_ms,
     latency_bucket,
 )
-from analysis.sweep_spec import load_sweep, run_id
-from sim.kernel.trace import FAULT_HEALED, FAULT_INJECTED
+from analysis.sweeps.spec import load_sweep, run_id
+from sim.trace import FAULT_HEALED, FAULT_INJECTED
 from tests.conftest import ROOT
 
 
@@ -90,7 +90,7 @@ def test_fault_windows_pair_injections_with_heals_and_restarts() -> None:
 
 
 def _baseline(*overrides: str):
-    from sim import scenario
+    from rmqsim.scenario import spec as scenario
 
     return scenario.load(ROOT / "scenarios" / "baseline.yaml", list(overrides))
 
@@ -99,14 +99,14 @@ def _baseline(*overrides: str):
 def listener_fails():
     """Short baseline whose listener fails 5 % of consumptions: at the end the failed ones are
     still in back-off (the retry queue is not yet allocated), i.e. pending_retry, not lost."""
-    import sim
+    import rmqsim
 
-    return sim.run(_baseline("duration_ms=10s", "settle_ms=5s", "producers[0].rate_per_s=300",
+    return rmqsim.run(_baseline("duration_ms=10s", "settle_ms=5s", "producers[0].rate_per_s=300",
                              "consumers[0].failure_probability=0.05"), details=True)
 
 
 def _row(result) -> dict:
-    from analysis.run_rows import runs_row
+    from analysis.checkers.run_rows import runs_row
 
     return runs_row(result.summary, result.details, result.fault_records, result.meta)
 
@@ -116,7 +116,7 @@ def _fits_runs_schema(row: dict) -> None:
     such as send_share_by_broker, read back as dicts)."""
     import pyarrow as pa
 
-    from analysis.results_store import flatten_row, runs_schema
+    from analysis.sweeps.results_store import flatten_row, runs_schema
 
     schema = runs_schema({})
     row = flatten_row(row)
@@ -145,9 +145,9 @@ def test_runs_row_verdict_and_retry_columns(listener_fails) -> None:
 
 
 def test_runs_row_of_a_bounded_run_is_unknown() -> None:
-    import sim
+    import rmqsim
 
-    result = sim.run(_baseline("duration_ms=5s", "settle_ms=1s"), max_events=2_000, details=True)
+    result = rmqsim.run(_baseline("duration_ms=5s", "settle_ms=1s"), max_events=2_000, details=True)
     row = _row(result)
     assert (row["verdict"], row["stopped_by"]) == ("unknown", "max_events")
     assert row["verdict_failures"] == "run stopped at its max_events bound: nothing can be judged"
@@ -155,9 +155,9 @@ def test_runs_row_of_a_bounded_run_is_unknown() -> None:
 
 
 def test_runs_row_names_every_failure() -> None:
-    import sim
+    import rmqsim
 
-    result = sim.run(_baseline("duration_ms=5s", "settle_ms=2s", "producers[0].rate_per_s=200",
+    result = rmqsim.run(_baseline("duration_ms=5s", "settle_ms=2s", "producers[0].rate_per_s=200",
                                "expect={lost: {min: 1}, latency_ms.p99: {max: 0.001}}"), details=True)
     row = _row(result)
     assert row["verdict"] == "invalid" and row["lost"] == 0
@@ -172,7 +172,7 @@ def test_runs_table_columns_are_flat_names_duckdb_and_pandas_read_as_written(lis
     import pandas as pd
     import pyarrow as pa
 
-    from analysis import results_store as store
+    from analysis.sweeps import results_store as store
 
     s = listener_fails.summary
     row = {"run_id": "p0000-s1", "status": "ok", **_row(listener_fails)}
@@ -191,7 +191,7 @@ def test_runs_table_columns_are_flat_names_duckdb_and_pandas_read_as_written(lis
 def test_flatten_names_nested_trees_with_sql_safe_names() -> None:
     import pyarrow as pa
 
-    from analysis.results_store import flatten_row, flatten_schema
+    from analysis.sweeps.results_store import flatten_row, flatten_schema
 
     nested = pa.schema([("send_latency_ms", pa.struct([("p99.9", pa.float64()), ("by", pa.struct([("b-1", pa.int64())]))])),
                         ("fault_windows", pa.list_(pa.struct([("kind", pa.string())])))])

@@ -1,4 +1,4 @@
-"""The report JVM's class archive (analysis/spark_classes.py): made once by `rmqsim report`, used
+"""The report JVM's class archive (analysis/sweeps/spark_classes.py): made once by `rmqsim report`, used
 by the next reports, silently ignored when unusable, and a writer's abandoned file cleaned up."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import spark_classes
-from analysis.sweep import REPORT_JAVA_OPTIONS
+from analysis.sweeps import spark_classes
+from analysis.sweeps.sweep import REPORT_JAVA_OPTIONS
 from tests.analysis.test_sweep_report import fabricated_sweep
 from tests.conftest import ROOT
 
@@ -53,7 +53,7 @@ def test_the_first_report_keeps_the_classes_and_the_next_maps_them(tmp_path: Pat
     (tmp_path / "sweep").mkdir()
     out = fabricated_sweep(tmp_path / "sweep")
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    rmqsim = [sys.executable, "-m", "sim.cli", "report", str(out)]
+    rmqsim = [sys.executable, "-m", "rmqsim.cli", "report", str(out)]
     first = subprocess.run(rmqsim, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert first.returncode == 0, first.stderr
     (archive,) = tmp_path.glob(f"{spark_classes.PREFIX}*.jsa")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.sweep import SparkMasterError, check_master, check_reachable
+from analysis.sweeps.sweep import SparkMasterError, check_master, check_reachable
 from tests.analysis.test_sweep import SHORT, child_env, kill_tree, rmqsim_cmd, tagged_pids, write_sweep
 from tests.analysis.test_sweep_report import fabricated_sweep
 from tests.conftest import ROOT

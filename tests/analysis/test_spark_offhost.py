@@ -1,5 +1,5 @@
 """A sweep on a standalone cluster whose worker cannot see the checkout or the project's venv:
-executors run from the packed environment the driver ships (analysis/executor_env.py), compiled,
+executors run from the packed environment the driver ships (analysis/sweeps/executor_env.py), compiled,
 with the digests of local runs.
 
 The worker runs in a mount namespace of its own (`unshare --mount`, or `unshare -Urm` without
@@ -113,7 +113,7 @@ def test_executors_on_a_host_without_the_project_run_compiled(tmp_path):
         assert len(unpacked) == 1, sorted((state / "envs").iterdir())
         assert not [p for p in (state / "work").rglob("*") if p.name == "lib" or p.suffix == ".pack"]
         site = unpacked[0] / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
-        assert (site / "sim" / "__pycache__").is_dir() and (site / "sim" / "kernel" / "env.pxd").is_file()
+        assert (site / "sim" / "__pycache__").is_dir() and (site / "sim" / "env.pxd").is_file()
     finally:
         subprocess.run(["bash", SCRIPT, "stop"], cwd=ROOT, env=env, capture_output=True, timeout=TIMEOUT_S)
         _sigkill(tagged_pids(tag))
@@ -121,7 +121,7 @@ def test_executors_on_a_host_without_the_project_run_compiled(tmp_path):
     assert not (state / "envs").exists()  # `stop` removed the executors' environments
     runs = read_runs(tmp_path / "out")
     assert sorted(runs) == ["p0000-s1", "p0000-s2", "p0001-s1", "p0001-s2"]
-    from analysis.sweep_spec import load_sweep
+    from analysis.sweeps.spec import load_sweep
 
     spec = load_sweep(sweep)
     for run_id, row in runs.items():

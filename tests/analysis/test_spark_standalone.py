@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import results_store as store
+from analysis.sweeps import results_store as store
 from tests.analysis.test_sweep import (
     CRASH,
     SHORT,

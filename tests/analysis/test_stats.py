@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from analysis import fmt
-from analysis.stats import bootstrap_ratio, poisson_score, rate_interval, wilson
+from analysis.reports import fmt
+from analysis.sweeps.stats import bootstrap_ratio, poisson_score, rate_interval, wilson
 
 
 def test_wilson_is_bounded_and_defined_at_zero_events() -> None:

@@ -1,4 +1,4 @@
-"""The printed run summary (analysis/summary_text.py): its sections, in order; zero rows and
+"""The printed run summary (analysis/reports/summary_text.py): its sections, in order; zero rows and
 sections that do not apply left out, with one line saying so; one duplicate vocabulary; every
 count named for what it counts, and no number twice under two names. Properties, not snapshots."""
 
@@ -8,8 +8,8 @@ import copy
 import functools
 import re
 
-from analysis.duplicates import CAUSES
-from analysis.summary_text import SECTIONS, WIDTH, summary_text
+from analysis.checkers.duplicates import CAUSES
+from analysis.reports.summary_text import SECTIONS, WIDTH, summary_text
 from tests.conftest import short_baseline
 
 PCT = {"p50": 2.5, "p90": 5.7, "p99": 10.3, "p999": 14.9, "max": 28.8}
@@ -221,7 +221,7 @@ def test_latency_rows_without_a_sample_are_left_out() -> None:
 
 @functools.cache
 def _short_run() -> dict:
-    from sim.runner import run_scenario
+    from rmqsim.runner import run_scenario
 
     return run_scenario(short_baseline(duration_ms=8_000, settle_ms=4_000, rate=200), seed=1).summary
 

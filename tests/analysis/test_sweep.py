@@ -1,5 +1,5 @@
 """Sweeps end to end: Spark results equal direct runs, crash/resume, validation, failed runs,
-determinism re-checks (analysis/sweep_spec.py, sweep.py, sweep_task.py, results_store.py).
+determinism re-checks (analysis/sweeps/spec.py, sweep.py, sweep_task.py, results_store.py).
 
 Every sweep here is built on the bundled restart_consumer scenario shortened to a few simulated
 seconds, so a run costs ~0.1 s of wall time (the crash/resume test uses ~0.5 s runs on purpose).
@@ -31,16 +31,16 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-import sim
-from analysis import results_store as store
-from analysis import sweep_dir
-from analysis.run_rows import CAUSES, LATENCY_KEYS, SUMMARY_COUNTS
-from analysis.sweep import run_sweep, spark_session, tasks
-from analysis.sweep_spec import load_sweep, run_id
-from analysis.sweep_task import execute
-from sim import scenario as scenario_mod
-from sim.kernel import compiled
-from sim.kernel.config import ConfigError
+import rmqsim
+from analysis.checkers.run_rows import CAUSES, LATENCY_KEYS, SUMMARY_COUNTS
+from analysis.sweeps import directory as sweep_dir
+from analysis.sweeps import results_store as store
+from analysis.sweeps.spec import load_sweep, run_id
+from analysis.sweeps.sweep import run_sweep, spark_session, tasks
+from analysis.sweeps.task import execute
+from rmqsim.scenario import spec as scenario_mod
+from sim import compiled
+from sim.config import ConfigError
 from tests.conftest import ROOT
 
 BASE = ROOT / "scenarios" / "restart_consumer.yaml"
@@ -65,7 +65,7 @@ def write_sweep(folder: Path, name: str, **body: Any) -> Path:
 
 def rmqsim_cmd() -> list[str]:
     script = Path(sys.executable).parent / "rmqsim"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "sim.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "rmqsim.cli"]
 
 
 def scratch_env(tmp: Path) -> dict[str, str]:
@@ -183,7 +183,7 @@ def assert_same_metrics(got: dict[str, Any], want: dict[str, Any], where: str) -
 
 def direct_summary(sweep, point_index: int, seed: int) -> dict[str, Any]:
     sc = scenario_mod.from_data(sweep.scenario_data(sweep.points[point_index]))
-    return sim.run(sc, seed=seed).summary
+    return rmqsim.run(sc, seed=seed).summary
 
 
 def stamp(path: Path) -> tuple[int, int]:
@@ -248,7 +248,7 @@ def test_sweep_rows_equal_direct_runs(quick):
     assert (outcome.total, outcome.skipped, outcome.ran) == (4, 0, 4)
     assert outcome.failed == [] and outcome.mismatches == [] and outcome.verified == []
     assert "runs 4/4" in quick["log"]
-    # the executors used this tree's compiled build (sim/kernel/compiled.py), checked against the zip's sources
+    # the executors used this tree's compiled build (sim/compiled.py), checked against the zip's sources
     assert outcome.compiled_runs == (0 if compiled.pure_requested() else 4)
 
     manifest = sweep_dir.read_manifest(out)
@@ -271,7 +271,7 @@ def test_sweep_rows_equal_direct_runs(quick):
         assert json.loads(row["params_json"]) == point.params
         want = direct_summary(sweep, row["point"], row["seed"])
         assert_same_metrics(row, want, rid)
-        # the run's verdict (analysis/verdict.py), as the summary states it
+        # the run's verdict (analysis/checkers/verdict.py), as the summary states it
         assert row["verdict"] == want["verdict"] and row["stopped_by"] == want["stopped_by"] is None
         assert row["verdict_failures"] == "; ".join(want["failures"])
         groups = len(want["groups"])
@@ -326,14 +326,14 @@ def test_per_message_tables_agree_with_summaries(quick):
 
 def test_repro_line_reproduces_the_run(quick):
     """Each row's `repro` is an `rmqsim run` command line giving the same trace digest."""
-    from sim.cli import parser
+    from rmqsim.cli import parser
 
     for rid, row in read_runs(quick["out"]).items():
         argv = shlex.split(row["repro"])
         assert argv[:2] == ["rmqsim", "run"], row["repro"]
         args = parser().parse_args(argv[1:])
         sc = scenario_mod.load(args.scenario, args.set)  # relative to the driver's cwd (unchanged)
-        assert sim.run(sc, seed=args.seed).summary["trace_sha256"] == row["trace_sha256"], rid
+        assert rmqsim.run(sc, seed=args.seed).summary["trace_sha256"] == row["trace_sha256"], rid
 
 
 # ---------------------------------------------------------------- (e) determinism re-check
@@ -391,7 +391,7 @@ def test_failed_run_is_recorded_and_retried(spark, tmp_path):
     assert bad["stopped_by"] == "max_wall_s"
     assert bad["trace_sha256"] is None and bad["sent_ok"] is None and bad["latency_ms_p99"] is None
     assert {p.stem for p in visible(out / store.DELIVERIES)} == {"p0000-s1"}
-    from sim.cli import parser
+    from rmqsim.cli import parser
 
     args = parser().parse_args(shlex.split(bad["repro"])[1:])  # a valid `rmqsim run` command line
     assert args.command == "run" and args.seed == 1 and "producers[0].rate_per_s=20000" in args.set
@@ -586,7 +586,7 @@ def test_float_parameter_values_survive_the_override_round_trip(tmp_path):
 def test_resume_refuses_runs_of_another_simulator_version(tmp_path):
     """No Spark: a directory is resumed only by the same sweep *and* the same sim/ + models/
     sources, since other sources give other digests and results."""
-    from analysis.sweep import manifest, simulator_sha256
+    from analysis.sweeps.sweep import manifest, simulator_sha256
 
     path = write_sweep(tmp_path, "versioned", set=SHORT, seeds=[1])
     sweep, out = load_sweep(path), tmp_path / "out"

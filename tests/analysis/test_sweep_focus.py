@@ -1,16 +1,17 @@
 """A sweep report's question without Spark: the focus declared or inferred from what varies, the
 metrics zero everywhere or unchecked, rates pooled per point, marginal and cell, coverage and
-quiescence summaries (analysis/focus.py, analysis/aggregate.py), on fabricated runs rows."""
+quiescence summaries (analysis/reports/focus.py, analysis/sweeps/aggregate.py), on fabricated runs rows."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from analysis import aggregate, focus
-from analysis.aggregate import METRICS, SweepData
-from analysis.run_rows import end_state_columns
-from analysis.stats import poisson_score, wilson
+from analysis.checkers.run_rows import end_state_columns
+from analysis.reports import focus
+from analysis.sweeps import aggregate
+from analysis.sweeps.aggregate import METRICS, SweepData
+from analysis.sweeps.stats import poisson_score, wilson
 
 
 def run(point: int, seed: int, flush: str, rate: int, lost: int = 0, dups: int = 0, acked: int = 1000,

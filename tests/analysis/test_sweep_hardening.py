@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
-from analysis import results_store as store
-from analysis import sweep_dir
-from analysis.sweep import manifest
-from analysis.sweep_spec import load_sweep
-from sim.kernel.config import ConfigError
-from sim.kernel.limits import CONFIRM_RUNS
+from analysis.sweeps import directory as sweep_dir
+from analysis.sweeps import results_store as store
+from analysis.sweeps.spec import load_sweep
+from analysis.sweeps.sweep import manifest
+from sim.config import ConfigError
+from sim.limits import CONFIRM_RUNS
 from tests.analysis.test_sweep import BASE, SHORT, run_rmqsim, write_sweep
 from tests.conftest import ROOT
 from tests.fuzz.properties import assert_clean_rejection, assert_no_foreign_content
@@ -279,13 +279,13 @@ def test_bundled_sweeps_still_validate():
     ("local[2,5]", None, "local[2,5]"), ("local[2, 1]", None, "local[2,3]"), ("local[*]", 2, "local[2,3]"),
     ("local-cluster[2,1,1024]", None, "local-cluster[2,1,1024]")])
 def test_local_masters_retry_lost_workers(master, parallelism, expected):
-    from analysis.sweep import local_master
+    from analysis.sweeps.sweep import local_master
 
     assert local_master(master, parallelism) == expected
 
 
 def test_a_failed_spark_job_is_one_line():
-    from analysis.sweep import _first_line
+    from analysis.sweeps.sweep import _first_line
 
     java = RuntimeError("An error occurred while calling o42.collect.\n: org.apache.spark.SparkException: Job "
                         "aborted due to stage failure: Task 1 in stage 0.0 failed 3 times, most recent failure: "

@@ -14,12 +14,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from analysis import results_store as store
-from analysis import sweep_dir
-from analysis.sweep import manifest
-from analysis.sweep_spec import load_sweep
-from sim import cli
-from sim import scenario as scenario_mod
+from analysis.sweeps import directory as sweep_dir
+from analysis.sweeps import results_store as store
+from analysis.sweeps.spec import load_sweep
+from analysis.sweeps.sweep import manifest
+from rmqsim import cli
+from rmqsim.scenario import spec as scenario_mod
 from tests.conftest import ROOT
 
 SWEEP = f"""
@@ -85,7 +85,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def spark(swept: Path):
-    from analysis.sweep import spark_session
+    from analysis.sweeps.sweep import spark_session
 
     return spark_session("local[1]", None, app="sweep-report-test", purpose="report")
 
@@ -95,7 +95,7 @@ def figure_ids(page: str) -> list[str]:
 
 
 def test_loss_sweep_opens_with_loss_and_draws_no_zero_metric(swept: Path, spark, tmp_path: Path) -> None:
-    from analysis.report import build_report
+    from analysis.reports.sweep_report import build_report
 
     page = build_report(swept, tmp_path / "report", spark=spark).read_text()
     assert figure_ids(page)[:2] == ["loss_heatmap", "loss_by_cause"]  # the focus first
@@ -112,7 +112,7 @@ def test_loss_sweep_opens_with_loss_and_draws_no_zero_metric(swept: Path, spark,
 
 
 def test_coverage_table_and_unquiet_runs(swept: Path, spark, tmp_path: Path) -> None:
-    from analysis.report import build_report
+    from analysis.reports.sweep_report import build_report
 
     page = build_report(swept, tmp_path / "report", spark=spark).read_text()
     coverage = page[page.index('id="coverage"'):]
@@ -130,7 +130,7 @@ def test_coverage_table_and_unquiet_runs(swept: Path, spark, tmp_path: Path) -> 
 def test_declared_and_cli_focus_and_stale_figures(swept: Path, spark, tmp_path: Path) -> None:
     """`--focus duplicates` on a sweep without duplicates: the page opens with their bound, draws
     none; `--focus latency`: the p99 heatmap first; the loss heatmap of the earlier report goes."""
-    from analysis.report import ReportError, build_report
+    from analysis.reports.sweep_report import ReportError, build_report
 
     folder = tmp_path / "report"
     page = build_report(swept, folder, spark=spark, focus="duplicates").read_text()
@@ -149,7 +149,7 @@ def test_declared_and_cli_focus_and_stale_figures(swept: Path, spark, tmp_path: 
 
 
 def test_rows_of_an_older_rmqsim_say_coverage_was_not_recorded(spark, tmp_path: Path) -> None:
-    from analysis.report import build_report
+    from analysis.reports.sweep_report import build_report
 
     out = fabricated_sweep(tmp_path, end_state=False)
     page = build_report(out, spark=spark).read_text()
@@ -159,7 +159,7 @@ def test_rows_of_an_older_rmqsim_say_coverage_was_not_recorded(spark, tmp_path: 
 
 def test_sweep_report_flag_uses_the_sweeps_spark_session(tmp_path: Path, capsys, monkeypatch) -> None:
     """`rmqsim sweep --report`: one SparkSession for the runs and the report."""
-    from analysis import sweep as sweep_mod
+    from analysis.sweeps import sweep as sweep_mod
 
     started: list[str] = []
     real = sweep_mod.spark_session

@@ -1,7 +1,7 @@
 """A sweep survives its Python workers dying, and resumes a damaged output directory (Spark, local[2]).
 
 The test kills workers from outside, as an operator or the kernel's OOM killer would: each run
-records its start in a marker file holding its worker's pid (analysis/sweep_dir.py), and the
+records its start in a marker file holding its worker's pid (analysis/sweeps/directory.py), and the
 test SIGKILLs that pid. One run's worker is killed once: Spark retries the task (local[N,F])
 and the run completes. Another's is killed every time: after two starts the third attempt
 records a failed run (WorkerLost) with its reproduction line instead of aborting the sweep.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from analysis import results_store as store
-from analysis import sweep_dir
+from analysis.sweeps import directory as sweep_dir
+from analysis.sweeps import results_store as store
 from tests.analysis.test_sweep import (
     child_env,
     kill_tree,

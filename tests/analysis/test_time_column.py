@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.time_column import TimeColumn
+from analysis.checkers.time_column import TimeColumn
 
 HOUR_US = 3_600_000_000
 

@@ -1,12 +1,12 @@
-"""The timer checker (analysis/timer_checker.py) on scripted record timelines, and what the Ledger
+"""The timer checker (analysis/checkers/timer_checker.py) on scripted record timelines, and what the Ledger
 makes of timer messages: parked in rmq_sys_wheel_timer (pending_delay, not lost, until the timer
 puts them back), and a message the timer put back twice consumed twice: `timer_redelivered`."""
 
 from __future__ import annotations
 
-from analysis.checks import check
-from analysis.ledger import ProducerInfo
-from analysis.timer_checker import TimerChecker
+from analysis.checkers.checks import check
+from analysis.checkers.ledger import ProducerInfo
+from analysis.checkers.timer_checker import TimerChecker
 from models.message import TIMER_TOPIC, msg_id_of
 from models.records import (
     BROKER_STORED,

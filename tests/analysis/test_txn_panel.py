@@ -1,5 +1,5 @@
-"""The per-run report's transaction panel (analysis/txn_data.py): what it reads off the trace agrees
-with the transaction checker's ground truth (analysis/txn_checker.py), and tells the story of
+"""The per-run report's transaction panel (analysis/reports/txn_data.py): what it reads off the trace agrees
+with the transaction checker's ground truth (analysis/checkers/txn_checker.py), and tells the story of
 scenarios/txn_producers_down.yaml over several seeds: the producers resolve their transactions
 until they shut down at 15 s, the rest wait, are checked back every round by the broker and are
 discarded after transactionCheckMax (15) checks."""
@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import sim
-from analysis import run_data as rd
-from analysis import txn_data as td
-from analysis import txn_figures
-from analysis.checks import percentiles_ms
+import rmqsim
+from analysis.checkers.checks import percentiles_ms
+from analysis.reports import run_data as rd
+from analysis.reports import txn_data as td
+from analysis.reports import txn_figures
 from tests.conftest import ROOT
 
 SHUTDOWN_S = 15  # producers[0].transaction.shutdown_ms
@@ -24,7 +24,7 @@ CHECK_MAX = 15  # transactionCheckMax (BrokerConfig default)
 
 
 def _run(tmp_path: Path, scenario: str, seed: int, overrides: list[str] | None = None) -> rd.RunData:
-    result = sim.run(str(ROOT / "scenarios" / scenario), seed=seed, overrides=overrides, trace_dir=tmp_path / "trace")
+    result = rmqsim.run(str(ROOT / "scenarios" / scenario), seed=seed, overrides=overrides, trace_dir=tmp_path / "trace")
     (tmp_path / "summary.json").write_text(json.dumps(result.summary))
     return rd.load_run(tmp_path)
 

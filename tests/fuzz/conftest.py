@@ -20,7 +20,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 
-from sim.kernel.inputs import load_yaml
+from sim.inputs import load_yaml
 from tests.conftest import ROOT
 
 BUNDLED_SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))

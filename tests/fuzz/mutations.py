@@ -37,8 +37,8 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from sim.kernel.inputs import dump_flow
-from sim.kernel.keypath import render
+from sim.inputs import dump_flow
+from sim.keypath import render
 
 PLACEHOLDER = "RMQSIM_FUZZ_PLACEHOLDER"
 Path = tuple  # key path parts: str keys and int indexes
@@ -371,7 +371,7 @@ def confusable(draw: Any, tree: Any) -> Mutation:
         return Mutation("confusable", dump(put(tree, path[:-1], renamed)).encode(), note=f"key {path} → {new!r}",
                         must_fail=new not in parent)
     if choice == 1 and numbers:  # fullwidth digits: ints and durations refuse them, a distribution's
-        path = draw(st.sampled_from(numbers))  # parameter reads them with float() (sim/kernel/dist.py: _ms)
+        path = draw(st.sampled_from(numbers))  # parameter reads them with float() (sim/dist.py: _ms)
         text = repr(get(tree, path)).translate(_DIGITS)
         return Mutation("confusable", dump(put(tree, path, text)).encode(), note=f"{path} = {text!r}")
     path = draw(st.sampled_from(texts or _paths(tree)))
@@ -668,7 +668,7 @@ RANDOM_KINDS = ["process_crash", "power_loss", "partition", "link_latency", "pac
 
 def node_names(scenario: Any) -> dict[str, list[str]]:
     """A loaded scenario's node names by kind: 'namesrv', 'broker' (masters), 'slave', 'client'."""
-    from sim.scenario_checks import SLAVE, broker_group_nodes, instance_names
+    from rmqsim.scenario.validate import SLAVE, broker_group_nodes, instance_names
 
     out: dict[str, list[str]] = {"namesrv": [n.name for n in scenario.cluster.nameservers], "broker": [], "slave": [],
                                  "client": []}
@@ -763,7 +763,7 @@ def multi_document(draw: Any, tree: Any) -> Mutation:
 def expect_section(draw: Any, tree: Any, sweep: bool = False) -> Mutation:
     """`expect:` with real and misspelt metrics, per-broker metrics of brokers that do or do not
     exist, and bounds that are inverted, non-finite, empty or of the wrong type."""
-    from analysis.verdict import EXPECTABLE_BROKER_METRICS, EXPECTABLE_METRICS
+    from analysis.checkers.verdict import EXPECTABLE_BROKER_METRICS, EXPECTABLE_METRICS
 
     brokers = [v for p, v in walk(tree) if len(p) >= 2 and p[-1] == "name" and "brokers" in p] or ["broker-a"]
     key_choices = st.one_of(st.sampled_from(EXPECTABLE_METRICS),

@@ -20,8 +20,8 @@ import math
 import re
 from typing import Any
 
-from analysis.run_rows import SUMMARY_COUNTS
-from sim.kernel.config import ConfigError
+from analysis.checkers.run_rows import SUMMARY_COUNTS
+from sim.config import ConfigError
 
 KEY_PATH = r"(?:[A-Za-z_]\w*|\[[^\]\n]*\])(?:\.[A-Za-z_]\w*|\[[^\]\n]*\])*"
 LOCATION = re.compile(rf"^(?:\(file\)|\(top level\)|line \d+, column \d+|character \d+|--set |point |{KEY_PATH})")
@@ -112,7 +112,7 @@ UNIT_TOTALS = ("lost", "pending_retry", "pending_delay", "dlq", "duplicates", "d
 
 
 def assert_ledger_invariants(summary: dict[str, Any]) -> None:
-    """The ledger's own arithmetic (analysis/metrics.py): totals over units, causes adding up."""
+    """The ledger's own arithmetic (analysis/checkers/metrics.py): totals over units, causes adding up."""
     s, groups = summary, list(summary["groups"].items())
     for name in UNIT_TOTALS:
         assert s[name] == sum(g[name] for _u, g in groups), (name, s[name], [(u, g[name]) for u, g in groups])

@@ -8,13 +8,13 @@ The run-directory fuzzer (tests/fuzz/test_fuzz_run_dirs.py) copies one good run 
   booleans, nesting past the reader's depth bound), a key deleted, or the file cut at a byte
   (`edit_json`); or the whole file replaced (`WHOLE_FILE`: 100,000 `[`, bytes that are not
   UTF-8, an empty file, a link to /etc/passwd or /dev/zero, a FIFO, a folder);
-- a trace file (`TRACE_DAMAGES`): cut, garbage bytes, an 8 GiB sparse file, another kind's
-  file under its name, a file of a kind rmqsim does not write, a link, a FIFO, a folder named
-  `x.parquet`.
+- a trace file (`TRACE_DAMAGES`): cut, garbage bytes (a Parquet frame around them), its data
+  pages overwritten (frame and footer intact), an 8 GiB sparse file, another kind's file under
+  its name, a file of a kind rmqsim does not write, a link, a FIFO, a folder named `x.parquet`.
 
 `outcomes(run, good, scratch, report=...)` then runs, in this process, `rmqsim explain RUN
 p-1-5`, `rmqsim explain RUN --fault 0`, `rmqsim diff RUN GOOD`, `rmqsim report RUN --out ...`
-and `sim.load(RUN)` with `repr`, `.summary`, `.frame("producer.sent")` and `.explain("p-1-5")`,
+and `rmqsim.load(RUN)` with `repr`, `.summary`, `.frame("producer.sent")` and `.explain("p-1-5")`,
 each an `Outcome` (exit code or exception class, output, wall time), never raising: an
 unexpected exception is an outcome with its traceback. A FIFO or a link to /dev/zero would hang
 or flood a reader that followed it, so those directories go through `main` (`python -m
@@ -41,14 +41,14 @@ from tests.fuzz.mutations import get, walk
 MANIFEST = ".rmqsim-manifest.json"
 JSON_FILES = ("summary.json", "run_meta.json", "scenario.resolved.json", MANIFEST)
 WHOLE_FILE = ("deep", "not_utf8", "empty", "link_passwd", "link_dev_zero", "fifo", "directory")
-TRACE_DAMAGES = ("truncated", "garbage", "sparse_8gib", "swapped_kind", "unknown_kind", "link_passwd",
-                 "link_dev_zero", "fifo", "directory")
+TRACE_DAMAGES = ("truncated", "garbage", "pages_overwritten", "sparse_8gib", "swapped_kind", "unknown_kind",
+                 "link_passwd", "link_dev_zero", "fifo", "directory")
 HAZARDOUS = ("link_dev_zero", "fifo")  # a reader that followed them would block or read forever: subprocess
 TRACE_KIND = "producer.sent"  # the kind every command reads (explain, report, `.frame`)
 OTHER_KIND = "consumer.consumed"  # swapped in under TRACE_KIND's name
 MESSAGE = "p-1-5"
 SPARSE_BYTES = 8 << 30
-DEPTH_PAST_BOUND = 70  # the reader's bound is 64 (sim/kernel/readback.py MAX_JSON_DEPTH)
+DEPTH_PAST_BOUND = 70  # the reader's bound is 64 (sim/readback.py MAX_JSON_DEPTH)
 PLACEHOLDER = "RMQSIM-FUZZ-PLACEHOLDER"
 TOKENS = (  # raw JSON text put at a key path (some of it JSON only as Python's parser reads it)
     "0", "-1", "1.5", "-0.0", "1e400", "NaN", "-Infinity", "9223372036854775808", "1" + "0" * 30, "1" + "0" * 5000,
@@ -107,6 +107,25 @@ def edit_json(path: Path, edit: tuple) -> str:
     return f"{path.name}: {_dotted(key_path)} = {token[:60]}"
 
 
+def json_type(value: Any) -> str:
+    """The JSON type of a parsed value: null, boolean, number, string, array or object."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}[type(value)]
+
+
+def token_type(token: str) -> str:
+    """The JSON type of one of `TOKENS` (a number past Python's digit limit is still a number)."""
+    try:
+        return json_type(json.loads(token))
+    except ValueError:
+        return "number"
+
+
 def _dotted(key_path: tuple) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in key_path).lstrip(".") or "(top level)"
 
@@ -142,7 +161,12 @@ def damage_trace(run: Path, how: str) -> Path:
         target.write_bytes(raw[:len(raw) // 2])
     elif how == "garbage":
         size = target.stat().st_size
-        target.write_bytes((b"PAR1" + bytes(range(256)) * (size // 256 + 1))[:size - 4] + b"PAR1")
+        footer = (100).to_bytes(4, "little")  # a footer length that fits: pyarrow parses garbage as one
+        target.write_bytes((b"PAR1" + bytes(range(256)) * (size // 256 + 1))[:size - 8] + footer + b"PAR1")
+    elif how == "pages_overwritten":  # the frame and footer intact: pyarrow decodes pages of garbage
+        raw = bytearray(target.read_bytes())
+        raw[64:len(raw) // 2] = bytes(range(256)) * ((len(raw) // 2 - 64) // 256) + bytes((len(raw) // 2 - 64) % 256)
+        target.write_bytes(bytes(raw))
     elif how == "sparse_8gib":
         os.truncate(target, SPARSE_BYTES)
     elif how == "swapped_kind":
@@ -184,7 +208,7 @@ def outcomes(run: Path, good: Path, scratch: Path, *, report: bool = True) -> li
 
 def cli_outcome(argv: list[str]) -> Outcome:
     """`rmqsim ARGV` in this process: its exit code and output (a traceback as a real process prints it)."""
-    from sim import cli
+    from rmqsim import cli
 
     out, err = io.StringIO(), io.StringIO()
     started = time.monotonic()
@@ -201,12 +225,12 @@ def cli_outcome(argv: list[str]) -> Outcome:
 
 
 def load_outcome(run: Path) -> Outcome:
-    """`sim.load(RUN)`, then `repr`, `.summary`, `.frame(...)` and `.explain(...)` each on its own:
+    """`rmqsim.load(RUN)`, then `repr`, `.summary`, `.frame(...)` and `.explain(...)` each on its own:
     the first documented error (its class), or "Traceback" and the traceback for any other."""
-    import sim
-    from analysis.explain_source import ExplainError
-    from analysis.frames import FrameError
-    from analysis.trace_store import TraceError
+    import rmqsim
+    from analysis.checkers.frames import FrameError
+    from analysis.checkers.trace_store import TraceError
+    from analysis.explain.source import ExplainError
 
     documented = (ExplainError, TraceError, FrameError)
     started = time.monotonic()
@@ -214,7 +238,7 @@ def load_outcome(run: Path) -> Outcome:
              lambda result: result.frame(TRACE_KIND), lambda result: result.explain(MESSAGE)]
     errors = []
     try:
-        result = sim.load(run)
+        result = rmqsim.load(run)
     except documented as exc:
         return Outcome("load", None, type(exc).__name__, str(exc), time.monotonic() - started)
     except BaseException:  # noqa: BLE001 - an undocumented exception is the finding
@@ -238,8 +262,9 @@ def _started(command: str) -> None:
 
 def main(argv: list[str]) -> int:
     """`python -m tests.fuzz.run_dir_mutations GOOD SCRATCH CASE...`, each CASE `run:RUN_DIR` (every
-    command) or `sweep:SWEEP_DIR:RUN_ID` (`rmqsim diff GOOD SWEEP_DIR:RUN_ID`): a `{"case": i}` line
-    as each case starts, one JSON line per outcome, and `{"done": true}` after the last."""
+    command), `run-no-report:RUN_DIR` (all but the report) or `sweep:SWEEP_DIR:RUN_ID` (`rmqsim
+    diff GOOD SWEEP_DIR:RUN_ID`): a `{"case": i}` line as each case starts, one JSON line per
+    outcome, and `{"done": true}` after the last."""
     good, scratch = Path(argv[0]), Path(argv[1])
     os.environ["RMQSIM_FUZZ_DRIVER"] = "1"
     for i, case in enumerate(argv[2:]):
@@ -249,7 +274,7 @@ def main(argv: list[str]) -> int:
             _started(f"diff {where}")
             found = [cli_outcome(["diff", str(good), where])]
         else:
-            found = outcomes(Path(where), good, scratch / str(i))
+            found = outcomes(Path(where), good, scratch / str(i), report=what == "run")
         for outcome in found:
             print(json.dumps({"case": i, **asdict(outcome)}), flush=True)
     print(json.dumps({"done": True}), flush=True)

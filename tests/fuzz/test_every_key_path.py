@@ -19,9 +19,9 @@ from typing import Annotated, Any, Union
 import pytest
 from pydantic import BaseModel
 
-from sim import scenario as scenario_mod
-from sim.kernel.config import ConfigError
-from sim.kernel.dist import Dist
+from rmqsim.scenario import spec as scenario_mod
+from sim.config import ConfigError
+from sim.dist import Dist
 from tests.fuzz import mutations
 from tests.fuzz.conftest import SCENARIOS, record
 from tests.fuzz.properties import assert_clean_rejection

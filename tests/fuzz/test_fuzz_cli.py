@@ -28,7 +28,7 @@ def _limit_memory() -> None:
 
 
 def rmqsim(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sim.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "rmqsim.cli", *args], cwd=cwd, capture_output=True, text=True,
                           errors="replace", timeout=TIMEOUT_S, preexec_fn=_limit_memory,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 

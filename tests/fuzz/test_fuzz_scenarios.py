@@ -30,10 +30,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim import scenario as scenario_mod
-from sim.kernel import trace
-from sim.kernel.config import ConfigError
-from sim.kernel.inputs import load_yaml
+from rmqsim.scenario import spec as scenario_mod
+from sim import trace
+from sim.config import ConfigError
+from sim.inputs import load_yaml
 from tests.fuzz import mutations
 from tests.fuzz.conftest import BUNDLED_SCENARIOS, SCENARIOS, budget, parsed, record
 from tests.fuzz.properties import (
@@ -184,7 +184,7 @@ def runnable_scenarios(draw: Any) -> tuple[str, mutations.Mutation]:
 
 def test_fault_schedules_run_past_their_faults_to_consistent_summaries(tmp_path_factory):
     """Property 2 (module docstring): accepted by construction, run, checked, and counted."""
-    from sim.runner import run_scenario
+    from rmqsim.runner import run_scenario
 
     reached: list[bool] = []
 

@@ -19,9 +19,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis.sweep_spec import SweepSpec, load_sweep
-from sim.kernel.config import ConfigError
-from sim.kernel.limits import MAX_RUNS
+from analysis.sweeps.spec import SweepSpec, load_sweep
+from sim.config import ConfigError
+from sim.limits import MAX_RUNS
 from tests.fuzz import mutations
 from tests.fuzz.conftest import SWEEPS, budget, parsed, record
 from tests.fuzz.properties import assert_clean_rejection, assert_no_foreign_content

@@ -22,13 +22,13 @@ from models.records import (
     OFFSET_REUSED,
     SCHEDULE_DELIVERED,
 )
-from sim.kernel.disk import DiskConfig
-from sim.kernel.dist import Constant
-from sim.kernel.env import SimEnv
-from sim.kernel.network import Network
-from sim.kernel.node import Node
-from sim.kernel.rng import Rng
-from sim.kernel.trace import Tracer
+from sim.disk import DiskConfig
+from sim.dist import Constant
+from sim.env import SimEnv
+from sim.network import Network
+from sim.node import Node
+from sim.rng import Rng
+from sim.trace import Tracer
 
 TOPIC = "T"
 FSYNC_US = 2_000

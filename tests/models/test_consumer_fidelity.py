@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from sim.kernel.trace import field_index
-from sim.runner import run_scenario
-from sim.scenario import from_data
+from rmqsim.runner import run_scenario
+from rmqsim.scenario.spec import from_data
+from sim.trace import field_index
 
 SEC = 1_000_000
 
@@ -56,7 +56,7 @@ def test_rebalance_timer_runs_without_broker_notifications(seed):
 def rebalance_timeline(data: dict, until_us: int) -> tuple[list[int], list[int], list[tuple]]:
     """Run `data` (seed 1) to `until_us`, noting when consumer `c`'s RebalanceService is woken
     up (rebalanceImmediately) and when its rounds run; returns (wake-ups, rounds, records)."""
-    from sim.runner import build, start
+    from rmqsim.runner import build, start
 
     w = build(from_data(data, data["name"]), 1, keep_records=True)
     rebalancer = w.models["c"].rebalancer
@@ -179,7 +179,7 @@ def test_broker_send_back_counts_reconsumes_from_the_stored_message():
     request carries none; a local resubmission bumps only the client's copy), its delay level
     3 + the stored count (SCHEDULE_TOPIC_XXXX queue level − 1 = 2); at the maximum: the DLQ."""
     from models.protocol import ConsumerSendMsgBack
-    from sim.runner import build, start
+    from rmqsim.runner import build, start
 
     sc = from_data(world(duration_ms=5_000, settle_ms=0), "send_back_count")
     w = build(sc, 1, keep_records=True)

@@ -23,8 +23,9 @@ from models.consumer.allocate import (
 )
 from models.consumer.process_queue import ProcessQueue
 from models.message import MessageExt, MessageQueue, msg_id_of
-from models.producer.fault_strategy import MQFaultStrategy, ThreadLocalIndex
+from models.producer.fault_strategy import MQFaultStrategy
 from models.protocol import BrokerData, QueueData, TopicRouteData
+from models.thread_local_index import ThreadLocalIndex
 
 TOPIC = "TopicTest"
 

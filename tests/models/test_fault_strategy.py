@@ -10,24 +10,23 @@ import random
 
 import pytest
 
-from models.message import MessageQueue
-from models.producer.fault_strategy import (
+from models.java import (
     INTEGER_MAX_VALUE,
     INTEGER_MIN_VALUE,
     LONG_MAX_VALUE,
     LONG_MIN_VALUE,
-    PERM_READ,
     JavaRandom,
-    MQFaultStrategy,
-    QueueData,
-    ThreadLocalIndex,
-    TopicPublishInfo,
     java_abs_int,
     java_int,
     java_long,
     java_rem,
     java_shuffle,
 )
+from models.message import MessageQueue
+from models.perm_name import PERM_READ
+from models.producer.fault_strategy import MQFaultStrategy
+from models.thread_local_index import ThreadLocalIndex
+from models.topic_publish_info import QueueData, TopicPublishInfo
 
 T = 1_700_000_000_000  # a clock value in ms
 BROKERS = ("broker-a", "broker-b", "broker-c")

@@ -28,13 +28,13 @@ from models.protocol import (
     UpdateConsumerOffset,
 )
 from models.records import BROKER_OFFSET_BEHIND_REPLICA, HA_CONNECTED, SLAVE_SYNCED
-from sim.kernel.disk import DiskConfig
-from sim.kernel.dist import Constant
-from sim.kernel.env import SimEnv
-from sim.kernel.network import Network
-from sim.kernel.node import Node
-from sim.kernel.rng import Rng
-from sim.kernel.trace import Tracer
+from sim.disk import DiskConfig
+from sim.dist import Constant
+from sim.env import SimEnv
+from sim.network import Network
+from sim.node import Node
+from sim.rng import Rng
+from sim.trace import Tracer
 
 TOPIC = "T"
 LATENCY_US = 500  # one way
@@ -259,7 +259,7 @@ def test_5x_slave_copies_offsets_first_after_a_minute_and_answers_behind_the_mas
     the returning master without the commit the slave took meanwhile; not an answer that agrees."""
     env, g = make_group(version="5.x", broker={"startup_ms": 0})
     master, slave, client = g["master"], g["slave"], g["client"]
-    master.offsets.peers, slave.offsets.peers = (slave.offsets,), (master.offsets,)  # as sim/runner.py wires them
+    master.offsets.peers, slave.offsets.peers = (slave.offsets,), (master.offsets,)  # as rmqsim/runner.py wires them
     got: list = []
     update, query = offset_calls(env, client, got)
 

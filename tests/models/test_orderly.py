@@ -8,16 +8,16 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import sim
+import rmqsim
 from models.broker.rebalance_lock_manager import RebalanceLockManager
 from models.message import MessageQueue
 from models.protocol import LockBatchMQ, LockBatchResponse
-from sim.kernel.dist import Constant
-from sim.kernel.env import SimEnv
-from sim.kernel.network import Network
-from sim.kernel.node import Node
-from sim.kernel.rng import Rng
-from sim.kernel.trace import Tracer
+from sim.dist import Constant
+from sim.env import SimEnv
+from sim.network import Network
+from sim.node import Node
+from sim.rng import Rng
+from sim.trace import Tracer
 
 S = 1_000_000
 MQ = MessageQueue("orders", "broker-a", 0)
@@ -80,10 +80,10 @@ consumers:
 """
 
 
-def _run(tmp_path: Path, seed: int) -> sim.RunResult:
+def _run(tmp_path: Path, seed: int) -> rmqsim.RunResult:
     path = tmp_path / "orderly_unit.yaml"
     path.write_text(textwrap.dedent(SCENARIO))
-    return sim.run(str(path), seed=seed, keep_records=True)
+    return rmqsim.run(str(path), seed=seed, keep_records=True)
 
 
 def test_orderly_consumer_timeline(tmp_path: Path) -> None:
@@ -121,7 +121,7 @@ def test_orderly_max_reconsume_times_goes_to_dlq(tmp_path: Path) -> None:
     path.write_text(textwrap.dedent(SCENARIO).replace("failure_probability: 0.5", "failure_probability: 0.9")
                     .replace("settle_ms: 5s", "settle_ms: 60s")
                     .replace("consume_mode: ORDERLY,", "consume_mode: ORDERLY, client: {max_reconsume_times: 2},"))
-    r = sim.run(str(path), seed=1, keep_records=True)
+    r = rmqsim.run(str(path), seed=1, keep_records=True)
     s = r.summary
     assert s["dlq"] > 0 and s["lost"] == 0 and s["pending_retry"] == 0
     attempts = {}

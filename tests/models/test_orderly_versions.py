@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-import sim
+import rmqsim
 
 S = 1_000_000
 CALL_US = 200_000  # each listener call (constant)
@@ -44,7 +44,7 @@ consumers:
 def _handover(tmp_path: Path, version: str, stop: str) -> dict[str, list[tuple]]:
     path = tmp_path / f"handover_{version}_{stop}.yaml"
     path.write_text(textwrap.dedent(SCENARIO.format(version=version, stop=stop)))
-    recs = sim.run(str(path), seed=1, keep_records=True).records
+    recs = rmqsim.run(str(path), seed=1, keep_records=True).records
     q1 = [r for r in recs if r[0] >= 9 * S and r[2].startswith(("broker.", "consumer.queue_"))
           and r[4:6] in (("orders", "broker-a"), ("c1", "orders"), ("c2", "orders"))]
     by_kind: dict[str, list[tuple]] = {}
@@ -91,7 +91,7 @@ def test_concurrent_consumer_first_pull_of_a_new_queue_follows_the_version(clien
     """A concurrent consumer joining a backlog: its first consumption from each queue comes 500 ms after
     the rebalance that gave it the queue in 5.x (dispatchPullRequest(..., 500)), at once in 4.9.8
     (executePullRequestImmediately), plus one pull round trip and one listener call."""
-    r = sim.run("scenarios/baseline.yaml", seed=1, keep_records=True,
+    r = rmqsim.run("scenarios/baseline.yaml", seed=1, keep_records=True,
                 overrides=["duration_ms=8s", "settle_ms=2s", "consumers[0].start_ms=5s",
                            f"client_version={client_version}"])
     started = r.frame("consumer.queue_started")

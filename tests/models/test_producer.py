@@ -26,12 +26,12 @@ from models.protocol import (
     SendMessage,
     SendResponse,
 )
-from sim.kernel.dist import Constant
-from sim.kernel.env import SimEnv
-from sim.kernel.network import Network
-from sim.kernel.node import Node
-from sim.kernel.rng import Rng
-from sim.kernel.trace import KINDS, Tracer
+from sim.dist import Constant
+from sim.env import SimEnv
+from sim.network import Network
+from sim.node import Node
+from sim.rng import Rng
+from sim.trace import KINDS, Tracer
 
 MS = 1_000
 SEC = 1_000_000

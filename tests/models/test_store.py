@@ -26,12 +26,12 @@ from models.message import Message, java_string_hash, msg_id_of, record_bytes
 from models.protocol import FLUSH_DISK_TIMEOUT as CODE_FLUSH_DISK_TIMEOUT
 from models.protocol import SUCCESS, SendMessage
 from models.records import COMMIT_LOG_FLUSHED
-from sim.kernel.disk import DiskConfig
-from sim.kernel.env import SimEnv
-from sim.kernel.network import Network
-from sim.kernel.node import Node
-from sim.kernel.rng import Rng
-from sim.kernel.trace import Tracer
+from sim.disk import DiskConfig
+from sim.env import SimEnv
+from sim.network import Network
+from sim.node import Node
+from sim.rng import Rng
+from sim.trace import Tracer
 
 TOPIC = "T"
 FSYNC_US = 2_000

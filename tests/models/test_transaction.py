@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import sim
-from analysis.ledger import Ledger, ProducerInfo
-from analysis.txn_checker import TxnLedger
+import rmqsim
+from analysis.checkers.ledger import Ledger, ProducerInfo
+from analysis.checkers.txn_checker import TxnLedger
 from models.broker.transaction_check import _calculate_op_offset
 from models.broker.transactional_message_service import TransactionalOpBatchService
 from models.message import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC, msg_id_of
@@ -23,8 +23,8 @@ from models.records import (
     TXN_HALF_LOST,
     TXN_LOCAL_DONE,
 )
-from sim.kernel.coverage import new_counter
-from sim.scenario import from_data
+from rmqsim.scenario.spec import from_data
+from sim.coverage import new_counter
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,7 +38,7 @@ def _one_producer(**txn) -> dict:
 
 
 def _records(data: dict, seed: int = 1) -> list[tuple]:
-    return sim.run(from_data(data), seed=seed, keep_records=True).records
+    return rmqsim.run(from_data(data), seed=seed, keep_records=True).records
 
 
 def test_commit_timeline_half_then_real_then_op() -> None:
@@ -95,7 +95,7 @@ class _Timer:
 
 
 class _Node:
-    """Just enough of sim.kernel.node.Node for the op batch service: a clock and timers."""
+    """Just enough of sim.node.Node for the op batch service: a clock and timers."""
 
     def __init__(self):
         self.env = type("E", (), {"_now": 0, "coverage": new_counter()})()

@@ -1,4 +1,4 @@
-"""sim/kernel/inputs.py: numbers read as a person means them, limits that speak the same with or without
+"""sim/inputs.py: numbers read as a person means them, limits that speak the same with or without
 libyaml, messages that never print what they cannot (issue 25, items 8 and 9)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import math
 import pytest
 import yaml
 
-from sim.kernel import inputs
-from sim.kernel.inputs import InputProblem, dump_flow, load_yaml, short
-from sim.kernel.limits import MAX_NUMBER_CHARS, MAX_YAML_DEPTH
+from sim import inputs
+from sim.inputs import InputProblem, dump_flow, load_yaml, short
+from sim.limits import MAX_NUMBER_CHARS, MAX_YAML_DEPTH
 
 
 def problem(text: str) -> InputProblem:

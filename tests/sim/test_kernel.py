@@ -15,15 +15,15 @@ from typing import NamedTuple
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from sim.kernel import trace
-from sim.kernel.disk import Disk, DiskConfig
-from sim.kernel.dist import Constant, Dist, Empirical, Exponential, Lognormal, Uniform
-from sim.kernel.env import SimEnv
-from sim.kernel.faults import FaultInjector, FaultSpec
-from sim.kernel.network import TCP_RTO_MIN_US, Network
-from sim.kernel.node import CONNECT_FAILED, Node
-from sim.kernel.rng import Rng, derive_seed
-from sim.kernel.trace import Tracer
+from sim import trace
+from sim.disk import Disk, DiskConfig
+from sim.dist import Constant, Dist, Empirical, Exponential, Lognormal, Uniform
+from sim.env import SimEnv
+from sim.faults import FaultInjector, FaultSpec
+from sim.network import TCP_RTO_MIN_US, Network
+from sim.node import CONNECT_FAILED, Node
+from sim.rng import Rng, derive_seed
+from sim.trace import Tracer
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIST = TypeAdapter(Dist)
@@ -96,7 +96,7 @@ def test_derive_seed_is_blake2b():
 
 
 def test_streams_do_not_depend_on_pythonhashseed():
-    code = ("from sim.kernel.rng import Rng, derive_seed; s = Rng(5).stream('broker-a.disk'); "
+    code = ("from sim.rng import Rng, derive_seed; s = Rng(5).stream('broker-a.disk'); "
             "print(derive_seed(5, 'broker-a.disk'), [s.random() for _ in range(3)], hash('salt') != 0)")
     outs = set()
     for hashseed in ("0", "1", "12345"):
@@ -154,7 +154,7 @@ def test_block_sampler_hands_out_the_sampler_draws_in_order(spec):
 
 
 def test_index_sampler_is_uniform_over_its_range_and_seeded():
-    from sim.kernel.dist import index_sampler
+    from sim.dist import index_sampler
 
     draw = index_sampler(Rng(1).stream("i"), 16)
     xs = [draw() for _ in range(32_000)]
@@ -260,7 +260,7 @@ def test_pending_calls_lists_this_incarnations_calls_in_call_order():
 
     a.call_later(30, done, 1)
     a.call_later(10, done, 2)
-    a.call_later(3_600_000_000, done, 3)  # staged in the far heap (sim/kernel/env.py)
+    a.call_later(3_600_000_000, done, 3)  # staged in the far heap (sim/env.py)
     a.call_later(20, log.append, "other")
     b.call_later(20, done, 9)
     env.run(until=15)
@@ -411,7 +411,7 @@ def test_timer_dies_with_its_incarnation_and_waits_out_a_pause():
 
 
 def test_far_future_entries_keep_scheduling_order_with_near_ones():
-    """Staged far-future entries (sim/kernel/env.py FAR_US) run in the same (time, scheduling) order
+    """Staged far-future entries (sim/env.py FAR_US) run in the same (time, scheduling) order
     as entries pushed straight into the main heap."""
     env, net = make_env()
     (a,) = add_nodes(env, net, "a")
@@ -522,7 +522,7 @@ def test_partition_keeps_the_callers_timeout():
 
 
 def test_partition_longer_than_tcp_gives_up_resets_the_connection():
-    from sim.kernel.network import TCP_GIVE_UP_US
+    from sim.network import TCP_GIVE_UP_US
 
     env, net = make_env()
     a, b = add_nodes(env, net, "a", "b")

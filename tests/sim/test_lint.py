@@ -1,4 +1,4 @@
-"""Configuration lint (sim/scenario_lint.py): every check triggers on a minimal file, naming its
+"""Configuration lint (rmqsim/scenario/lint.py): every check triggers on a minimal file, naming its
 id and key path; stays silent on a near miss; and on the bundled scenarios finds exactly the
 traps listed in BUNDLED_FINDINGS, so a new false positive (or a fixed scenario) fails here."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sim import scenario
-from sim.scenario_lint import LINT_CHECKS, MAX_PER_CHECK, lint
+from rmqsim.scenario import spec as scenario
+from rmqsim.scenario.lint import LINT_CHECKS, MAX_PER_CHECK, lint
 from tests.conftest import ROOT
 
 REPLICATED = "cluster:\n  brokers:\n    - {{name: broker-a, {extra}replicas: [{{role: {role}}}, {{role: SLAVE}}]}}\n"
@@ -176,7 +176,7 @@ def test_findings_of_one_check_are_capped(tmp_path) -> None:
 def test_validate_prints_the_warning_and_its_fix_and_exits_0(tmp_path) -> None:
     path = tmp_path / "sync.yaml"
     path.write_text(REPLICATED.format(extra="broker: {slave_read_enable: true}, ", role="SYNC_MASTER"))
-    done = subprocess.run([sys.executable, "-m", "sim.cli", "validate", str(path)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "rmqsim.cli", "validate", str(path)], capture_output=True, text=True,
                           cwd=str(tmp_path), timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()

@@ -1,8 +1,8 @@
-"""The page cache of small files: writeback by age, torn writebacks, renames (sim/kernel/page_cache.py)."""
+"""The page cache of small files: writeback by age, torn writebacks, renames (sim/page_cache.py)."""
 
 from __future__ import annotations
 
-from sim.kernel.page_cache import MISSING, PageCache
+from sim.page_cache import MISSING, PageCache
 
 S = 1_000_000  # µs
 

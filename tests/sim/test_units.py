@@ -1,4 +1,4 @@
-"""Units on every duration and size field (sim/kernel/config.py: `Units`), found by walking the scenario's
+"""Units on every duration and size field (sim/config.py: `Units`), found by walking the scenario's
 pydantic models, so a field added later is covered without a new test.
 
 For each such field: a unit string ('5s', '4KiB') reaches the model as the same number the plain
@@ -18,13 +18,13 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, BeforeValidator, TypeAdapter, ValidationError
 
-from sim import schema
-from sim.kernel import config
-from sim.kernel.config import DURATION, SIZE, ConfigError, Units, render_path
-from sim.reference import every_model
-from sim.scenario import Scenario, from_data
+from rmqsim import schema
+from rmqsim.scenario.reference import every_model
+from rmqsim.scenario.spec import Scenario, from_data
+from sim import config
+from sim.config import DURATION, SIZE, ConfigError, Units, render_path
 
-# the unit a field's name carries; independent of sim/kernel/config.py's tables on purpose
+# the unit a field's name carries; independent of sim/config.py's tables on purpose
 NAME_UNITS = [(re.compile(r"_ms$|mills|millis"), "ms"), (re.compile(r"_s$"), "s"), (re.compile(r"_min$"), "min"),
               (re.compile(r"_bytes$"), "B"), (re.compile(r"_mib$|_mb$"), "MiB")]
 IN_MS = {"us": Fraction(1, 1000), "ms": Fraction(1), "s": Fraction(1000), "min": Fraction(60_000)}
@@ -159,7 +159,7 @@ def test_every_duration_or_size_field_takes_units_in_the_unit_of_its_name() -> N
         if units is not None and units.unit != unit:
             wrong.append(f"{model.__name__}.{name}: reads numbers in {units.unit}, its name says {unit}")
         elif units is None and not accepts & {"duration", "size", "distribution", "size distribution"}:
-            wrong.append(f"{model.__name__}.{name}: takes no units (use a type of sim/kernel/config.py: IntMs, IntBytes, ...)")
+            wrong.append(f"{model.__name__}.{name}: takes no units (use a type of sim/config.py: IntMs, IntBytes, ...)")
     assert not wrong, "\n".join(wrong)
     assert len(WHOLE_FIELDS) >= 40 and len(UNIT_FIELDS) > len(WHOLE_FIELDS)
 

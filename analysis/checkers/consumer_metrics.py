@@ -1,0 +1,122 @@
+"""Consumer-side metrics per consumption unit, from the Ledger's arrays and ownership records.
+
+- `consume_latency_ms`: broker store time of a message's first stored copy → its first
+  successful consumption by the unit (percentiles; the queueing a consumer adds, without the
+  send path);
+- `lag_max` / `lag_by_second`: the backlog — messages of the unit's topic stored (first copies)
+  but not yet consumed successfully by the unit — sampled at the end of every simulated second
+  (the series is cut to `LAG_POINTS` points by taking the maximum over equal spans);
+- `rebalances`: rebalance rounds of the group's members (of the member, for a BROADCASTING
+  unit) that changed their queue set (`consumer.rebalanced`); `unowned_queue_s`: summed over the group's queues (user and retry
+  topic), the time after a queue was first owned during which no member owned it (a drop, a
+  crash or a shutdown until the next owner's start); null for BROADCASTING members (every member
+  owns every queue); both null for a POP group (models/consumer/pop_consumer.py: it owns no queue
+  and never rebalances);
+- `retries`: failed listener calls (RECONSUME_LATER: each goes down the retry path); the DLQ
+  count is `dlq`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from analysis.checkers.percentiles import percentiles_ms
+from analysis.checkers.time_column import TimeColumn
+from models.records import CONSUMER_QUEUE_DROPPED, CONSUMER_QUEUE_STARTED, CONSUMER_REBALANCED, CONSUMER_SHUTDOWN
+from sim.trace import NODE_CRASHED
+
+LAG_POINTS = 600  # at most this many points in a unit's lag series
+SEC_US = 1_000_000
+
+
+def lag_by_second(stored_us: np.ndarray, consumed_us: np.ndarray, end_us: int) -> list[int]:
+    """Backlog at the end of each second 0..end: stored so far − consumed so far. Sorts both
+    arrays in place (a copy each would add 16 bytes a message to the summary's peak memory)."""
+    seconds = max(1, -(-end_us // SEC_US))
+    edges = np.arange(1, seconds + 1, dtype=np.int64) * SEC_US
+    stored_us.sort()
+    consumed_us.sort()
+    stored = np.searchsorted(stored_us, edges, side="left")
+    consumed = np.searchsorted(consumed_us, edges, side="left")
+    lag = np.maximum(stored - consumed, 0)
+    if len(lag) > LAG_POINTS:
+        span = -(-len(lag) // LAG_POINTS)
+        pad = (-len(lag)) % span
+        lag = np.concatenate([lag, np.zeros(pad, lag.dtype)]).reshape(-1, span).max(axis=1)
+    return [int(v) for v in lag]
+
+
+def ownership(events: list[tuple]) -> dict[str, dict[str, Any]]:
+    """Per group: rebalance rounds and the unowned time of its queues, from the ownership records."""
+    rebalances: dict[str, int] = defaultdict(int)  # by group, and by "<group>/<node>" (broadcasting units)
+    owners: dict[tuple, dict[str, int]] = defaultdict(dict)  # (group, topic, broker, qid) → node → since
+    unowned_since: dict[tuple, int] = {}
+    unowned_us: dict[str, int] = defaultdict(int)
+    node_queues: dict[str, set] = defaultdict(set)
+
+    def release(key: tuple, node: str, t: int) -> None:
+        holders = owners[key]
+        if holders.pop(node, None) is not None and not holders:
+            unowned_since[key] = t
+
+    for r in sorted(events, key=lambda e: e[0]):
+        kind, t, node = r[2], r[0], r[1]
+        if kind == CONSUMER_REBALANCED:
+            rebalances[r[3]] += 1
+            rebalances[f"{r[3]}/{node}"] += 1
+        elif kind == CONSUMER_QUEUE_STARTED:
+            key = (r[3], r[4], r[5], r[6])
+            if not owners[key] and key in unowned_since:
+                unowned_us[r[3]] += t - unowned_since.pop(key)
+            owners[key][node] = t
+            node_queues[node].add(key)
+        elif kind == CONSUMER_QUEUE_DROPPED:
+            release((r[3], r[4], r[5], r[6]), node, t)
+        elif kind in (NODE_CRASHED, CONSUMER_SHUTDOWN):
+            for key in sorted(node_queues.pop(node, ())):
+                release(key, node, t)
+    return {"rebalances": rebalances, "unowned_us": unowned_us, "open": unowned_since}
+
+
+def cat(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts as one array: the part itself if there is one (no copy), so a caller that owns
+    its parts may change the result in place."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: list[TimeColumn], own: dict,
+                 end_us: int, broadcasting: bool, pop: bool = False) -> dict[str, Any]:
+    """`pop`: a POP group owns no queue and never rebalances: both read null (not applicable)."""
+    latencies, stored_all, consumed_all = [], [], []
+    for p in range(prods.n):
+        if prods.topics[p] != unit.topic:
+            continue
+        stored, first, length = store_us[p], first_ok[p], prods.length[p]
+        has_store = stored.is_set(length)
+        stored_all.append(stored.at(has_store, length))
+        done = has_store & (first >= 0)
+        consumed = first[done]
+        consumed_all.append(consumed)
+        latency = consumed - stored.at(done, length)
+        latencies.append(np.maximum(latency, 0, out=latency))
+    lag = lag_by_second(cat(stored_all), cat(consumed_all), end_us)  # the parts are fresh arrays: sorted in place
+    latencies_us = cat(latencies)
+    group = unit.group
+    if broadcasting or pop:
+        unowned = None
+    else:
+        open_us = sum(end_us - since for key, since in own["open"].items() if key[0] == group)
+        unowned = (own["unowned_us"].get(group, 0) + open_us) / 1e6
+    return {
+        "consume_latency_ms": percentiles_ms(latencies_us),
+        "lag_max": max(lag) if lag else 0,
+        "lag_by_second": lag,
+        "rebalances": None if pop else own["rebalances"].get(unit.name if broadcasting else group, 0),
+        "unowned_queue_s": None if unowned is None else round(unowned, 6),
+        "_consume_latencies_us": latencies_us,  # pooled into the summary's, then dropped
+    }

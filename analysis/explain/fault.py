@@ -1,0 +1,176 @@
+"""`rmqsim explain RUN_DIR --fault K`: what fault K did, and every finding of the run attributed.
+
+Faults are the summary's `faults_applied` (analysis/checkers/faults_applied.py): index K, kind, target,
+actual start and end. Every lost message, duplicate delivery and order violation of the run
+(analysis/checkers/message_causes.py) is attributed to one fault or to "no fault", so that the counts of
+all faults and "no fault" add up to the summary's. A finding's mechanism has a time and often a
+node (analysis/explain/reasons.py `event_us`, `node`: the copy a power loss destroyed, the
+consumer whose crash ended its ownership, the broker that restarted with older offsets, the
+overtaking message's send for a `send_side` violation, ...). It goes to the fault whose window
+holds that time — from its start to the later of its end and the moment the cluster was back to
+normal — preferring a fault on that node (or its broker group), then the latest to start; a
+finding without a time, or outside every window, is "no fault".
+
+Back to normal (`recovery`), each condition from the fault's start up to the next fault's start
+(or the end of the fault phase):
+- sends succeed: after the last send that failed, returned another status than SEND_OK, or had
+  an attempt fail;
+- every queue owned: the last queue that lost its owner in that stretch has one again;
+- lag back to its pre-fault level: per group, the first second, at or after the fault's end, whose
+  backlog (`lag_by_second`) is at most the highest of the 5 seconds before the fault.
+It is the latest of the three (null: not back by the end of the run).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import models.records as rec
+from analysis.checkers.consumer_metrics import LAG_POINTS, SEC_US
+from analysis.explain.reasons import Verdict, duplicate_verdict, lost_verdict, violation_verdict
+from analysis.explain.source import ExplainError
+from sim import trace
+
+PRE_FAULT_S = 5
+NO_FAULT = "no fault"
+
+
+@dataclass
+class Window:
+    index: int
+    kind: str
+    target: str
+    start_us: int
+    end_us: int  # its effect's end (the run's end if it never ended)
+    back_us: int | None = None  # back to normal (None: not by the end of the run)
+    recovery: dict[str, int | None] = field(default_factory=dict)
+
+    @property
+    def until_us(self) -> int:
+        return max(self.end_us, self.back_us if self.back_us is not None else self.end_us)
+
+    def title(self) -> str:
+        return f"fault {self.index}: {self.kind} of {self.target}"
+
+
+def windows(f: Any) -> list[Window]:
+    """The run's faults with their recovery (module docstring)."""
+    applied = f.run.summary.get("faults_applied")
+    if applied is None:  # explain_fault refuses such a summary first; its entries have their declared shape
+        raise ExplainError("this run's summary was written by an older rmqsim (no faults_applied): re-run it")
+    end_us = f.run.summary["sim_time_ms"] * 1000
+    out = [Window(a["index"], a["kind"], a["target"], round(a["start_ms"] * 1000),
+                  round(a["end_ms"] * 1000) if a["end_ms"] is not None else end_us) for a in applied]
+    phase_end = round(f.run.scenario.duration_ms * 1000)
+    starts = sorted(w.start_us for w in out)
+    for w in out:
+        horizon = min([s for s in starts if s > w.start_us] + [max(phase_end, w.end_us)])
+        w.recovery = recovery(f, w, horizon)
+        parts = list(w.recovery.values())
+        w.back_us = None if None in parts else max(parts, default=w.start_us)
+    return out
+
+
+def recovery(f: Any, w: Window, horizon_us: int) -> dict[str, int | None]:
+    return {"sends_succeed_us": _sends(f, w.start_us, horizon_us),
+            "queues_owned_us": _owned(f, w.start_us, horizon_us),
+            "lag_back_us": _lag(f, w.start_us, w.end_us)}
+
+
+def _sends(f: Any, start: int, horizon: int) -> int:
+    failed = [r[0] for r in f.collector.rare if start <= r[0] < horizon and r[2] in (
+        rec.PRODUCER_SEND_FAILED, rec.PRODUCER_ATTEMPT_FAILED, rec.PRODUCER_SENT)]
+    return max(failed, default=start)
+
+
+def _owned(f: Any, start: int, horizon: int) -> int | None:
+    """When the last queue that lost its owner in [start, horizon) had one again."""
+    owners: dict[tuple, set[str]] = {}
+    node_queues: dict[str, set[tuple]] = {}
+    lost_at: dict[tuple, int] = {}
+    back = start
+    for r in sorted(f.collector.rare, key=lambda r: r[0]):
+        t, node, kind = r[0], r[1], r[2]
+        if kind == rec.CONSUMER_QUEUE_STARTED:
+            key = (r[3], r[4], r[5], r[6])
+            if not owners.get(key) and key in lost_at:
+                if start <= lost_at.pop(key) < horizon:
+                    back = max(back, t)
+            owners.setdefault(key, set()).add(node)
+            node_queues.setdefault(node, set()).add(key)
+        elif kind == rec.CONSUMER_QUEUE_DROPPED:
+            _release(owners, lost_at, (r[3], r[4], r[5], r[6]), node, t)
+        elif kind in (trace.NODE_CRASHED, rec.CONSUMER_SHUTDOWN):
+            for key in sorted(node_queues.pop(node, ())):
+                _release(owners, lost_at, key, node, t)
+    if any(start <= t < horizon for t in lost_at.values()):
+        return None  # a queue lost its owner then and never had one again
+    return back
+
+
+def _release(owners: dict, lost_at: dict, key: tuple, node: str, t: int) -> None:
+    holders = owners.get(key, set())
+    if node in holders:
+        holders.discard(node)
+        if not holders:
+            lost_at[key] = t
+
+
+def _lag(f: Any, start: int, end: int) -> int | None:
+    """The first second at or after `end` whose backlog is back to the pre-fault level, over every group."""
+    seconds = max(1, -(-f.run.summary["sim_time_ms"] // 1000))
+    span = 1 if seconds <= LAG_POINTS else -(-seconds // LAG_POINTS)
+    back = start
+    for g in f.run.summary["groups"].values():
+        lag = g.get("lag_by_second") or []
+        point_end = [(i + 1) * span * SEC_US for i in range(len(lag))]
+        before = [v for v, t in zip(lag, point_end, strict=True) if t <= start][-PRE_FAULT_S:]
+        level = max(before, default=0)
+        after = [t for v, t in zip(lag, point_end, strict=True) if t >= end and v <= level]
+        if not after:
+            return None
+        back = max(back, after[0])
+    return back
+
+
+def findings(f: Any) -> list[Verdict]:
+    """Every lost message (per unit), duplicate delivery and order violation of the run."""
+    out = [lost_verdict(f, unit, msg_id, cause) for unit, lost in sorted(f.causes.lost.items())
+           for msg_id, cause in lost.items()]
+    out += [duplicate_verdict(f, d) for d in f.causes.duplicates]
+    out += [violation_verdict(f, v) for v in f.causes.violations]
+    return out
+
+
+def attribute(v: Verdict, faults: list[Window], broker_of: dict[str, str]) -> int | None:
+    """The index of the fault a finding is attributed to, None for no fault (module docstring)."""
+    if v.event_us is None:
+        return None
+    holding = [w for w in faults if w.start_us <= v.event_us <= w.until_us]
+    if not holding:
+        return None
+    if v.node is not None:
+        mine = [w for w in holding if v.node in (w.target, broker_of.get(w.target))
+                or broker_of.get(v.node) == w.target]
+        holding = mine or holding
+    return max(holding, key=lambda w: (w.start_us, w.index)).index
+
+
+def attribution(f: Any) -> tuple[list[Window], dict[Any, dict[str, Counter]], list[tuple[Verdict, Any]]]:
+    """(faults, counts by fault index or NO_FAULT → {lost, duplicates, order_violations} → cause
+    counts, each finding with its attribution)."""
+    faults = windows(f)
+    counts: dict[Any, dict[str, Counter]] = {w.index: _empty() for w in faults} | {NO_FAULT: _empty()}
+    attributed = []
+    for v in findings(f):
+        index = attribute(v, faults, f.collector.broker_of)
+        owner = NO_FAULT if index is None else index
+        counts[owner][{"lost": "lost", "duplicate": "duplicates"}.get(v.verdict, "order_violations")][v.cause] += 1
+        attributed.append((v, owner))
+    return faults, counts, attributed
+
+
+def _empty() -> dict[str, Counter]:
+    return {"lost": Counter(), "duplicates": Counter(), "order_violations": Counter()}

@@ -1,0 +1,412 @@
+"""A sweep's results, read once through Spark and pooled per point, parameter value and cell.
+
+Loading (`load`) is a Spark pipeline over the `runs` table, read with its schema given (no
+inference job), in one job: one row per run with its scalar columns and short arrays (the
+per-message tables are never read), the per-second columns of the one run the timeline figure
+draws, and up to `INLINE_HISTOGRAM_RUNS` runs their latency histograms; a larger sweep has Spark
+merge those per point in a second job (`explode` and `GROUP BY`: they are the long columns). A
+report is then one or two jobs, not one per figure and table; everything after that is pandas
+over one row per run (`SweepData`).
+
+Pooling: a rate (`METRICS`: loss, duplicates, order and transaction violations) is events summed
+over its exposure summed (acknowledged deliveries: acked messages × consumption units; for
+transactions, transactional messages), over the runs that measured it (order and transactions
+are null where not checked, and a null is not a 0), with a 95 % score interval — Wilson for a
+proportion, Poisson score for a rate that may exceed 1 (analysis/sweeps/stats.py says why). Latency
+percentiles come from *merged* histograms (bucket counts added, analysis/checkers/run_rows.py), never from
+averaged percentiles. A marginal over one parameter pools every value of the others, and a cell
+of two parameters pools the rest (`pooled_over` says which).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.checkers.duplicates import CAUSES as DUPLICATE_CAUSES
+from analysis.checkers.metrics import LOSS_CAUSES
+from analysis.checkers.order import CAUSES as ORDER_CAUSES
+from analysis.checkers.run_rows import histogram_percentiles_ms
+from analysis.sweeps import results_store as store
+from analysis.sweeps.stats import rate_interval
+
+# two-sided 95 % Student t quantiles (t_0.975) by degrees of freedom
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+         10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
+         18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
+         26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+SPECTRUM = (("p50", 0.50), ("p75", 0.75), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99),
+            ("p99.5", 0.995), ("p99.9", 0.999))
+# the per-second columns of the run the timeline figure draws (read for that run only)
+TIMELINE_COLUMNS = ("tl_second", "tl_p50_ms", "tl_p99_ms", "tl_max_ms", "fault_windows", "txn_checks_second",
+                    "txn_checks_count")
+# long per-run columns: the latency histograms (merged per point) and the timeline's
+LONG_COLUMNS = ("lat_hist_bucket", "lat_hist_count", *TIMELINE_COLUMNS)
+INLINE_HISTOGRAM_RUNS = 5_000  # up to this many runs, histograms come with the rows (one job, not two)
+FAILING_COLUMNS = ("error", "repro", "verdict_failures", "output_files")  # read for failing runs only
+RUNS_PER_SHUFFLE_PARTITION = 20_000
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A correctness metric of a sweep: events over an exposure, split by cause."""
+
+    name: str  # the focus name in a sweep file's `report: {focus: ...}`
+    title: str  # "Loss rate"
+    events: str  # runs-table column counting the events
+    exposure: str  # runs-table column they are a fraction of
+    of: str  # what the exposure counts, for labels
+    proportion: bool  # at most one event per exposure unit: Wilson; else the Poisson score interval
+    cause_prefix: str  # cause columns: <prefix><cause>
+    causes: tuple[str, ...]
+    unchecked: str = ""  # why a null means "not checked"
+
+    def cause_column(self, cause: str) -> str:
+        return f"{self.cause_prefix}{cause}"
+
+    @property
+    def method(self) -> str:
+        return "Wilson" if self.proportion else "Poisson score"
+
+
+ACKED = "acknowledged messages"
+METRICS = {m.name: m for m in (
+    Metric("loss", "Loss rate", "lost", "acked_deliveries", ACKED, True, "lost_by_cause_", LOSS_CAUSES),
+    Metric("duplicates", "Duplicate-delivery rate", "duplicates", "acked_deliveries", ACKED, False,
+           "duplicates_by_cause_", DUPLICATE_CAUSES),
+    Metric("order", "Order-violation rate", "order_violations", "acked_deliveries", ACKED, True,
+           "order_violations_", ORDER_CAUSES, unchecked="no orderly consumer group"),
+    Metric("transactions", "Transaction-violation rate", "txn_violations", "txn_transactions",
+           "transactional messages", True, "txn_", ("committed_lost", "rolled_back_visible"),
+           unchecked="no transactional producer"),
+)}
+
+
+@dataclass
+class SweepData:
+    """What a report reads of a sweep: one row per run, and merged latency histograms per point."""
+
+    runs: pd.DataFrame  # every run (failed ones too), scalar columns, maps as dicts, short arrays as lists
+    params: list[str]
+    histograms: dict[int, dict[int, int]] = field(default_factory=dict)  # point → bucket → count
+    timeline: dict[str, Any] | None = None  # the timeline run's per-second columns and fault windows
+    timeline_run: str | None = None
+
+    @property
+    def ok(self) -> pd.DataFrame:
+        return self.runs[self.runs["status"] == "ok"]
+
+    def column(self, name: str, frame: pd.DataFrame | None = None) -> pd.Series:
+        """A column, or nulls where the table has none (results of an older rmqsim)."""
+        frame = self.ok if frame is None else frame
+        return frame[name] if name in frame.columns else pd.Series(np.nan, index=frame.index, dtype=object)
+
+
+def t975(df: int) -> float:
+    """Student t quantile for a two-sided 95 % interval (interpolated in 1/df beyond the table)."""
+    if df in _T975:
+        return _T975[df]
+    keys = sorted(_T975)
+    if df > keys[-1]:
+        lo, hi, t_lo, t_hi = 1 / keys[-1], 0.0, _T975[keys[-1]], 1.960
+    else:
+        below = max(k for k in keys if k < df)
+        above = min(k for k in keys if k > df)
+        lo, hi, t_lo, t_hi = 1 / below, 1 / above, _T975[below], _T975[above]
+    return t_lo + (1 / df - lo) * (t_hi - t_lo) / (hi - lo)
+
+
+# ---------------------------------------------------------------- loading (Spark)
+
+def spark_schema(arrow_schema: Any) -> Any:
+    """The Spark schema of the runs table, from its Parquet files' Arrow schema (Spark then reads
+    without a schema-inference job, and a column an older row lacks reads as null)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(arrow_schema)
+
+
+def load(spark: Any, out_dir: Path, params: list[str], arrow_schema: Any, timeline_run: str | None,
+         n_runs: int) -> SweepData:
+    """The runs table through Spark (module docstring): three jobs, whatever the report draws."""
+    with _report_conf(spark, n_runs):
+        return _load(spark, out_dir, params, arrow_schema, timeline_run, n_runs)
+
+
+@contextmanager
+def _report_conf(spark: Any, n_runs: int) -> Iterator[None]:
+    """SQL settings for queries over one row per run, restored afterwards (the session may be a
+    sweep's, or a test's): shuffle partitions sized to the runs (Spark's default, 200, is 200
+    tasks per GROUP BY for a few rows), and interpreted expressions with adaptive execution off
+    (compiling generated code and re-planning cost more than they save on so little data)."""
+    wanted = {"spark.sql.shuffle.partitions": str(max(1, math.ceil(n_runs / RUNS_PER_SHUFFLE_PARTITION))),
+              "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+              "spark.sql.adaptive.enabled": "false"}
+    before = {key: spark.conf.get(key, None) for key in wanted}
+    for key, value in wanted.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def _load(spark: Any, out_dir: Path, params: list[str], arrow_schema: Any, timeline_run: str | None,
+          n_runs: int) -> SweepData:
+    frame = spark.read.schema(spark_schema(arrow_schema)).parquet(str(out_dir / store.RUNS))
+    frame.createOrReplaceTempView(store.RUNS)
+    names = frame.columns
+    inline = n_runs <= INLINE_HISTOGRAM_RUNS and {"lat_hist_bucket", "lat_hist_count"} <= set(names)
+    failing = "status <> 'ok'" + (" OR verdict IN ('invalid', 'unknown')" if "verdict" in names else "")
+    select = [f"`{c}`" for c in names if c not in LONG_COLUMNS and c not in FAILING_COLUMNS]
+    select += [f"CASE WHEN {failing} THEN `{c}` END AS `{c}`" for c in FAILING_COLUMNS if c in names]
+    select += [f"`{c}`" for c in ("lat_hist_bucket", "lat_hist_count") if inline]
+    timeline = [f"CASE WHEN run_id = :run THEN `{c}` END AS `{c}`" for c in TIMELINE_COLUMNS if c in names]
+    rows = spark.sql(f"SELECT {', '.join(select + timeline)} FROM runs",
+                     args={"run": timeline_run or ""} if timeline else None).collect()
+    data = SweepData(_frame(rows, names).sort_values("run_id", kind="stable").reset_index(drop=True), params)
+    if inline:
+        data.histograms = _merge_inline(data.ok)
+    elif {"lat_hist_bucket", "lat_hist_count"} <= set(names):
+        data.histograms = _merged_histograms(spark)
+    _take_timeline(spark, data, timeline_run, names)
+    return data
+
+
+def _frame(rows: list[Any], names: list[str]) -> pd.DataFrame:
+    """Rows collected from Spark as a DataFrame (collect, not Arrow: for one row per run it is the
+    cheaper path, and maps arrive as dicts)."""
+    if not rows:
+        return pd.DataFrame(columns=[c for c in names if c not in LONG_COLUMNS])
+    return pd.DataFrame([r.asDict(recursive=True) for r in rows])
+
+
+def _merge_inline(ok: pd.DataFrame) -> dict[int, dict[int, int]]:
+    """Latency histograms merged per point from the runs' own (small sweeps: they came with the rows)."""
+    merged: dict[int, dict[int, int]] = {}
+    for point, buckets, counts in zip(ok["point"], ok["lat_hist_bucket"], ok["lat_hist_count"], strict=True):
+        into = merged.setdefault(int(point), {})
+        for bucket, n in zip(buckets or [], counts or [], strict=True):
+            into[int(bucket)] = into.get(int(bucket), 0) + int(n)
+    return {p: merged[p] for p in sorted(merged)}
+
+
+def _merged_histograms(spark: Any) -> dict[int, dict[int, int]]:
+    """Latency histograms merged per point by Spark (large sweeps: the long columns stay there)."""
+    sql = ("SELECT point, h.lat_hist_bucket AS bucket, sum(h.lat_hist_count) AS n FROM "
+           "(SELECT point, explode(arrays_zip(lat_hist_bucket, lat_hist_count)) AS h FROM runs "
+           " WHERE status = 'ok') GROUP BY point, h.lat_hist_bucket")
+    merged: dict[int, dict[int, int]] = {}
+    for r in spark.sql(sql).collect():
+        merged.setdefault(int(r["point"]), {})[int(r["bucket"])] = int(r["n"])
+    return {p: merged[p] for p in sorted(merged)}
+
+
+def _take_timeline(spark: Any, data: SweepData, wanted: str | None, names: list[str]) -> None:
+    """The per-second columns of `wanted` (they came with its row) if it ran; else of the first
+    run that did (one more query: the sweep's chosen run failed)."""
+    runs = data.runs
+    cols = [c for c in TIMELINE_COLUMNS if c in names]
+    ok = data.ok["run_id"].tolist()
+    if "tl_second" in cols and wanted in ok:
+        row = runs.loc[runs["run_id"] == wanted].iloc[0]
+        data.timeline, data.timeline_run = {c: row[c] for c in cols}, wanted
+    elif "tl_second" in cols and ok:
+        row = spark.sql(f"SELECT {', '.join(cols)} FROM runs WHERE run_id = :run", args={"run": ok[0]}).collect()[0]
+        data.timeline, data.timeline_run = row.asDict(recursive=True), ok[0]
+    data.runs = runs.drop(columns=[c for c in (*cols, "lat_hist_bucket", "lat_hist_count") if c in runs.columns])
+
+
+# ---------------------------------------------------------------- pooling (pandas)
+
+def pooled(data: SweepData, frame: pd.DataFrame, metric: Metric) -> dict[str, Any]:
+    """`{mean, lo, hi, events, exposure, runs, method, causes}` of `metric` over the ok runs in
+    `frame` that measured it; `mean` None if none did (or their exposure is 0)."""
+    events = _numbers(data.column(metric.events, frame))
+    checked = frame[events.notna()]
+    n_events = int(events.sum()) if len(checked) else None
+    exposure = int(_numbers(data.column(metric.exposure, checked)).sum()) if len(checked) else None
+    ci = rate_interval(n_events, exposure, metric.proportion)
+    causes = {c: int(_numbers(data.column(metric.cause_column(c), checked)).sum()) for c in metric.causes}
+    return {"mean": ci["rate"], "lo": ci["lo"], "hi": ci["hi"], "events": n_events, "exposure": exposure,
+            "runs": len(checked), "method": metric.method, "causes": causes}
+
+
+def _numbers(column: pd.Series) -> pd.Series:
+    """A column as floats, nulls as NaN (sums skip them)."""
+    return pd.to_numeric(column, errors="coerce").astype(float)
+
+
+def run_rates(data: SweepData, metric: Metric) -> pd.Series:
+    """Each ok run's own rate (NaN where not measured or nothing was exposed)."""
+    events = _numbers(data.column(metric.events))
+    exposure = _numbers(data.column(metric.exposure))
+    return (events / exposure.where(exposure > 0)).astype(float)
+
+
+def merged_latency(data: SweepData, points: list[int]) -> dict[str, float | None]:
+    """Percentiles (ms) of the merged histogram of these points' runs."""
+    merged: dict[int, int] = {}
+    for point in points:
+        for bucket, n in data.histograms.get(point, {}).items():
+            merged[bucket] = merged.get(bucket, 0) + n
+    return histogram_percentiles_ms(merged.keys(), merged.values(), SPECTRUM)
+
+
+def _verdict_counts(group: pd.DataFrame) -> dict[str, int]:
+    verdict = group["verdict"] if "verdict" in group.columns else pd.Series(None, index=group.index, dtype=object)
+    return {"runs": len(group), "failed": int((group["status"] != "ok").sum()),
+            "passed": int((verdict == "valid").sum()), "invalid": int((verdict == "invalid").sum()),
+            "unknown": int((verdict == "unknown").sum())}
+
+
+def point_stats(data: SweepData) -> list[dict[str, Any]]:
+    """Per point: its parameters, run counts by verdict, each metric pooled over its runs, and
+    latency percentiles of its merged histogram."""
+    out = []
+    for point, group in data.runs.groupby("point", sort=True):
+        first = group.iloc[0]
+        ok = group[group["status"] == "ok"]
+        row = {"point": int(point), "point_key": first.get("point_key") or "",
+               "params": {p: _scalar(first.get(p)) for p in data.params}, **_verdict_counts(group)}
+        row.update({name: pooled(data, ok, m) for name, m in METRICS.items()})
+        row["latency_ms"] = merged_latency(data, [int(point)])
+        row["unquiet"] = int(ended(data.column("quiescence_reached", ok), False).sum())
+        out.append(row)
+    return out
+
+
+def marginals(data: SweepData, param: str, metric: Metric) -> list[dict[str, Any]]:
+    """Per value of `param`, every other parameter and every seed pooled."""
+    others = [p for p in data.params if p != param]
+    ok = data.ok
+    return [{"value": _scalar(value), "pooled_over": others, **pooled(data, group, metric),
+             "latency_ms": merged_latency(data, sorted(int(p) for p in group["point"].unique()))}
+            for value, group in ok.groupby(param, sort=True, dropna=False)]
+
+
+def cells(data: SweepData, row_param: str, col_param: str, metric: Metric | None) -> list[dict[str, Any]]:
+    """Per (row, column) value pair of two parameters, the rest pooled: the metric's pooled rate,
+    or with `metric` None the merged latency percentiles."""
+    out = []
+    for (r, c), group in data.ok.groupby([row_param, col_param], sort=True, dropna=False):
+        cell = {"row": _scalar(r), "col": _scalar(c), "runs": len(group)}
+        if metric is None:
+            cell["latency_ms"] = merged_latency(data, sorted(int(p) for p in group["point"].unique()))
+        else:
+            cell.update(pooled(data, group, metric))
+        out.append(cell)
+    return out
+
+
+def ended(reached: pd.Series, quiet: bool) -> pd.Series:
+    """Runs whose `quiescence_reached` is `quiet` (a null, not judged, is neither)."""
+    return reached.map(lambda v: v is not None and not pd.isna(v) and bool(v) == quiet).astype(bool)
+
+
+def _scalar(value: Any) -> Any:
+    """A plain Python value (numpy scalars → int/float/bool) for labels and JSON."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+# ---------------------------------------------------------------- whole-sweep summaries
+
+def totals(data: SweepData) -> dict[str, Any]:
+    ok = data.ok
+
+    def total(name: str) -> int | float | None:
+        col = _numbers(data.column(name, ok))
+        return None if col.isna().all() else _scalar(col.sum())
+
+    return {"runs": len(data.runs), "ok": len(ok), **{k: total(k) for k in (
+        "sent_ok", "consumed", "lost", "duplicates", "sim_time_ms")},
+        "wall_s": _scalar(_numbers(data.column("wall_s", data.runs)).sum())}
+
+
+def delivery_counts(data: SweepData) -> list[tuple[int, int]]:
+    """(successful deliveries of an acked message, how many messages) over every ok run."""
+    merged: dict[int, int] = {}
+    for hist in data.column("delivery_hist").dropna():
+        for deliveries, n in enumerate(hist):
+            merged[deliveries] = merged.get(deliveries, 0) + int(n)
+    return sorted(merged.items())
+
+
+def coverage(data: SweepData) -> dict[str, Any] | None:
+    """Per rare-state point (sim/coverage.py): runs reaching it and times reached in all; the
+    runs that recorded coverage; None if no run did (results of an older rmqsim)."""
+    maps = [m for m in data.column("coverage").tolist() if isinstance(m, dict) or isinstance(m, list)]
+    if not maps:
+        return None
+    reached: dict[str, int] = {}
+    times: dict[str, int] = {}
+    for m in maps:
+        for name, n in (m.items() if isinstance(m, dict) else m):
+            reached[name] = reached.get(name, 0) + (1 if n else 0)
+            times[name] = times.get(name, 0) + int(n or 0)
+    return {"runs": len(maps), "points": {name: {"runs": reached[name], "times": times[name]}
+                                          for name in sorted(reached)}}
+
+
+def quiescence(data: SweepData) -> dict[str, Any]:
+    """Runs that ended quiet, unquiet or unjudged, and what still moved in the unquiet ones."""
+    reached = data.column("quiescence_reached")
+    unquiet = data.ok[ended(reached, False)]
+    moving: dict[str, int] = {}
+    for m in data.column("quiescence_unsettled", unquiet).dropna():
+        for kind, n in (m.items() if isinstance(m, dict) else m):
+            if n:
+                moving[kind] = moving.get(kind, 0) + 1
+    return {"runs": len(data.ok), "quiet": int(ended(reached, True).sum()), "unquiet": len(unquiet),
+            "unjudged": int(reached.isna().sum()), "moving_runs": dict(sorted(moving.items(), key=lambda kv: -kv[1])),
+            "unquiet_ids": unquiet["run_id"].tolist()}
+
+
+def failing_runs(data: SweepData, limit: int) -> dict[str, Any]:
+    """Runs whose verdict is invalid or unknown, or that failed to run (run id order, at most
+    `limit`), and how many there are in all."""
+    runs = data.runs
+    verdict = data.column("verdict", runs)
+    bad = runs[(runs["status"] != "ok") | verdict.isin(["invalid", "unknown"])]
+    rows = []
+    for _i, r in bad.head(limit).iterrows():
+        row = {c: (None if _missing(r.get(c)) else r.get(c)) for c in
+               ("run_id", "status", "verdict", "verdict_failures", "error", "repro", "output_files")}
+        rows.append(row)
+    return {"total": len(bad), "rows": rows}
+
+
+def failed_runs(data: SweepData) -> list[dict[str, Any]]:
+    failed = data.runs[data.runs["status"] != "ok"]
+    return [{"run_id": r["run_id"], "error": None if _missing(r.get("error")) else r.get("error"),
+             "repro": None if _missing(r.get("repro")) else r.get("repro")} for _i, r in failed.iterrows()]
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def txn_checks(data: SweepData) -> dict[str, Any] | None:
+    """Transactional runs: messages by number of check-backs over every run, and checks per second
+    of the timeline run; None without any transactional run."""
+    hists = [h for h in data.column("txn_checks_hist").tolist() if isinstance(h, list | np.ndarray)]
+    if not hists:
+        return None
+    merged: dict[int, int] = {}
+    for hist in hists:
+        for checks, n in enumerate(hist):
+            merged[checks] = merged.get(checks, 0) + int(n)
+    tl = data.timeline or {}
+    return {"histogram": sorted(merged.items()), "run": data.timeline_run,
+            "per_second": list(zip(tl.get("txn_checks_second") or [], tl.get("txn_checks_count") or [], strict=True))}

@@ -1,2 +1,0 @@
-# Cython's declarations for event_queue.py (compiled by setup.py; the .py runs as it is when pure):
-# none beyond its `@cython` decorators; this file marks it compiled (sim/kernel/compiled.py).
