@@ -19,9 +19,12 @@ from tests.conftest import ROOT
 PY = str(ROOT / ".venv" / "bin" / "python")
 YEAR_PAUSE = ["--set", "duration_ms=5s", "--set", "settle_ms=1s", "--set", "faults[0].at_ms=1s",
               "--set", "faults[0].duration_ms=366d", "--set", "limits.max_rss_mb=400"]
-# runs `rmqsim` in a child and reports its peak resident memory (ru_maxrss, KB) on stderr's last line
-PEAK = ("import resource, sys\nfrom rmqsim.cli import main\ncode = main(sys.argv[1:])\n"
-        "print(f'peak_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\nsys.exit(code)\n")
+# runs `rmqsim` in a child and reports its peak resident memory (KB) on stderr's last line: VmHWM, the
+# high-water mark of the child's own address space. Not ru_maxrss: Linux carries it over fork and exec,
+# so a child of a large pytest worker would report the worker's size (2.6 GB seen in CI).
+PEAK = ("import re, sys\nfrom rmqsim.cli import main\ncode = main(sys.argv[1:])\n"
+        "peak = re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1)\n"
+        "print('peak_kb=' + peak, file=sys.stderr)\nsys.exit(code)\n")
 
 
 def rmqsim(*args: str, timeout_s: float = 60, code: str = PEAK) -> subprocess.CompletedProcess:
