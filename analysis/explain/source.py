@@ -204,7 +204,10 @@ def _from_trace(run: RunFiles, observers: list[Observer]) -> tuple[str, BaseExce
     from analysis.checkers.trace_store import TraceError, read_trace
 
     guard = _Guarded(observers)
-    records = read_trace(run.trace_dir, listed=run.trace_listed, sha256=run.summary["trace_sha256"])
+    # the manifest's per-file SHA-256 already proves the files; the digest pre-pass (a second read
+    # of the whole trace) only for a run whose manifest does not list them
+    records = read_trace(run.trace_dir, listed=run.trace_listed,
+                         sha256=run.summary["trace_sha256"] if run.trace_listed is None else None)
     try:
         return digest(_chunked(records, [guard])), guard.failed
     except TraceError as exc:
