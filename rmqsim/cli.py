@@ -198,6 +198,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out) if args.out else _inside(Path("sweeps"), sweep.name)
     print(f"sweep {sweep.name}: {sweep.n_points:,} points × {len(sweep.seeds):,} seeds = {sweep.n_runs:,} runs → {out}")
+    _warn_sweep(sweep, args.sweep)
     if args.dry_run:
         for point in itertools.islice(sweep.iter_points(), DRY_RUN_POINTS):
             print(f"  point {point.index}: {point.key or '(base)'}")
@@ -241,6 +242,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if outcome.verified:
         print(f"determinism: {len(outcome.verified)} run(s) rerun in the driver, same digests")
     return 1 if outcome.failed else 0
+
+
+def _warn_sweep(sweep: Any, source: str) -> None:
+    """The lint's warnings over the sweep's points (analysis/sweeps/lint_points.py), each once with
+    the points it applies to and the swept parameters it calls inert, on stderr; the sweep goes on."""
+    from analysis.sweeps.lint_points import lines
+
+    for entry in sweep.lint:
+        for line in lines(entry, source):
+            print(line, file=sys.stderr)
 
 
 def _retried_text(retried: dict[str, int], shown: int = 20) -> str:
@@ -382,8 +393,11 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--master", default="local[1]", help="Spark master for the SQL (default local[1])")
     rep.add_argument("--run", help="run id for the latency-over-time figure (default: the sweep's timeline run)")
     rep.add_argument("--focus", metavar="METRIC",
-                     help="the metric the report opens with: loss, duplicates, latency, order or transactions "
-                          "(default: the sweep file's `report: {focus: ...}`, else inferred from what varies)")
+                     help="the metric the report opens with: loss, duplicates, latency, order, transactions, or a "
+                          "numeric column of the runs table by its summary key path (latency_ms.max, "
+                          "availability.write_outage_s.max, duplicates_by_cause.rebalance, ...); default: the sweep "
+                          "file's `report: {focus: ...}`, else inferred from what varies (exit 2 for a name that is "
+                          "neither, with the nearest)")
     rep.set_defaults(func=cmd_report)
     dif = sub.add_parser("diff", help="the summary metrics that differ between two runs, with causes, and the "
                                       "scenario keys that differ",
@@ -395,6 +409,9 @@ def parser() -> argparse.ArgumentParser:
     from rmqsim.explain_cli import add_parser as add_explain
 
     add_explain(sub)  # rmqsim explain (rmqsim/explain_cli.py)
+    from rmqsim import coverage_cli, lint_cli  # rmqsim lint, rmqsim coverage (rmqsim/lint_cli.py, coverage_cli.py)
+    lint_cli.add_parser(sub)
+    coverage_cli.add_parser(sub)
     return p
 
 

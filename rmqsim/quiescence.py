@@ -260,6 +260,23 @@ def _clustering_group(group: str, live: list[PushConsumer], masters: dict[str, B
             counts["offsets_uncommitted"] += 1
 
 
+def idle_units(world: Any) -> frozenset[str]:
+    """The consumption units nobody is left to drain at the end: a group none of whose members is up
+    (every one crashed for good or shut down), and a BROADCASTING member that is not up. Their
+    never-consumed messages are `unconsumed`, not lost (analysis/checkers/metrics.py)."""
+    members: dict[str, list[Any]] = {}
+    for m in world.models.values():
+        if isinstance(m, PushConsumer | PopConsumer):
+            members.setdefault(m.group, []).append(m)
+    idle: set[str] = set()
+    for group, nodes in members.items():
+        live = [m for m in nodes if m.node.up and not m.node.stopped]
+        if not live:
+            idle.add(group)
+        idle.update(f"{group}/{m.node.name}" for m in nodes if m not in live and getattr(m, "broadcasting", False))
+    return frozenset(idle)
+
+
 def _broadcasting_member(c: PushConsumer, masters: dict[str, Broker], counts: dict[str, int]) -> None:
     store = c.offset_store
     for mq, pq in sorted(c.process_queues.items()):

@@ -44,6 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.checkers.availability import Inputs, fault_windows_us
+from analysis.checkers.availability import section as availability_section
+from analysis.checkers.availability_witness import AvailabilityWitness
 from analysis.checkers.failover_checker import FailoverChecker
 from analysis.checkers.faults_applied import faults_applied
 from analysis.checkers.ledger import Ledger, ProducerInfo
@@ -72,7 +75,7 @@ from models.producer.producer import Producer
 from models.producer.transaction_config import TransactionSpec
 from models.producer.transaction_producer import TransactionMQProducer
 from models.producer.workload import Workload
-from rmqsim.quiescence import CHECK_EVERY_US, QuietWatch, window_ms
+from rmqsim.quiescence import CHECK_EVERY_US, QuietWatch, idle_units, window_ms
 from rmqsim.scenario import spec as scenario_mod
 from rmqsim.scenario.spec import BrokerSpec, Scenario
 from rmqsim.scenario.validate import broker_group_nodes, instance_names
@@ -104,6 +107,7 @@ class World:
     admin: MQAdmin | None = None
     quorum: ControllerQuorum | None = None  # the controllers (controller mode), started with the nodes
     failover: FailoverChecker | None = None  # master availability (analysis/checkers/failover_checker.py), fed by _observe
+    witness: AvailabilityWitness | None = None  # the records behind outages (analysis/checkers/availability_witness.py)
 
     @property
     def pops(self) -> list[PopMessageProcessor]:
@@ -417,6 +421,8 @@ def _observe(world: World, observers: tuple, trace_dir: str | Path | None,
     timer = TimerChecker() if any(p.deliver_time_ms is not None for p in world.scenario.producers) else None
     world.failover = failover_checker(world.scenario)
     ledger.rare_observers.append(world.failover.feed)  # only the chunks holding its kinds (analysis/checkers/ledger.py)
+    world.witness = AvailabilityWitness()
+    ledger.rare_observers.append(world.witness.feed)
     writer = None
     if trace_dir is not None:  # pyarrow (~50 MB resident) is imported only for a traced run
         from analysis.checkers.trace_store import TraceWriter
@@ -605,18 +611,30 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
               txn_ledger: TxnLedger | None = None, stop: Stop | None = None,
               quiescence: dict[str, Any] | None = None, timer: TimerChecker | None = None) -> dict[str, Any]:
     sc = world.scenario
-    metrics = judge_units(ledger, details, stopped=stopped_by is not None)  # = ledger.results, told of a stop
+    applied = [] if world.injector is None else \
+        faults_applied(world.injector.log, world.injector.log_index, len(sc.faults), now_us / 1000)
+    windows_us = fault_windows_us(applied, now_us)
+    not_quiet = quiescence is not None and quiescence.get("reached") is False
+    # a run stopped at a bound, or ended before the cluster was quiet: what was not yet consumed is unconsumed
+    metrics = judge_units(ledger, details, stopped=stopped_by is not None or not_quiet, windows_us=windows_us,
+                          idle=idle_units(world))
+    reads = {name: g.pop("_read") for name, g in metrics["groups"].items()}
     metrics.update((txn_ledger or TxnLedger(world.producers)).results(ledger))  # txn, txn_violations
     if metrics["txn"] is not None:  # arrivals still waiting for an application thread (transaction_producer.py)
         metrics["txn"]["waiting_at_end"] = sum(m.waiting_count() for m in world.models.values()
                                                if isinstance(m, TransactionMQProducer))
     metrics.update((timer or TimerChecker()).results())  # timer, timer_delay_error_ms
     # failovers, unwritable_s, unwritable_at_end, two_masters_s, elections
-    metrics.update((world.failover or failover_checker(sc)).results(now_us))
+    broker_view = world.failover or failover_checker(sc)
+    metrics.update(broker_view.results(now_us))
     windows = fault_windows(world.injector.log, now_us / 1000) if world.injector is not None else []
     metrics.update(send_metrics_in_faults(ledger, windows, now_us / 1000))  # windows clipped at the run's end
-    metrics["faults_applied"] = [] if world.injector is None else \
-        faults_applied(world.injector.log, world.injector.log_index, len(sc.faults), now_us / 1000)
+    metrics["faults_applied"] = applied
+    units = {name: {"topic": ledger.units[name].topic, "read": read} for name, read in reads.items()}
+    metrics["availability"] = availability_section(Inputs(
+        ledger, applied, units, now_us, broker_view, world.witness,
+        {name: p.client.poll_name_server_interval_ms for p in sc.producers for name in instance_names(p.name, p.count)},
+        _send_timeouts_us(sc)))
     for key in ("send_share_by_broker", "send_share_by_broker_in_faults"):  # brokers sent nothing: 0
         if metrics[key] is not None:
             metrics[key] = {b.name: metrics[key].get(b.name, 0.0) for b in sc.cluster.brokers} | metrics[key]
@@ -640,9 +658,29 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
                                            "window_ms": window_ms(sc), "at_ms": None, "checked_at_ms": now_us // 1000,
                                            "unsettled": {}}
     summary["coverage"] = coverage_counts(world.env.coverage)  # every declared point, in order (models/coverage_points.py)
-    summary.update(judge(summary, promises, expect, stopped_by))
+    summary.update(judge(summary, promises, expect, stopped_by, None if sc.settle_auto else not_quiet_line(summary)))
     _judge_quiescence(summary, sc)
     return summary
+
+
+def _send_timeouts_us(sc: Scenario) -> dict[str, int]:
+    """Topic → the longest sendMsgTimeout of its producers (an open write outage: analysis/checkers/availability.py)."""
+    out: dict[str, int] = {}
+    for p in sc.producers:
+        out[p.topic] = max(out.get(p.topic, 0), ms(p.client.send_msg_timeout_ms))
+    return out
+
+
+def not_quiet_line(summary: dict[str, Any]) -> str | None:
+    """Why at-least-once cannot be judged: the run ended before the cluster was quiet (its
+    quiescence check at the end) with acknowledged messages not yet consumed (`unconsumed`: they
+    may still be); None otherwise (a run that consumed everything is judged as it stands)."""
+    q = summary["quiescence"]
+    if q.get("reached") is not False or not summary.get("unconsumed"):
+        return None
+    moved = ", ".join(f"{n:,} {kind.replace('_', ' ')}" for kind, n in q["unsettled"].items())
+    return (f"the run ended before the cluster was quiet ({moved or 'still changing'}); "
+            f"{summary.get('unconsumed', 0):,} acknowledged message(s) not yet consumed are unconsumed, not lost")
 
 
 def _judge_quiescence(summary: dict[str, Any], sc: Scenario) -> None:

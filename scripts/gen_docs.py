@@ -8,8 +8,10 @@ Generated pages (do not edit them by hand; edit the source and rerun this script
 - docs/scenario-fields.md: every field of every scenario model (walked from `rmqsim.scenario.spec.Scenario`
   by `rmqsim.scenario.reference.every_model`), with its type, default, unit and description (the field's
   pydantic `description`, declared with it: `Field(description=...)`);
-- docs/lint.md: the configuration lint checks, `rmqsim.scenario.lint.LINT_CHECKS` (id, summary, fix);
-- docs/coverage.md: the rare-state coverage points, `models.coverage_points.POINTS`.
+- docs/lint.md: `rmqsim lint` and what validation refuses instead (`rmqsim.lint_cli.DOC_INTRO`), then the
+  configuration lint checks, `rmqsim.scenario.lint.LINT_CHECKS` (id, summary, fix);
+- docs/coverage.md: `rmqsim coverage` (`rmqsim.coverage_cli.DOC_INTRO`), then the rare-state coverage points,
+  `models.coverage_points.POINTS`.
 """
 
 from __future__ import annotations
@@ -158,21 +160,11 @@ def scenario_fields() -> str:
 
 
 def lint_page() -> str:
+    from rmqsim.lint_cli import DOC_INTRO
     from rmqsim.scenario.lint import LINT_CHECKS
 
-    out = [HEADER.format(source="rmqsim/scenario/lint.py LINT_CHECKS"),
-           "# Configuration lint\n\n",
-           "A scenario can be valid, run, and answer a question other than the one its author asked. "
-           "`rmqsim validate` and `rmqsim run` check every scenario against the registered checks below "
-           "and print each finding on stderr, then go on (the exit code is unchanged):\n\n",
-           "```\nwarning: <file>: <key.path>: <message> [<id>]\n  fix: <fix>\n```\n\n",
-           "At most 10 findings of one check are printed; the rest are counted in one more line. The ids "
-           "are stable. The checks read only the validated scenario (and which keys the file set itself); "
-           "scripted faults are followed through time, random faults count where they can fire at all, "
-           "and where RocketMQ's behaviour depends on the line, `version` decides (4.x = 4.9.8, "
-           "5.x = 5.3.3). The first checks are the parts of a scenario that silently do nothing "
-           "(rmqsim/scenario/useless_parts.py), the rest are RocketMQ configuration traps.\n\n",
-           f"{len(LINT_CHECKS)} checks:\n\n",
+    out = [HEADER.format(source="rmqsim/lint_cli.py DOC_INTRO and rmqsim/scenario/lint.py LINT_CHECKS"),
+           "# Configuration lint\n\n", DOC_INTRO, f"{len(LINT_CHECKS)} checks:\n\n",
            "| id | the trap | fix |\n|---|---|---|\n"]
     for check in LINT_CHECKS:
         out.append(f"| `{check.id}` | {cell(check.summary)} | {cell(check.fix)} |\n")
@@ -181,19 +173,10 @@ def lint_page() -> str:
 
 def coverage_page() -> str:
     from models.coverage_points import POINTS
+    from rmqsim.coverage_cli import DOC_INTRO
 
-    out = [HEADER.format(source="models/coverage_points.py POINTS"),
-           "# Rare-state coverage\n\n",
-           "A run of 1,000 seeds that reports \"0 lost\" says little unless the states that could lose a "
-           "message were reached. Each point below names one branch of the models that decides loss, "
-           "duplicates, order or latency (FoundationDB's `TEST()`, Antithesis's sometimes-assertions). "
-           "Every run counts how often each was taken: the summary's `coverage` maps every name, in this "
-           "order, to its count (0: never reached), `rmqsim run` prints the points reached "
-           "(`coverage: 4 of 47 rare-state points reached: ...`), and a sweep shows which points no run "
-           "reached. The counts are not part of the trace digest. Names are stable (sweeps and reports key "
-           "on them); each point is reached by at least one bundled scenario or test "
-           "(tests/test_coverage_points.py). To add one, see the docstring of models/coverage_points.py.\n\n",
-           f"{len(POINTS)} points:\n\n",
+    out = [HEADER.format(source="rmqsim/coverage_cli.py DOC_INTRO and models/coverage_points.py POINTS"),
+           "# Rare-state coverage\n\n", DOC_INTRO, f"{len(POINTS)} points:\n\n",
            "| point | branch taken | RocketMQ class and method it mirrors |\n|---|---|---|\n"]
     for point in POINTS:
         out.append(f"| `{point.name}` | {cell(point.branch)} | {cell(point.mirrors)} |\n")

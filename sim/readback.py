@@ -270,6 +270,16 @@ FAULT_APPLIED = Record({"index": COUNT, "kind": TEXT, "target": TEXT, "start_ms"
                         "end_ms": Nullable(TIME_MS), "ends_after_run": FLAG, "random": FLAG, "detail": TEXT},
                        required=("index", "kind", "target", "start_ms", "end_ms"))
 
+# one fault of the summary's availability section, as `explain --fault` reads it (analysis/checkers/availability.py)
+AVAILABILITY_FAULT = Record({
+    "index": COUNT, "start_ms": TIME_MS, "horizon_ms": TIME_MS, "back_ms": Nullable(TIME_MS),
+    "topics": MapOf(Record({"from_ms": Nullable(TIME_MS), "until_ms": Nullable(TIME_MS), "recovered": FLAG,
+                            "write_outage_s": NUMBER, "failed_sends": COUNT},
+                           required=("from_ms", "until_ms", "recovered", "write_outage_s", "failed_sends"))),
+    "groups": MapOf(Record({"recovered_ms": Nullable(TIME_MS), "recovery_s": Nullable(NUMBER), "read_outage_s": NUMBER},
+                           required=("recovered_ms", "recovery_s", "read_outage_s"))),
+    "why": ListOf(TEXT)}, required=("index", "start_ms", "back_ms", "topics", "groups", "why"))
+
 # summary.json, as explain, diff and `rmqsim.load` (its repr) read it (rmqsim/runner.py `summarize` writes it)
 SUMMARY = Record({
     "scenario": TEXT, "seed": SEED, "scenario_sha256": HEX64, "trace_sha256": HEX64, "verdict": TEXT,
@@ -278,6 +288,7 @@ SUMMARY = Record({
     "stopped_by": Nullable(TEXT), "stopped_detail": Nullable(TEXT), "records": COUNT,
     "faults_applied": ListOf(FAULT_APPLIED),
     "groups": MapOf(Record({"lag_by_second": Nullable(ListOf(NUMBER))})),
+    "availability": Record({"faults": ListOf(AVAILABILITY_FAULT)}, required=("faults",)),
 })
 # what every reader of a run needs: without these it is no summary of rmqsim (`rmqsim diff` needs no more)
 SUMMARY_IDENTITY = ("trace_sha256",)

@@ -2,7 +2,9 @@
 failures included (a scenario that exists to show a loss says in `expect.guarantees` that the
 guarantee breaks, and it does). The scenarios under scenarios/sweeps/ are sweep files, not
 scenarios. Each run goes through `rmqsim.cli.main`, in-process, exactly as `rmqsim run FILE`
-(all of them: about 40 s on a shared 2-core machine, so none is marked slow)."""
+(all of them: about 40 s on a shared 2-core machine, so none is marked slow). Each also reports
+no loss of cause `other` (every loss has its mechanism) and has its availability section
+(analysis/checkers/availability.py)."""
 
 from __future__ import annotations
 
@@ -25,9 +27,12 @@ def test_the_bundle_is_found() -> None:
 def test_bundled_scenario_exits_0(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     code = cli.main(["run", str(path), "--out", str(tmp_path / "run")])
     out = capsys.readouterr()
-    if code == 0:
-        return
     summary_path = tmp_path / "run" / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    if code == 0:
+        assert summary["lost_by_cause"]["other"] == 0, summary["lost_sample"]
+        a = summary["availability"]
+        assert a is not None and a["acked_ratio"] is not None and len(a["faults"]) == len(summary["faults_applied"])
+        return
     pytest.fail(f"rmqsim run scenarios/{path.name} exited {code} (verdict {summary.get('verdict')}):\n  "
                 + "\n  ".join(summary.get("failures") or [out.err.strip()]))

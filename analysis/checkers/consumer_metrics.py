@@ -4,7 +4,8 @@
   successful consumption by the unit (percentiles; the queueing a consumer adds, without the
   send path);
 - `lag_max` / `lag_by_second`: the backlog — messages of the unit's topic stored (first copies)
-  but not yet consumed successfully by the unit — sampled at the end of every simulated second
+  but not yet consumed successfully by the unit, leaving out the messages counted lost (they will
+  never be consumed: they are no backlog) — sampled at the end of every simulated second
   (the series is cut to `LAG_POINTS` points by taking the maximum over equal spans);
 - `rebalances`: rebalance rounds of the group's members (of the member, for a BROADCASTING
   unit) that changed their queue set (`consumer.rebalanced`); `unowned_queue_s`: summed over the group's queues (user and retry
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.checkers.availability import ReadWindows
 from analysis.checkers.percentiles import percentiles_ms
 from analysis.checkers.time_column import TimeColumn
 from models.records import CONSUMER_QUEUE_DROPPED, CONSUMER_QUEUE_STARTED, CONSUMER_REBALANCED, CONSUMER_SHUTDOWN
@@ -90,19 +92,31 @@ def cat(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: list[TimeColumn], own: dict,
-                 end_us: int, broadcasting: bool, pop: bool = False) -> dict[str, Any]:
-    """`pop`: a POP group owns no queue and never rebalances: both read null (not applicable)."""
+                 end_us: int, broadcasting: bool, pop: bool = False, lost: dict[int, np.ndarray] | None = None,
+                 read: ReadWindows | None = None) -> dict[str, Any]:
+    """`pop`: a POP group owns no queue and never rebalances: both read null (not applicable).
+    `lost`: producer → the sequence numbers of the unit's lost messages (no backlog); `read`: the
+    fault windows' read facts to fill (analysis/checkers/availability.py)."""
     latencies, stored_all, consumed_all = [], [], []
     for p in range(prods.n):
         if prods.topics[p] != unit.topic:
             continue
         stored, first, length = store_us[p], first_ok[p], prods.length[p]
         has_store = stored.is_set(length)
+        if lost and p in lost:
+            has_store[lost[p]] = False
         stored_all.append(stored.at(has_store, length))
         done = has_store & (first >= 0)
         consumed = first[done]
         consumed_all.append(consumed)
-        latency = consumed - stored.at(done, length)
+        stored_done = stored.at(done, length)
+        latency = consumed - stored_done
+        if read is not None:
+            retry = np.frombuffer(unit.retry[p], np.uint8)[:length]  # the retry path or the DLQ: on its way
+            waiting = has_store & (first < 0)
+            waiting[:len(retry)] &= retry == 0
+            read.add(p, np.flatnonzero(done), stored_done, consumed, np.flatnonzero(waiting),
+                     stored.at(waiting, length))
         latencies.append(np.maximum(latency, 0, out=latency))
     lag = lag_by_second(cat(stored_all), cat(consumed_all), end_us)  # the parts are fresh arrays: sorted in place
     latencies_us = cat(latencies)

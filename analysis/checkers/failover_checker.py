@@ -51,7 +51,7 @@ MASTER = "master"
 class _Group:
     """One broker group's availability: who is master now, and the time accumulated so far."""
 
-    __slots__ = ("masters", "first_us", "writable", "down_since", "unwritable_us", "two_since", "two_us")
+    __slots__ = ("masters", "first_us", "writable", "down_since", "unwritable_us", "two_since", "two_us", "spans")
 
     def __init__(self) -> None:
         self.masters: dict[str, None] = {}  # nodes acting as master now (classic: the master, while up)
@@ -61,6 +61,7 @@ class _Group:
         self.unwritable_us = 0
         self.two_since: int | None = None  # more than one master since
         self.two_us = 0
+        self.spans: list[tuple[int, int]] = []  # closed [down, up) spans without a writable master
 
     def update(self, t: int) -> None:
         """Account the time up to `t` after the masters changed at `t`."""
@@ -71,6 +72,7 @@ class _Group:
             self.down_since = t
         elif writable and not self.writable and self.down_since is not None:
             self.unwritable_us += t - self.down_since
+            self.spans.append((self.down_since, t))
             self.down_since = None
         self.writable = writable
         if two and self.two_since is None:
@@ -82,6 +84,11 @@ class _Group:
     def unwritable_until(self, end_us: int) -> int:
         open_us = end_us - self.down_since if self.down_since is not None else 0
         return self.unwritable_us + max(0, open_us)
+
+    def unwritable_in(self, start_us: int, stop_us: int) -> int:
+        """µs without a writable master inside [start_us, stop_us) (an open outage runs to stop_us)."""
+        spans = self.spans + ([(self.down_since, stop_us)] if self.down_since is not None else [])
+        return sum(max(0, min(up, stop_us) - max(down, start_us)) for down, up in spans)
 
     def two_until(self, end_us: int) -> int:
         open_us = end_us - self.two_since if self.two_since is not None else 0
@@ -145,6 +152,11 @@ class FailoverChecker:
         if len(self.elections) < MAX_ELECTIONS:
             self.elections.append({"t_ms": round(t / 1000, 3), "broker_name": broker_name, "master": master,
                                    "old_master": old_master, "epoch": epoch, "reason": reason})
+
+    def unwritable_in(self, start_us: int, stop_us: int) -> dict[str, float]:
+        """Per broker group: seconds (3 decimals) without a writable master inside [start_us, stop_us)
+        (the broker's view of a fault's window: analysis/checkers/availability.py)."""
+        return {name: _seconds(g.unwritable_in(start_us, stop_us)) for name, g in self.groups.items()}
 
     def results(self, end_us: int) -> dict[str, Any]:
         """`failovers`, `unwritable_s`, `unwritable_at_end`, `two_masters_s`, `elections` (module

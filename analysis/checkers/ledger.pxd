@@ -30,6 +30,7 @@ cdef class Ledger:
     cdef public object rt_sum_us
     cdef public object rt_us
     cdef public object send_failed_us
+    cdef public object failed_sends
     cdef public object send_failures
     cdef public object send_retried
     cdef public object send_status

@@ -73,6 +73,7 @@ from analysis.checkers.ledger_codes import (
 from analysis.checkers.ledger_codes import display_key as display_key  # re-exported: readers of the ledger's ids
 from analysis.checkers.metrics import DELIVERY_COUNT_CAP as DELIVERY_COUNT_CAP  # re-exported: the ledger's tests
 from analysis.checkers.metrics import judge_units
+from analysis.checkers.send_failures import SendFailures
 from analysis.checkers.time_column import TimeColumn
 from models.records import (
     BROKER_LOCK_GRANTED,
@@ -83,16 +84,19 @@ from models.records import (
     COMMIT_LOG_DESTROYED,
     CONSUMER_CONSUMED,
     CONSUMER_OFFSET_MOVED,
+    CONSUMER_PULL_FAILED,
     CONSUMER_QUEUE_DROPPED,
     CONSUMER_QUEUE_STARTED,
     CONSUMER_REBALANCED,
     CONSUMER_SHUTDOWN,
     CONTROLLER_ELECTED,
+    NAMESRV_BROKER_UNREGISTERED,
     OFFSET_REUSED,
     POP_ACK_FAILED,
     POP_ACK_LATE,
     POP_ORDER_REDELIVERED,
     POP_REVIVED,
+    PRODUCER_ROUTE_UPDATED,
     PRODUCER_SEND_FAILED,
     PRODUCER_SENT,
     TIMER_DELIVERED,
@@ -127,10 +131,14 @@ _HANDLED = ((PRODUCER_SENT, "_sent", (0, 3, 5, 6, 8, 9, 10, 11)), (BROKER_STORED
             # per-message timer facts, not kept: `_event` turns them into state bits
             (TIMER_DELIVERED, "_event", ()),
             # master availability facts: only mark the chunk for `rare_observers` (with NODE_CRASHED)
-            (NODE_RESTARTED, "_ignore", ()), (BROKER_ROLE, "_ignore", ()), (CONTROLLER_ELECTED, "_ignore", ()))
+            (NODE_RESTARTED, "_ignore", ()), (BROKER_ROLE, "_ignore", ()), (CONTROLLER_ELECTED, "_ignore", ()),
+            # the mechanisms behind an outage (analysis/checkers/availability_witness.py): rare, read by observers only
+            (PRODUCER_ROUTE_UPDATED, "_ignore", ()), (CONSUMER_PULL_FAILED, "_ignore", ()),
+            (NAMESRV_BROKER_UNREGISTERED, "_ignore", ()))
 _KIND_CODES = {kind: code for code, (kind, _h, _c) in enumerate(_HANDLED)}
 # the kinds that hand a chunk to `Ledger.rare_observers` (analysis/checkers/failover_checker.py)
-_RARE_CODES = tuple(_KIND_CODES[k] for k in (NODE_CRASHED, NODE_RESTARTED, BROKER_ROLE, CONTROLLER_ELECTED))
+_RARE_CODES = tuple(_KIND_CODES[k] for k in (NODE_CRASHED, NODE_RESTARTED, BROKER_ROLE, CONTROLLER_ELECTED,
+                                             PRODUCER_ROUTE_UPDATED, CONSUMER_PULL_FAILED, NAMESRV_BROKER_UNREGISTERED))
 _DESTROYED_CODE = _KIND_CODES[COMMIT_LOG_DESTROYED]
 _NO_CODES = itertools.repeat(-1)
 
@@ -298,6 +306,7 @@ class Ledger:
         self.send_status: Counter = Counter()  # producer.sent records by status
         self.send_failures: Counter = Counter()  # producer.send_failed records by reason
         self.send_failed_us = array("q")  # each producer.send_failed record's time (quiescence: rmqsim/quiescence.py)
+        self.failed_sends = SendFailures()  # every send without SEND_OK, ONEWAY aside (write outages)
         self.sends_by_second: Counter = Counter()  # (second of born_us, broker) -> producer.sent records
         self.send_retried = 0  # send outcomes that took more than one attempt
         self.send_steered = 0  # send outcomes with at least one attempt steered away
@@ -446,6 +455,7 @@ class Ledger:
             status = np.array(cols[8], object)
             ok, oneway = status == "SEND_OK", status == "ONEWAY"
             self.send_status.update(itertools.compress(cols[8], (~ok).tolist()))
+            self._not_ok(cols, np.flatnonzero(~ok & ~oneway).tolist())
             answered = rt[~oneway]
             rt = np.where(oneway, NO_RT, rt)
             bits = np.where(ok, ACKED, np.where(oneway, ONEWAY, NOT_OK)).astype(np.uint8)
@@ -459,6 +469,13 @@ class Ledger:
             np.frombuffer(self.rt_us[p], np.uint32)[seqs] = rt[sel]
             if self.shard is not None:
                 np.frombuffer(self.shard[p], np.int32)[seqs] = shard[sel]
+
+    def _not_ok(self, cols: _Columns, rows: list[int]) -> None:
+        """Sends a broker stored but answered with another status than SEND_OK: not acknowledged."""
+        if rows:
+            t, born, ids, brokers, status = cols[0], cols[10], cols[3], cols[6], cols[8]
+            self.failed_sends.add([t[r] for r in rows], [born[r] for r in rows], [ids[r] for r in rows],
+                                  [brokers[r] for r in rows], [status[r] for r in rows])
 
     def _count_send(self, attempts: list[int], steered: list[int]) -> None:
         """Attempts, retried and steered-away sends of a chunk's outcomes (list.count: in C)."""
@@ -498,6 +515,7 @@ class Ledger:
         self.counts["send_failed"] += len(ids)
         self.send_failures.update(cols[7])
         self.send_failed_us.extend(cols.ints(0).tolist())
+        self.failed_sends.add(cols.ints(0).tolist(), cols[8], cols[3], cols[9], cols[7])
         born = cols.ints(8)
         for p, sel, seqs in self._by_producer(ids):
             self.born_us[p].put(seqs, born[sel])

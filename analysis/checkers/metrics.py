@@ -59,10 +59,11 @@ message). For each unit, over the messages of its subscribed topic:
   whose parked copy a fault destroyed before the timer put it back (and no retried send parked it
   again): nothing will deliver it, and it is lost with the fault's cause (`commit_log.destroyed`
   of its rmq_sys_wheel_timer copy; a destroyed SCHEDULE_TOPIC_XXXX copy is not told apart);
-- unconsumed: only in a run stopped at a bound (`stopped`; 0 otherwise): acknowledged, not yet
-  consumed, and destroyed by nothing the simulator knows of (a loss of cause `other` in a whole
-  run) — the run ended before it could be, so it is not lost; a message a fault destroyed stays
-  lost with its cause;
+- unconsumed: only in a run stopped at a bound, a run that ended before the cluster was quiet
+  (rmqsim/quiescence.py), or a unit nobody was left to drain (every member of its group down or
+  shut down at the end; a BROADCASTING member down): acknowledged, not yet consumed, and destroyed
+  by nothing the simulator knows of (else a loss of cause `other`) — nothing says it will not be
+  consumed, so it is not lost; a message a fault destroyed stays lost with its cause;
 - latency: send() call → first successful consumption, pooled over units, of the messages
   sent at or after the warm-up (`Ledger.warmup_us`, the scenario's `warmup_ms`; the counts
   above cover every message).
@@ -95,6 +96,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.checkers.availability import ReadWindows
 from analysis.checkers.consumer_metrics import ownership, unit_metrics
 from analysis.checkers.duplicates import Timeline, causes_by_second, count_causes, empty_causes, timed_causes
 from analysis.checkers.ledger_codes import (
@@ -191,9 +193,14 @@ def _padded(arr: Any, dtype: Any, length: int, fill: int) -> np.ndarray:
     return np.concatenate([view, np.full(length - len(view), fill, dtype=dtype)])
 
 
-def judge_units(ledger: Any, details: dict[str, Any] | None = None, stopped: bool = False) -> dict[str, Any]:
-    """Every metric of the run (`Ledger.results`); `stopped`: the run stopped at a bound, so what
-    was not yet consumed is `unconsumed`, not lost (module docstring)."""
+def judge_units(ledger: Any, details: dict[str, Any] | None = None, stopped: bool = False,
+                windows_us: list[tuple[int, int]] | None = None, idle: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Every metric of the run (`Ledger.results`); `stopped`: the run stopped at a bound or ended
+    before the cluster was quiet, so what was not yet consumed is `unconsumed`, not lost (module
+    docstring); `windows_us`: the faults' [start, horizon) windows, whose read facts each unit's
+    result carries as `_read` (analysis/checkers/availability.py; popped by the caller); `idle`: the
+    units nobody was left to drain at the end (rmqsim/quiescence.py idle_units): their
+    never-consumed messages are `unconsumed` too."""
     prods = _Producers(ledger)
     facts = _Facts(ledger.destroyed, ledger.reused)
     groups: dict[str, dict[str, Any]] = {}
@@ -204,15 +211,20 @@ def judge_units(ledger: Any, details: dict[str, Any] | None = None, stopped: boo
     found = MessageCauses([info.name for info in ledger.producers], LOSS_CAUSES, keep=details is not None)
     for name in sorted(ledger.units):
         unit = ledger.units[name]
-        result, unit_latencies = _judge_unit(ledger, unit, prods, details, facts, locks, stopped, found)
+        result, unit_latencies = _judge_unit(ledger, unit, prods, details, facts, locks,
+                                             stopped or name in idle or unit.group in idle, found)
         timed = timed_causes(unit, ledger, prods.copies, timeline)
         found.add_duplicates(unit, timed)
         result["duplicates_by_cause"] = count_causes(timed)
         result["duplicates_by_second"] = causes_by_second(timed)
         result["retries"] = unit.attempts - result["consumed_ok_distinct"] - result["duplicates"]
         first_ok = [_padded(unit.first_ok_us[p], np.int64, prods.length[p], -1) for p in range(prods.n)]
+        read = ReadWindows(windows_us) if windows_us else None
         result.update(unit_metrics(unit, prods, first_ok, ledger.store_us, own, ledger.last_us,
-                                   unit.group in ledger.broadcasting, unit.group in ledger.pop))
+                                   unit.group in ledger.broadcasting, unit.group in ledger.pop,
+                                   lost=result.pop("_lost_seqs"), read=read))
+        if windows_us is not None:
+            result["_read"] = read
         groups[name] = result
         latencies.append(unit_latencies)
     if details is not None:
@@ -236,6 +248,7 @@ def _judge_unit(ledger: Any, unit: Any, prods: _Producers, details: dict[str, An
     c = {"lost": 0, "pending_retry": 0, "dlq": 0, "duplicates": 0, "duplicated_messages": 0, "unconsumed": 0,
          "consumed_ok_distinct": 0, "producer_retry": 0, "redelivery": 0, "pending_delay": 0, "txn_double_commit": 0}
     order_rows: list[tuple[np.ndarray, ...]] = []
+    lost_by_producer: dict[int, np.ndarray] = {}  # the lost messages are no backlog (consumer_metrics.py)
     for p in range(prods.n):
         length = prods.length[p]
         ok = _padded(unit.ok_count[p], np.uint16, length, 0).astype(np.int32)  # sums accumulate in int64
@@ -276,6 +289,7 @@ def _judge_unit(ledger: Any, unit: Any, prods: _Producers, details: dict[str, An
                 found.add_states(unit.name, p, pending_retry=pending[dead < 0], dlq=np.nonzero(missing & (retry == IN_DLQ))[0],
                                  pending_delay=np.nonzero(missing & delayed)[0])
         lost[pending[dead >= 0]] = True
+        lost_by_producer[p] = np.flatnonzero(lost)
         causes += np.bincount(np.concatenate([lost_causes, dead[dead >= 0]]), minlength=len(LOSS_CAUSES))
         c["lost"] += int(lost.sum())
         c["pending_delay"] += int((missing & delayed).sum())
@@ -312,6 +326,7 @@ def _judge_unit(ledger: Any, unit: Any, prods: _Producers, details: dict[str, An
         "consume_attempts": unit.attempts,
         **_order(ledger, unit, order_rows, locks, found),
         "latency_ms": percentiles_ms(unit_latencies),
+        "_lost_seqs": lost_by_producer,
     }
     return result, unit_latencies
 

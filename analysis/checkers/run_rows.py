@@ -20,19 +20,34 @@ analysis/sweeps/results_store.py), the point's parameters as columns, verdicts, 
   `send_latency_ms` and `send_latency_ms_in_faults` (structs like `latency_ms`),
   `send_share_by_broker` and `send_share_by_broker_in_faults` (maps broker → fraction),
   `send_status` and `send_failures_by_reason` (maps to counts);
+- `compiled` (written by the executor, analysis/sweeps/task.py): whether the run ran on the compiled
+  per-message modules (sim/compiled.py: every one it imported was compiled), null in older rows;
 - `coverage` (map: rare-state point → times reached; models/coverage_points.py) and the quiescence of the
   run's end: `quiescence_reached` (null where not judged), `quiescence_settle` (fixed / auto),
   `quiescence_at_ms`, `quiescence_window_ms` and `quiescence_unsettled` (map: what still moved →
-  count). A map, not a column per point: the points are the simulator's to add, and a map keeps
-  the table's schema one thing across simulator versions. Summaries without these keys (an
+  count). The map holds every point in one column whatever the simulator version (the points are
+  the simulator's to add); the flat columns below name each. Summaries without these keys (an
   older rmqsim) give nulls;
 - master availability (analysis/checkers/failover_checker.py): `failovers` (null without controllers) and
-  `unwritable_s` (map: broker group → seconds without a master).
+  `unwritable_s` (map: broker group → seconds without a master);
+- client-visible availability (the summary's `availability` section, analysis/checkers/availability.py):
+  the struct `availability` (`sends`, `acked`, `acked_ratio`, `write_outage_s.max`,
+  `read_outage_s.max`, `recovery_s.max`: flat columns `availability_acked_ratio`, ...) and
+  `availability_not_recovered` (list: "topic T" / "group G" never back); null without the section.
+
+Maps are also spread into flat columns, one per key (`map_columns`), as the docs promise every
+summary value under its flat name: `coverage_<point>`, `unwritable_s_<group>`,
+`availability_write_outage_s_by_topic_<topic>`, `availability_read_outage_s_by_group_<unit>` and
+`availability_recovery_s_by_group_<unit>` (null: never recovered). Their names depend on the run
+(its broker groups, topics and groups), so results_store.py adds them to the row's schema
+(`MAP_PREFIXES`); a key that flattens to a name another key of the same map already took (`a-b` and
+`a_b`) keeps the larger value. A sweep parameter may not be named with one of these prefixes.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -63,6 +78,13 @@ TXN_COUNTS = ("transactions", "committed_visible", "rolled_back_hidden", "commit
 TXN_FIGURES = ("checks_p50", "checks_max", "resolution_ms_p50", "resolution_ms_p99", "resolution_ms_max")
 # the `quiescence` summary key's scalars (rmqsim/quiescence.py); `unsettled` is its own map column
 QUIESCENCE_KEYS = ("reached", "settle", "at_ms", "window_ms")
+# the summary's `availability` section (analysis/checkers/availability.py): its scalars, as the struct `availability`
+AVAILABILITY_COUNTS = ("sends", "acked")
+AVAILABILITY_MAXIMA = ("write_outage_s", "read_outage_s", "recovery_s")  # each {"max": ..., "by_<topic|group>": {...}}
+AVAILABILITY_MAPS = (("write_outage_s", "by_topic"), ("read_outage_s", "by_group"), ("recovery_s", "by_group"))
+# maps spread into one flat column per key (`map_columns`): column prefix → Arrow type name ("int64" / "float64")
+MAP_PREFIXES = {"coverage_": "int64", "unwritable_s_": "float64",
+                **{f"availability_{name}_{by}_": "float64" for name, by in AVAILABILITY_MAPS}}
 RESERVED_COLUMNS = frozenset(
     ("run_id", "point", "point_key", "seed", "status", "error", "repro", "scenario", "scenario_sha256",
      "trace_sha256", "latency_ms", "duplicate_causes", "transaction_violations", "txn_violations", "txn",
@@ -74,7 +96,10 @@ RESERVED_COLUMNS = frozenset(
                                           "consume_latency_ms") + SEND_COLUMNS
     + ("acked_deliveries", "warmup_ms") + tuple(f"latency_ms_{k}" for k in LATENCY_KEYS)
     + tuple(f"duplicate_causes_{c}" for c in CAUSES) + ("coverage", "quiescence", "quiescence_unsettled")
-    + tuple(f"quiescence_{k}" for k in QUIESCENCE_KEYS) + ("failovers", "unwritable_s"))
+    + tuple(f"quiescence_{k}" for k in QUIESCENCE_KEYS) + ("failovers", "unwritable_s")
+    + ("compiled", "availability", "availability_not_recovered", "availability_acked_ratio")
+    + tuple(f"availability_{k}" for k in AVAILABILITY_COUNTS)
+    + tuple(f"availability_{k}_max" for k in AVAILABILITY_MAXIMA))
 # faults whose effect lasts until a later `restart` of the same node
 UNTIL_RESTART = ("process_crash", "power_loss")
 INSTANT = ("restart", "heal")
@@ -157,7 +182,51 @@ def runs_row(summary: dict[str, Any], details: dict[str, Any], fault_records: li
     row.update(_timeline(samples["born_us"], samples["latency_us"]))
     row["fault_windows"] = fault_windows(fault_records, summary["sim_time_ms"])
     row.update(end_state_columns(summary))
+    row.update(availability_columns(summary))
+    row.update(map_columns(summary))
     return row
+
+
+def availability_columns(summary: dict[str, Any]) -> dict[str, Any]:
+    """`availability` (a struct of the section's scalars: flat columns `availability_sends`,
+    `availability_acked`, `availability_acked_ratio`, `availability_write_outage_s_max`,
+    `availability_read_outage_s_max`, `availability_recovery_s_max`) and
+    `availability_not_recovered`; null where the summary has no section (an older rmqsim)."""
+    section = summary.get("availability")
+    if not isinstance(section, dict):
+        return {"availability": None, "availability_not_recovered": None}
+    struct: dict[str, Any] = {k: section.get(k) for k in AVAILABILITY_COUNTS}
+    struct["acked_ratio"] = section.get("acked_ratio")
+    for name in AVAILABILITY_MAXIMA:
+        struct[name] = {"max": (section.get(name) or {}).get("max")}
+    return {"availability": struct,
+            "availability_not_recovered": [str(x) for x in section.get("not_recovered") or []]}
+
+
+def map_columns(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary's maps as flat columns, one per key (module docstring): `coverage_<point>`,
+    `unwritable_s_<group>` and the availability section's by_topic / by_group maps. Names are
+    lower-case, with any character other than letters, digits and `_` as `_`."""
+    found = summary.get("availability")
+    section: dict[str, Any] = found if isinstance(found, dict) else {}
+    maps = {"coverage_": summary.get("coverage"), "unwritable_s_": summary.get("unwritable_s"),
+            **{f"availability_{name}_{by}_": (section.get(name) or {}).get(by) for name, by in AVAILABILITY_MAPS}}
+    out: dict[str, Any] = {}
+    for prefix, tree in maps.items():
+        cast = int if MAP_PREFIXES[prefix] == "int64" else float
+        for key, value in sorted((tree or {}).items()):
+            column = flat_column(prefix + str(key))
+            value = None if value is None else cast(value)
+            if column in out:  # `a-b` and `a_b`: the larger value stays (a never-recovered null is the larger)
+                value = None if value is None or out[column] is None else max(value, out[column])
+            out[column] = value
+    return out
+
+
+def flat_column(name: str) -> str:
+    """A name as a runs-table column: lower-case, any character other than letters, digits and `_`
+    as `_` (as analysis/sweeps/results_store.py `flat_name` joins a sub-tree's keys)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name).lower()
 
 
 def end_state_columns(summary: dict[str, Any]) -> dict[str, Any]:

@@ -30,11 +30,20 @@ it held"); one whose result is unknown (null) stays unknown either way. The summ
 guarantee's own result (`guarantees`: `ok` is whether it held) and adds `guarantee_outcomes`:
 `{"at_least_once(billing)": {held, expected, as_expected}}`, with `transactions` beside the groups.
 
+Under `availability:` (analysis/checkers/availability.py), bounds on what clients saw, each for
+every topic / group or by name, each one entry of `expectations`:
+
+    expect:
+      availability: {max_write_outage_s: 45, max_recovery_s: {billing: 70}, min_acked_ratio: 0.3}
+
 The verdict is `unknown` when the run stopped at a bound (`stopped_by`: max_events, max_wall_s,
 max_rss_mb, or livelock; nothing can be judged, and what was not yet consumed is `unconsumed`,
 not lost: analysis/checkers/metrics.py), else `invalid` if a guarantee did not end as expected (broke
 where it should hold, or held where it should break) or a bound failed, else `unknown` if one
-could not be evaluated (its metric is null), else `valid`.
+could not be evaluated (its metric is null), if the producers sent and nothing was acknowledged
+(`vacuous`: the floor is one SEND_OK — every guarantee holds of zero messages), or if the run
+ended before the cluster was quiet with messages still unconsumed (`not_quiet`, from
+rmqsim/runner.py: they may yet be consumed, so at-least-once cannot be judged), else `valid`.
 """
 
 from __future__ import annotations
@@ -47,7 +56,8 @@ from analysis.checkers.order import CAUSES as ORDER_CAUSES
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 AT_LEAST_ONCE, PER_KEY_ORDER, TRANSACTIONS = "at_least_once", "per_key_order", "transactions"
 GUARANTEES: tuple[str, ...] = (AT_LEAST_ONCE, PER_KEY_ORDER, TRANSACTIONS)  # names `expect.guarantees` may use
-EXPECT_GUARANTEES = "guarantees"  # the `expect:` key that states outcomes; every other key is a metric
+EXPECT_GUARANTEES = "guarantees"  # the `expect:` key that states outcomes
+EXPECT_AVAILABILITY = "availability"  # the `expect:` key that bounds outages and recovery; every other key is a metric
 HOLD, BREAK = "hold", "break"
 # what a break of each guarantee is, for the line of a break that did not happen
 BREAK_MEANS = {AT_LEAST_ONCE: "an acknowledged message never consumed",
@@ -85,6 +95,9 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "timer_delay_error_ms.min",
     # master availability and elections (analysis/checkers/failover_checker.py)
     "failovers",
+    # client-visible availability (analysis/checkers/availability.py)
+    "availability.acked_ratio", "availability.write_outage_s.max", "availability.read_outage_s.max",
+    "availability.recovery_s.max",
 )
 # metrics keyed by a broker name: `send_share_by_broker.<broker>` (a broker of the scenario);
 # `unwritable_s.<group>` and `two_masters_s.<group>` by a broker group's name (its brokerName, which
@@ -213,10 +226,11 @@ def _judge_transactions(summary: dict[str, Any], stated: dict[str, Any]
 
 
 def judge(summary: dict[str, Any], promises: list[dict[str, str]], expect: dict[str, Any],
-          stopped_by: str | None = None) -> dict[str, Any]:
+          stopped_by: str | None = None, not_quiet: str | None = None) -> dict[str, Any]:
     """The verdict block of a summary: `verdict`, `guarantees`, `guarantee_outcomes`,
-    `expectations`, `failures`. `expect`: metric path → {"min", "max"}, and under
-    EXPECT_GUARANTEES guarantee → `hold` | `break` (or group → `hold` | `break`)."""
+    `expectations`, `failures`. `expect`: metric path → {"min", "max"}, under EXPECT_GUARANTEES
+    guarantee → `hold` | `break` (or group → `hold` | `break`), under EXPECT_AVAILABILITY the
+    availability bounds; `not_quiet`: why the run ended before the cluster was quiet (module docstring)."""
     if stopped_by is not None:
         why = "as a livelock" if stopped_by == LIVELOCK else f"at its {stopped_by} bound"
         return {"verdict": UNKNOWN, "guarantees": [], "guarantee_outcomes": {}, "expectations": [],
@@ -225,13 +239,86 @@ def judge(summary: dict[str, Any], promises: list[dict[str, str]], expect: dict[
     guarantees = [_judge_guarantee(summary, p) for p in promises]
     outcomes, failures, unknown = _judge_outcomes(guarantees, stated)
     expectations = [_judge_expectation(summary, path, spec) for path, spec in expect.items()
-                    if path != EXPECT_GUARANTEES]
+                    if path not in (EXPECT_GUARANTEES, EXPECT_AVAILABILITY)]
+    expectations += judge_availability(summary, expect.get(EXPECT_AVAILABILITY) or {})
     failures += [f"expect {e['metric']}: {e['why']}" for e in expectations if e["ok"] is False]
     unknown += [f"expect {e['metric']}: {e['why']}" for e in expectations if e["ok"] is None]
     txn, txn_failures, txn_unknown = _judge_transactions(summary, stated)
     if txn is not None:
         outcomes[TRANSACTIONS] = txn
     failures, unknown = failures + txn_failures, unknown + txn_unknown
+    unknown += [why for why in (vacuous(summary), not_quiet and f"{not_quiet}: use settle_ms: auto") if why]
     verdict = INVALID if failures else UNKNOWN if unknown else VALID
     return {"verdict": verdict, "guarantees": guarantees, "guarantee_outcomes": outcomes,
             "expectations": expectations, "failures": failures + unknown}
+
+
+def vacuous(summary: dict[str, Any]) -> str:
+    """Why the safety verdicts say nothing: producers sent and no message was acknowledged (the
+    floor: one SEND_OK; every guarantee holds of zero messages). Empty when they say something."""
+    sends = summary.get("sends") or 0
+    if not sends or summary.get("sent_ok"):
+        return ""
+    reasons = summary.get("send_failures_by_reason") or {}
+    statuses = {k: n for k, n in (summary.get("send_status") or {}).items() if k != "SEND_OK"}
+    top = sorted((reasons | statuses).items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    return (f"no message was acknowledged: {sends:,} sends without SEND_OK"
+            + (f" ({', '.join(f'{k} {n:,}' for k, n in top)})" if top else "")
+            + ": the safety guarantees hold of nothing")
+
+
+def judge_availability(summary: dict[str, Any], bounds: dict[str, Any]) -> list[dict[str, Any]]:
+    """One expectation entry per bound of `expect.availability` (per name where a mapping is given)."""
+    a = summary.get("availability") or {}
+    out = []
+    if "min_acked_ratio" in bounds:
+        out.append(_entry("availability.acked_ratio", {"min": bounds["min_acked_ratio"]}, a.get("acked_ratio"),
+                          "no send had a result"))
+    outage = bounds.get("max_write_outage_s")
+    if outage is not None:
+        by_topic = (a.get("write_outage_s") or {}).get("by_topic", {})
+        limits = outage if isinstance(outage, dict) else dict.fromkeys(by_topic, outage)
+        for topic, limit in sorted(limits.items()):
+            out.append(_entry(f"availability.write_outage_s.by_topic.{topic}", {"max": limit}, by_topic.get(topic),
+                              "no producer sent to it"))
+    recovery = bounds.get("max_recovery_s")
+    if recovery is not None:
+        out += _recovery_entries(a, recovery)
+    return out
+
+
+def _recovery_entries(a: dict[str, Any], recovery: Any) -> list[dict[str, Any]]:
+    """`max_recovery_s` per consumption unit (a group's name covers its BROADCASTING members)."""
+    by_unit = (a.get("recovery_s") or {}).get("by_group", {})
+    faults = bool(a.get("faults"))
+    if isinstance(recovery, dict):
+        limits = {u: lim for group, lim in recovery.items() for u in _units(by_unit, group) or [group]}
+    else:
+        limits = dict.fromkeys(by_unit, recovery)
+    out = []
+    for unit, limit in sorted(limits.items()):
+        path = f"availability.recovery_s.by_group.{unit}"
+        if not faults:
+            out.append(_entry(path, {"max": limit}, None, "the run had no fault: nothing to recover from"))
+        elif unit in by_unit and by_unit[unit] is None:
+            out.append({"metric": path, "expect": {"max": limit}, "actual": None, "ok": False,
+                        "why": f"{unit} never recovered (availability.not_recovered)"})
+        else:
+            out.append(_entry(path, {"max": limit}, by_unit.get(unit), "not measured"))
+    return out
+
+
+def _units(by_unit: dict[str, Any], group: str) -> list[str]:
+    return [u for u in by_unit if u == group or u.startswith(f"{group}/")]
+
+
+def _entry(path: str, spec: dict[str, float], actual: Any, missing: str) -> dict[str, Any]:
+    if actual is None:
+        return {"metric": path, "expect": spec, "actual": None, "ok": None, "why": f"{path}: {missing}"}
+    return _judge_expectation({"_": actual}, "_", spec) | {"metric": path, "why": "" if _ok(actual, spec) else
+                                                           f"{path} = {actual}, expected {_describe(spec.get('min'), spec.get('max'))}"}
+
+
+def _ok(actual: Any, spec: dict[str, float]) -> bool:
+    low, high = spec.get("min"), spec.get("max")
+    return (low is None or actual >= low) and (high is None or actual <= high)

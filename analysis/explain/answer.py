@@ -182,7 +182,7 @@ def explain_fault(run: RunFiles, index: int) -> dict[str, Any]:
     return {"fault": {"index": w.index, "kind": w.kind, "target": w.target, "start_us": w.start_us,
                       "end_us": w.end_us, "back_to_normal_us": w.back_us,
                       "recovery_s": None if w.back_us is None else round((w.back_us - w.start_us) / 1e6, 3),
-                      "recovery": w.recovery},
+                      "recovery": w.recovery, "why": w.why},
             "effects": _plain(counts[index]),
             "examples": [v.as_json(f.key(v.msg_id)) for v in _distinct(mine)[:DEFAULT_LIMIT]],
             "attribution": {str(k): _plain(c) for k, c in counts.items()},
@@ -241,8 +241,11 @@ def _render_fault(a: dict[str, Any]) -> str:
         lines.append("  not back to normal by the end of the run")
     else:
         lines.append(f"  back to normal at {seconds(w['back_to_normal_us'])}, {w['recovery_s']:.3f} s after it began")
-    lines.append("    sends succeed from " + _at(r["sends_succeed_us"]) + "; every queue owned from "
-                 + _at(r["queues_owned_us"]) + "; lag back to its pre-fault level at " + _at(r["lag_back_us"]))
+    lines.append("    sends succeed from " + _at(r["sends_succeed_us"]) + "; every group back at "
+                 + _at(r["groups_back_us"]) + " (the summary's availability section)")
+    lines.append("    every queue that lost its owner had one again at " + _at(r["queues_owned_us"])
+                 + " (a rebalance shorter than the normal wait is not an outage)")
+    lines += [f"    why: {line}" for line in w.get("why", [])]
     for v in a["examples"]:
         lines.append(f"  {v['key']} [{v['unit']}] {v['verdict']}: {v['cause']} — {v['reason']}")
     lines.append("whole run (the counts add up to the summary's):")

@@ -11,14 +11,11 @@ holds that time — from its start to the later of its end and the moment the cl
 normal — preferring a fault on that node (or its broker group), then the latest to start; a
 finding without a time, or outside every window, is "no fault".
 
-Back to normal (`recovery`), each condition from the fault's start up to the next fault's start
-(or the end of the fault phase):
-- sends succeed: after the last send that failed, returned another status than SEND_OK, or had
-  an attempt fail;
-- every queue owned: the last queue that lost its owner in that stretch has one again;
-- lag back to its pre-fault level: per group, the first second, at or after the fault's end, whose
-  backlog (`lag_by_second`) is at most the highest of the 5 seconds before the fault.
-It is the latest of the three (null: not back by the end of the run).
+Back to normal is the summary's (analysis/checkers/availability.py: the same numbers the summary
+prints): the fault's `back_ms`, the latest of every topic's write outage end (sends succeed again)
+and every consumer group's recovery (its topic writable again and its last late message consumed),
+null when a topic or group never came back; the `why` lines are the summary's too. Beside them,
+from the trace: when every queue that lost its owner in the fault's stretch had one again.
 """
 
 from __future__ import annotations
@@ -28,12 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import models.records as rec
-from analysis.checkers.consumer_metrics import LAG_POINTS, SEC_US
 from analysis.explain.reasons import Verdict, duplicate_verdict, lost_verdict, violation_verdict
 from analysis.explain.source import ExplainError
 from sim import trace
 
-PRE_FAULT_S = 5
 NO_FAULT = "no fault"
 
 
@@ -46,6 +41,7 @@ class Window:
     end_us: int  # its effect's end (the run's end if it never ended)
     back_us: int | None = None  # back to normal (None: not by the end of the run)
     recovery: dict[str, int | None] = field(default_factory=dict)
+    why: list[str] = field(default_factory=list)  # the summary's why lines (analysis/checkers/availability.py)
 
     @property
     def until_us(self) -> int:
@@ -58,31 +54,37 @@ class Window:
 def windows(f: Any) -> list[Window]:
     """The run's faults with their recovery (module docstring)."""
     applied = f.run.summary.get("faults_applied")
-    if applied is None:  # explain_fault refuses such a summary first; its entries have their declared shape
-        raise ExplainError("this run's summary was written by an older rmqsim (no faults_applied): re-run it")
+    availability = f.run.summary.get("availability")
+    if applied is None or availability is None:  # explain_fault refuses such a summary first
+        raise ExplainError("this run's summary was written by an older rmqsim (no faults_applied or availability): "
+                           "re-run it")
     end_us = f.run.summary["sim_time_ms"] * 1000
+    by_index = {a["index"]: a for a in availability["faults"]}
     out = [Window(a["index"], a["kind"], a["target"], round(a["start_ms"] * 1000),
                   round(a["end_ms"] * 1000) if a["end_ms"] is not None else end_us) for a in applied]
     phase_end = round(f.run.scenario.duration_ms * 1000)
     starts = sorted(w.start_us for w in out)
     for w in out:
         horizon = min([s for s in starts if s > w.start_us] + [max(phase_end, w.end_us)])
-        w.recovery = recovery(f, w, horizon)
-        parts = list(w.recovery.values())
-        w.back_us = None if None in parts else max(parts, default=w.start_us)
+        summary_fault = by_index.get(w.index)
+        if summary_fault is None:
+            raise ExplainError(f"this run's summary has no availability entry for fault {w.index}: re-run it")
+        w.recovery = recovery(f, w, horizon, summary_fault)
+        w.why = list(summary_fault["why"])
+        back = summary_fault["back_ms"]
+        w.back_us = None if back is None else round(back * 1000)
     return out
 
 
-def recovery(f: Any, w: Window, horizon_us: int) -> dict[str, int | None]:
-    return {"sends_succeed_us": _sends(f, w.start_us, horizon_us),
-            "queues_owned_us": _owned(f, w.start_us, horizon_us),
-            "lag_back_us": _lag(f, w.start_us, w.end_us)}
-
-
-def _sends(f: Any, start: int, horizon: int) -> int:
-    failed = [r[0] for r in f.collector.rare if start <= r[0] < horizon and r[2] in (
-        rec.PRODUCER_SEND_FAILED, rec.PRODUCER_ATTEMPT_FAILED, rec.PRODUCER_SENT)]
-    return max(failed, default=start)
+def recovery(f: Any, w: Window, horizon_us: int, summary_fault: dict[str, Any]) -> dict[str, int | None]:
+    """When sends succeeded again and every group was back (the summary's), and when every
+    queue was owned again (the trace's)."""
+    topics = [t for t in summary_fault["topics"].values() if t["from_ms"] is not None]
+    sends = None if any(not t["recovered"] for t in summary_fault["topics"].values()) else \
+        max([w.start_us] + [round(t["until_ms"] * 1000) for t in topics if t["until_ms"] is not None])
+    groups = [g["recovered_ms"] for g in summary_fault["groups"].values()]
+    back = None if None in groups else max([w.start_us] + [round(ms * 1000) for ms in groups])
+    return {"sends_succeed_us": sends, "groups_back_us": back, "queues_owned_us": _owned(f, w.start_us, horizon_us)}
 
 
 def _owned(f: Any, start: int, horizon: int) -> int | None:
@@ -116,23 +118,6 @@ def _release(owners: dict, lost_at: dict, key: tuple, node: str, t: int) -> None
         holders.discard(node)
         if not holders:
             lost_at[key] = t
-
-
-def _lag(f: Any, start: int, end: int) -> int | None:
-    """The first second at or after `end` whose backlog is back to the pre-fault level, over every group."""
-    seconds = max(1, -(-f.run.summary["sim_time_ms"] // 1000))
-    span = 1 if seconds <= LAG_POINTS else -(-seconds // LAG_POINTS)
-    back = start
-    for g in f.run.summary["groups"].values():
-        lag = g.get("lag_by_second") or []
-        point_end = [(i + 1) * span * SEC_US for i in range(len(lag))]
-        before = [v for v, t in zip(lag, point_end, strict=True) if t <= start][-PRE_FAULT_S:]
-        level = max(before, default=0)
-        after = [t for v, t in zip(lag, point_end, strict=True) if t >= end and v <= level]
-        if not after:
-            return None
-        back = max(back, after[0])
-    return back
 
 
 def findings(f: Any) -> list[Verdict]:

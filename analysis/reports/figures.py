@@ -4,6 +4,13 @@ Titles are the figure's identity in the HTML page (the report test looks for the
 drawn in % of what they are a fraction of; a figure is drawn only for a metric that is not zero
 in every run (analysis/reports/sweep_report.py lists those in one line), so no colour scale spans a range
 around zero.
+
+The run is the unit (analysis/sweeps/stats.py): a panel against an axis draws every run's own
+value as a point (a strip, spread a little sideways so that equal values stay visible) beside
+the pooled value with its 95 % Student-t interval over the runs; a rate's per-message
+Wilson / Poisson interval is drawn only at the values whose runs agree with it, and labelled so.
+An axis is a grid parameter or the zip's parameters together (`label` of each value: `a=1, b=2`),
+one panel each.
 """
 
 from __future__ import annotations
@@ -29,12 +36,31 @@ CAUSE_COLORS = {"producer_retry": "#d95f02", "rebalance": "#1b9e77", "consumer_c
                 "timer_redelivered": "#17becf", "invisible_time_expired": "#bcbd22", "ack_lost": "#8c564b", "other": "#999999", "redelivery": "#7570b3"}
 
 
-def _positions(values: list[Any]) -> tuple[list[float], list[str], bool]:
-    """Numeric parameters on a numeric axis; anything else evenly spaced with labels."""
+def _positions(values: list[Any], labels: list[str] | None = None) -> tuple[list[float], list[str], bool]:
+    """Numeric parameters on a numeric axis; anything else (a zip axis's tuples too) evenly spaced
+    with labels (`labels`, else the values as text)."""
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    shown = labels if labels is not None else [str(v) for v in values]
     if numeric:
-        return [float(v) for v in values], [str(v) for v in values], True
-    return [float(i) for i in range(len(values))], [str(v) for v in values], False
+        return [float(v) for v in values], shown, True
+    return [float(i) for i in range(len(values))], shown, False
+
+
+def _row_positions(rows: list[dict[str, Any]]) -> tuple[list[float], list[str], bool]:
+    return _positions([r["value"] for r in rows], [r.get("label", str(r["value"])) for r in rows])
+
+
+def _strip(ax: Any, xs: list[float], per_run: list[list[float]], width: float, label: str,
+           color: str = "#555555") -> None:
+    """Every run's value as a point at its x, spread evenly over `width` sideways (deterministic)."""
+    px, py = [], []
+    for x, values in zip(xs, per_run, strict=True):
+        n = len(values)
+        for i, v in enumerate(values):
+            px.append(x + (width * ((i + 0.5) / n - 0.5) if n > 1 else 0.0))
+            py.append(v)
+    if px:
+        ax.scatter(px, py, s=18, color=color, alpha=0.7, zorder=3, label=label, linewidths=0)
 
 
 def pooled_note(rows: list[dict[str, Any]]) -> str:
@@ -60,22 +86,26 @@ def _percent(value: float | None) -> float:
 
 
 def by_cause_vs_params(marginals: dict[str, list[dict[str, Any]]], metric: Metric, causes: list[str]) -> Figure:
-    """One panel per swept parameter: the metric's rate (% of its exposure) stacked by cause, and
-    the pooled total with its 95 % score interval, every other parameter pooled (said in the
-    title). A band joins numeric x values only; categorical x values get error bars. Only
-    `causes` (those seen in some run) are drawn."""
+    """One panel per axis: the metric's rate (% of its exposure) stacked by cause, every run's own
+    rate as a point, and the pooled total with its 95 % t interval over the runs (error bars), every
+    other axis pooled (said in the title); the per-message score interval only at the values
+    whose runs agree with it (a band over numeric x values, else error bars). Only `causes`
+    (those seen in some run) are drawn."""
     names = list(marginals)
     fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.3), squeeze=False)
     colors = _cause_colors(metric, causes)
     for ax, name in zip(axes[0], names, strict=True):
         rows = marginals[name]
-        xs, labels, numeric = _positions([r["value"] for r in rows])
+        xs, labels, numeric = _row_positions(rows)
         bottom = [0.0] * len(rows)
         for cause in causes:
             heights = [100.0 * r["causes"][cause] / r["exposure"] if r["exposure"] else 0.0 for r in rows]
-            ax.bar(xs, heights, width=_bar_width(xs), bottom=bottom, color=colors[cause], alpha=0.6,
+            ax.bar(xs, heights, width=_bar_width(xs), bottom=bottom, color=colors[cause], alpha=0.45,
                    label=f"cause: {cause}")
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        width = _bar_width(xs)
+        _strip(ax, [x - 0.2 * width for x in xs], [[100.0 * v for v in r.get("rates") or []] for r in rows],
+               0.3 * width, "each run")
         _total_with_interval(ax, xs, rows, numeric)
         ax.set_ylim(bottom=0)
         _label_axes(ax, xs, labels, name, numeric, f"% of {metric.of}",
@@ -98,17 +128,86 @@ def _label_axes(ax: Any, xs: list[float], labels: list[str], name: str, numeric:
 
 
 def _total_with_interval(ax: Any, xs: list[float], rows: list[dict[str, Any]], numeric: bool) -> None:
+    """The pooled rate with its 95 % t interval over the runs (error bars, where two runs or more
+    give one), and the per-message interval only where the runs agree with it."""
     mean = [_percent(r["mean"]) for r in rows]
-    lo = [_percent(r["lo"]) for r in rows]
-    hi = [_percent(r["hi"]) for r in rows]
-    method = rows[0]["method"] if rows else ""
     if numeric:
-        ax.plot(xs, mean, "o-", color="#333333", label="total (pooled)")
-        ax.fill_between(xs, lo, hi, color="#333333", alpha=0.12, label=f"95% {method} interval")
-    else:  # no line or band between categories
-        ax.errorbar(xs, mean, yerr=[[m - a for m, a in zip(mean, lo, strict=True)],
-                                    [b - m for m, b in zip(mean, hi, strict=True)]],
-                    fmt="o", color="#333333", capsize=5, label=f"total (pooled), 95% {method} interval")
+        ax.plot(xs, mean, "-", color="#333333", linewidth=1)
+    have = [i for i, r in enumerate(rows) if r.get("run_lo") is not None]
+    _error_bars(ax, [xs[i] for i in have], [mean[i] for i in have], [_percent(rows[i]["run_lo"]) for i in have],
+                [_percent(rows[i]["run_hi"]) for i in have], "total (pooled), 95% t interval over runs")
+    agree = [i for i, r in enumerate(rows) if r.get("agree") is not False and r.get("lo") is not None]
+    method = rows[0]["method"] if rows else ""
+    label = f"per-message 95% {method} (where the runs agree)"
+    if numeric and len(agree) == len(rows) and len(rows) > 1:
+        ax.fill_between(xs, [_percent(r["lo"]) for r in rows], [_percent(r["hi"]) for r in rows], color="#333333",
+                        alpha=0.12, label=label)
+    elif agree:
+        shift = 0.08 * _bar_width(xs)
+        _error_bars(ax, [xs[i] + shift for i in agree], [mean[i] for i in agree],
+                    [_percent(rows[i]["lo"]) for i in agree], [_percent(rows[i]["hi"]) for i in agree], label,
+                    color="#999999")
+    missing = [i for i in range(len(rows)) if i not in have]
+    if missing:
+        ax.plot([xs[i] for i in missing], [mean[i] for i in missing], "o", color="#333333")
+
+
+def _error_bars(ax: Any, xs: list[float], mean: list[float], lo: list[float], hi: list[float], label: str,
+                color: str = "#333333") -> None:
+    if not xs:
+        return
+    ax.errorbar(xs, mean, yerr=[[max(0.0, m - a) for m, a in zip(mean, lo, strict=True)],
+                                [max(0.0, b - m) for m, b in zip(mean, hi, strict=True)]],
+                fmt="o", color=color, capsize=5, zorder=4, label=label)
+
+
+def column_vs_params(marginals: dict[str, list[dict[str, Any]]], column: Any, show: Any) -> Figure:
+    """One panel per axis for a runs-table column (a max latency, a write outage): every run's value
+    as a point, and the runs' mean with its 95 % t interval, every other axis pooled (said in the
+    title); a run without a value (a group that never recovered) is counted in the legend."""
+    names = list(marginals)
+    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.3), squeeze=False)
+    every = [v for rows in marginals.values() for r in rows for v in r["values"]]
+    scale, unit = _unit_scale(column.unit, max(every, default=0.0))
+    for ax, name in zip(axes[0], names, strict=True):
+        rows = marginals[name]
+        xs, labels, numeric = _row_positions(rows)
+        width = _bar_width(xs)
+        _strip(ax, [x - 0.2 * width for x in xs], [[scale * v for v in r["values"]] for r in rows], 0.25 * width,
+               "each run", color="#1f78b4")
+        mean = [float("nan") if r["mean"] is None else scale * r["mean"] for r in rows]
+        if numeric:
+            ax.plot(xs, mean, "-", color="#333333", linewidth=1)
+        have = [i for i, r in enumerate(rows) if r["lo"] is not None]
+        _error_bars(ax, [xs[i] for i in have], [mean[i] for i in have], [scale * rows[i]["lo"] for i in have],
+                    [scale * rows[i]["hi"] for i in have], "runs' mean, 95% t interval")
+        alone = [i for i, r in enumerate(rows) if r["lo"] is None and r["mean"] is not None]
+        if alone:
+            ax.plot([xs[i] for i in alone], [mean[i] for i in alone], "o", color="#333333", label="one run")
+        nulls = sum(r.get("nulls") or 0 for r in rows)
+        if nulls:
+            ax.plot([], [], " ", label=f"{nulls} run(s) without a value")
+        for x, r in zip(xs, rows, strict=True):
+            if r["mean"] is not None:
+                ax.annotate(show(r["mean"]), (x, scale * r["mean"]), textcoords="offset points", xytext=(6, 4),
+                            fontsize=7)
+        title = f"{column.label[0].upper()}{column.label[1:]}\nvs {name}" + (
+            f"; {pooled_note(rows)}" if rows and rows[0].get("pooled_over") is not None and name != "(all runs)" else "")
+        _label_axes(ax, xs, labels, name, numeric, f"{column.label} ({unit})" if unit else column.label, title)
+    fig.tight_layout()
+    return fig
+
+
+def _unit_scale(unit: str, largest: float) -> tuple[float, str]:
+    """The factor and unit a column is drawn in: fractions in %, ms from 10 s on in s, µs from 10 ms
+    on in ms; else as stored."""
+    if unit == "fraction":
+        return 100.0, "%"
+    if unit == "ms" and largest >= 10_000:
+        return 0.001, "s"
+    if unit == "µs" and largest >= 10_000:
+        return 0.001, "ms"
+    return 1.0, unit
 
 
 def by_cause(total: dict[str, Any], metric: Metric, causes: list[str], runs: int) -> Figure:
@@ -127,12 +226,13 @@ def by_cause(total: dict[str, Any], metric: Metric, causes: list[str], runs: int
 
 
 def heatmap(cells: list[dict[str, Any]], row_param: str, col_param: str, title: str, label: str,
-            show: Any, pooled_over: list[str]) -> Figure:
-    """A value per (row, column) pair of two parameters, each cell annotated with `show(cell)`
-    (a value with its interval); the colour scale starts at 0 for rates and is never drawn for a
-    metric that is zero everywhere (the report lists those instead)."""
-    rows = sorted({c["row"] for c in cells}, key=_sort_key)
-    cols = sorted({c["col"] for c in cells}, key=_sort_key)
+            show: Any, pooled_over: list[str], note: str = "") -> Figure:
+    """A value per (row, column) pair of two axes, each cell annotated with `show(cell)` (a value
+    with its interval, which `note` names); the colour scale starts at 0 for rates and is never
+    drawn for a metric that is zero everywhere (the report lists those instead). A zip axis's
+    values keep the file's order (`row_rank`, `col_rank`)."""
+    rows = _ordered(cells, "row")
+    cols = _ordered(cells, "col")
     grid = [[float("nan")] * len(cols) for _ in rows]
     text = [[""] * len(cols) for _ in rows]
     for c in cells:
@@ -155,9 +255,20 @@ def heatmap(cells: list[dict[str, Any]], row_param: str, col_param: str, title: 
     runs = sorted({c["runs"] for c in cells})
     per = f"{runs[0]}" if len(runs) == 1 else f"{runs[0]}–{runs[-1]}"
     ax.set_title(f"{title}: {row_param} × {col_param}\npooled over {' × '.join([*pooled_over, 'seeds'])} "
-                 f"({per} runs per cell)", fontsize=10)
+                 f"({per} runs per cell){'; ' + note if note else ''}", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _ordered(cells: list[dict[str, Any]], side: str) -> list[Any]:
+    """A heatmap side's values: by rank (a zip axis: the file's order), else sorted."""
+    ranks: dict[Any, int] = {}
+    for c in cells:
+        rank = c.get(f"{side}_rank")
+        if rank is None:
+            return sorted({c[side] for c in cells}, key=_sort_key)
+        ranks[c[side]] = min(ranks.get(c[side], rank), rank)
+    return sorted(ranks, key=lambda value: ranks[value])
 
 
 def _bar_width(xs: list[float]) -> float:
@@ -172,17 +283,20 @@ def _sort_key(value: Any) -> tuple:
 
 
 def latency_vs_params(marginals: dict[str, list[dict[str, Any]]]) -> Figure:
-    """One panel per swept parameter: p50, p99 and p99.9 of the merged histograms of each value's
-    runs (every other parameter pooled)."""
+    """One panel per axis: p50, p99 and p99.9 of the merged histograms of each value's runs (every
+    other axis pooled), and each run's own p99 as a point beside them."""
     names = list(marginals)
     fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.3), squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
         rows = marginals[name]
-        xs, labels, numeric = _positions([r["value"] for r in rows])
+        xs, labels, numeric = _row_positions(rows)
         for q, color in (("p50", "#1b9e77"), ("p99", "#d95f02"), ("p99.9", "#7570b3")):
             ys = [r["latency_ms"].get(q) for r in rows]
             ax.plot(xs, [y if y is not None else float("nan") for y in ys], "o-" if numeric else "o",
                     color=color, label=q)
+        width = _bar_width(xs)
+        _strip(ax, [x - 0.2 * width for x in xs], [r.get("p99_runs") or [] for r in rows], 0.25 * width,
+               "each run's p99", color="#d95f02")
         ax.set_yscale("log")
         _label_axes(ax, xs, labels, name, numeric, "send → first consume latency (ms)",
                     f"Latency percentiles vs {name}\n{pooled_note(rows)}")

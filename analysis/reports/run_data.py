@@ -248,8 +248,18 @@ _SUMMARY = {  # what the report reads (analysis/reports/run_report.py, run_figur
 }
 _SUMMARY_OPTIONAL = {
     "warmup_ms": _NUM, "send_latency_ms": _opt({"*": _opt(_NUM)}), "duplicate_causes": {"*": _INT},
-    "lost_by_cause": {"*": _INT}, "txn": _opt({"*": _opt(object)}),
+    "lost_by_cause": {"*": _INT}, "txn": _opt({"*": _opt(object)}), "availability": _opt({"*": _opt(object)}),
 }
+# the parts of the summary's `availability` section the availability figure reads
+# (analysis/reports/availability_data.py): times are checked to lie within the simulator's bounds
+_AVAILABILITY = {"sends": _INT, "acked": _INT, "acked_ratio": _opt(_NUM), "write_outage_s": _opt({"*": _opt(object)}),
+                 "read_outage_s": _opt({"*": _opt(object)}), "recovery_s": _opt({"*": _opt(object)}),
+                 "not_recovered": [_STR]}
+_AVAILABILITY_FAULT = {"index": _INT, "kind": _STR, "target": _STR, "start_ms": _NUM,
+                       "topics": {"*": {"*": _opt(object)}}, "groups": {"*": {"*": _opt(object)}}}
+_AVAILABILITY_TOPIC = {"from_ms": _opt(_NUM), "until_ms": _opt(_NUM), "write_outage_s": _opt(_NUM)}
+_AVAILABILITY_GROUP = {"recovered_ms": _opt(_NUM), "recovery_s": _opt(_NUM)}
+MAX_LAG_POINTS = 100_000  # of a group's lag_by_second (the checkers cut it to 600)
 _TXN = {"transactions": _INT, "committed_lost": _INT, "rolled_back_visible": _INT, "pending": _INT,
         "discarded": _INT, "checks": _INT, "resolution_ms_p50": _opt(_NUM), "resolution_ms_p99": _opt(_NUM)}
 VERDICTS = ("valid", "invalid", "unknown")
@@ -274,6 +284,35 @@ def summary_problems(summary: Any) -> list[str]:
         pairs = group.get("duplicates_by_second", {})
         if not _fits(pairs, {"*": [[_INT]]}) or any(len(p) != 2 for v in pairs.values() for p in v):
             problems.append(f"groups.{name[:40]}.duplicates_by_second")
+        lag = group.get("lag_by_second", [])
+        if not _fits(lag, [_INT]) or len(lag) > MAX_LAG_POINTS:
+            problems.append(f"groups.{name[:40]}.lag_by_second")
+    if isinstance(summary.get("availability"), dict):
+        problems += _availability_problems(summary["availability"])
+    return problems
+
+
+def _availability_problems(section: dict[str, Any]) -> list[str]:
+    """The `availability` fields the report reads (its headline in the table, each fault's entries in
+    the figure), of the wrong type: absent is allowed."""
+    problems = [f"availability.{k}" for k, kind in _AVAILABILITY.items() if k in section and not _fits(section[k], kind)]
+    problems += [f"availability.{k}.max" for k in ("write_outage_s", "read_outage_s", "recovery_s")
+                 if isinstance(section.get(k), dict) and not _fits(section[k].get("max"), _opt(_NUM))]
+    faults = section.get("faults", [])
+    if not isinstance(faults, list) or not all(isinstance(f, dict) for f in faults):
+        return [*problems, "availability.faults (a list of objects)"]
+    for i, f in enumerate(faults):
+        bad = [k for k, kind in _AVAILABILITY_FAULT.items() if not _fits(f.get(k, _MISSING), kind)]
+        if not bad:
+            parts = [(f"topics.{t[:40]}", entry, _AVAILABILITY_TOPIC) for t, entry in f["topics"].items()]
+            parts += [(f"groups.{g[:40]}", entry, _AVAILABILITY_GROUP) for g, entry in f["groups"].items()]
+            bad = [f"{where}.{k}" for where, entry, shape in parts for k, kind in shape.items()
+                   if not _fits(entry.get(k), kind)]
+            times = [f["start_ms"]] + [entry.get(k) for _w, entry, _s in parts
+                                       for k in ("from_ms", "until_ms", "recovered_ms")]
+            if not bad and not all(t is None or 0 <= t <= 2 * MAX_TIME_MS for t in times):
+                bad = ["times (within the simulator's bounds)"]
+        problems += [f"availability.faults[{i}].{k}" for k in bad]
     return problems
 
 

@@ -175,8 +175,8 @@ def backlog(data: rd.RunData) -> tuple[Figure, str] | None:
 
 def duplicates_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
     by_cause = rd.duplicates_by_cause(data)
-    if by_cause is None:
-        return None
+    if by_cause is None or (not any(v.any() for v in by_cause.values()) and _all_pop(data)):
+        return None  # every group consumes by POP, without a duplicate: the POP panel shows its deliveries
     fig, ax = plt.subplots(figsize=(11, 4.2))
     bottom = np.zeros(max((len(v) for v in by_cause.values()), default=int(np.ceil(data.end_s)) + 1))
     if not by_cause:
@@ -188,6 +188,12 @@ def duplicates_over_time(data: rd.RunData) -> tuple[Figure, str] | None:
     total = int(bottom.sum())
     finish_time_axes(fig, ax, data, "consumption time (simulated s)", "duplicate deliveries per second", f"Duplicates over time by cause ({total:,} in all)", "upper right")
     return fig, "When did duplicates happen, and what caused them?"
+
+
+def _all_pop(data: rd.RunData) -> bool:
+    """Every consumer entry of the resolved scenario consumes by POP (`pop:`)."""
+    consumers = data.scenario.get("consumers", [])
+    return bool(consumers) and all(isinstance(c.get("pop"), dict) for c in consumers)
 
 
 def by_cause_bars(mapping: dict[str, Any], title: str, ylabel: str) -> Figure:
@@ -232,7 +238,9 @@ FIGURES = (
     ("send_share", "Send share per broker over time", send_share, "fewer than two brokers took sends"),
     ("publish_latency_over_time", "Publish latency over time", latency_over_time, "no message was sent"),
     ("backlog", "Consumer lag (backlog) per group", backlog, "no consumer group"),
-    ("duplicates_over_time", "Duplicates over time by cause", duplicates_over_time, "nothing was consumed"),
+    ("duplicates_over_time", "Duplicates over time by cause", duplicates_over_time,
+     "nothing was consumed, or every group consumes by POP and none had a duplicate (the POP panel shows their "
+     "deliveries)"),
     ("losses_by_cause", "Losses by cause", losses_by_cause,
      "not recorded in this run (the summary has no `lost_by_cause`)"),
     ("lock_events", "Orderly lock events per broker", lock_events,

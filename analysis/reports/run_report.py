@@ -1,10 +1,12 @@
 """`rmqsim report RUN_DIR` (and `rmqsim run ... --report`): one run's report, without Spark.
 
-Writes `RUN_DIR/report/`: each figure of analysis/reports/run_figures.py, the cluster timeline of
-analysis/reports/timeline_figures.py and the transaction panel of analysis/reports/txn_figures.py as PNG and SVG, and
-`index.html`, one self-contained page (PNGs embedded as data URIs; rendered from
-analysis/reports/templates/run.html.j2, every value escaped there) with the run's identity and
-verdict, a summary table formatted for people, each figure under its title with its one-line
+Writes `RUN_DIR/report/`: each figure of analysis/reports/run_figures.py, the availability figure of
+analysis/reports/availability_figures.py, the POP panel of analysis/reports/pop_figures.py, the cluster
+timeline of analysis/reports/timeline_figures.py and the transaction panel of
+analysis/reports/txn_figures.py as PNG and SVG, and `index.html`, one self-contained page (PNGs embedded
+as data URIs; rendered from analysis/reports/templates/run.html.j2, every value escaped there) with the
+run's identity and verdict, a summary table formatted for people (with the summary's availability
+headline when it has the section), each figure under its title with its one-line
 caption, and for each figure the run could not draw the reason (a metric this run did not
 record is said to be "not recorded in this run", never drawn empty). Files are written under
 temporary names and renamed, the page last, and recorded in the report folder's own manifest
@@ -23,7 +25,7 @@ from urllib.parse import quote
 
 import matplotlib.pyplot as plt
 
-from analysis.reports import fmt, run_figures, timeline_figures, txn_figures
+from analysis.reports import availability_figures, fmt, pop_figures, run_figures, timeline_figures, txn_figures
 from analysis.reports.html import render
 from analysis.reports.run_data import RunData, RunDataError, load_run
 from analysis.sweeps.repro_card import CARD
@@ -31,7 +33,19 @@ from sim.files import REPORT_TOOL, OwnedDir, lstat_kind
 from sim.files import report_dir as claim_report_dir
 
 __all__ = ["FIGURES", "RunDataError", "build_run_report"]
-FIGURES = run_figures.FIGURES + timeline_figures.FIGURES + txn_figures.FIGURES  # (stem, title, function, why not drawn)
+
+
+def _after(stem: str, figures: tuple, inserted: tuple) -> tuple:
+    """`figures` with `inserted` right after the figure `stem`."""
+    at = next(i for i, f in enumerate(figures) if f[0] == stem) + 1
+    return figures[:at] + inserted + figures[at:]
+
+
+# (stem, title, function, why not drawn), in page order: the availability figure after the rates, the POP
+# panel after the duplicates
+FIGURES = (_after("duplicates_over_time", _after("rates_over_time", run_figures.FIGURES, availability_figures.FIGURES),
+                  pop_figures.FIGURES)
+           + timeline_figures.FIGURES + txn_figures.FIGURES)
 
 
 def report_names() -> list[str]:
@@ -77,7 +91,26 @@ def _rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     rows += [(f"end-to-end latency {k}", fmt.duration_ms(v)) for k, v in lat.items()]
     rows += [(f"send latency (RT) {k}", fmt.duration_ms(v)) for k, v in (s.get("send_latency_ms") or {}).items()]
     rows += [(f"duplicates: {k}", fmt.count(v)) for k, v in s.get("duplicate_causes", {}).items()]
-    return rows + _txn_rows(s.get("txn"))
+    return rows + _availability_rows(s.get("availability")) + _txn_rows(s.get("txn"))
+
+
+def _availability_rows(av: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The availability section's headline (analysis/checkers/availability.py); none without it."""
+    if not isinstance(av, dict):
+        return []
+
+    def longest(key: str) -> str:
+        value = (av.get(key) or {}).get("max")
+        return fmt.NA if value is None else fmt.duration_ms(value * 1000)
+    rows = []
+    if "sends" in av and "acked" in av:
+        rows.append(("sends acknowledged (SEND_OK of sends with an outcome)",
+                     f"{fmt.count(av['acked'])} of {fmt.count(av['sends'])} ({fmt.rate(av.get('acked_ratio'))})"))
+    rows += [("write outage, longest (as producers saw it)", longest("write_outage_s")),
+             ("read outage, longest", longest("read_outage_s")), ("recovery, longest", longest("recovery_s"))]
+    if av.get("not_recovered"):
+        rows.append(("never recovered", ", ".join(av["not_recovered"])))
+    return rows
 
 
 def _txn_rows(txn: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -1,7 +1,10 @@
 """The run summary `rmqsim run` prints: what a person reads first (summary.json holds everything).
 
-Sections in a fixed order (`SECTIONS`): sends, store, consumption, guarantees, latency,
-transactions, timer, failover, quiescence, coverage; then the verdict with its failures. How it reads:
+Sections in a fixed order (`SECTIONS`): sends, availability, store, consumption, guarantees,
+latency, transactions, timer, failover, quiescence, coverage; then the verdict with its failures.
+The first screen answers an operator's three questions: how long producers could not write and how
+long until consumers were back (`availability`, analysis/checkers/availability.py: the clients'
+view, per topic and group, the longest over the run), and what was lost. How it reads:
 
 - every count says what it counts: *messages* (distinct: a message consumed twice counts once),
   *deliveries* (successful listener calls: a duplicate counts again), *copies* (stored copies in
@@ -28,8 +31,8 @@ from typing import Any
 
 from analysis.reports import fmt
 
-SECTIONS = ("sends", "store", "consumption", "guarantees", "latency", "transactions", "timer", "failover",
-            "quiescence", "coverage")
+SECTIONS = ("sends", "availability", "store", "consumption", "guarantees", "latency", "transactions", "timer",
+            "failover", "quiescence", "coverage")
 WIDTH = 100  # the longest line printed
 NAME_WIDTH = 22  # the row-name column
 PERCENTILE_COLUMNS = (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
@@ -273,15 +276,56 @@ def _timer(s: dict[str, Any]) -> list[str]:
     return _wrap(f"timer: {_n(t['messages'], 'message')}:", items, 2)
 
 
+def _availability(s: dict[str, Any]) -> list[str]:
+    """The `availability` section (analysis/checkers/availability.py): acknowledged share, each topic's
+    longest write outage, each group's longest recovery and read outage; one line when nothing failed."""
+    a = s.get("availability")
+    if a is None:
+        return []
+    rows: list[Row] = []
+    if a["sends"]:
+        rows.append(("acknowledged", f"{fmt.count(a['acked'])} of {_n(a['sends'], 'send')} "
+                     f"({a['acked_ratio'] * 100:.1f} %)", []))
+    outages = [(t, sec) for t, sec in a["write_outage_s"]["by_topic"].items() if sec]
+    if outages:
+        rows.append(("write outage", "", [_outage(a, t, sec) for t, sec in outages]))
+    recovery = a["recovery_s"]["by_group"]
+    if recovery:
+        reads = a["read_outage_s"]["by_group"]
+        rows.append(("recovered", "", [f"{g} {'never' if sec is None else fmt.duration_ms(sec * 1000)}"
+                                       f" (longest wait {fmt.duration_ms(reads.get(g, 0.0) * 1000)})"
+                                       for g, sec in recovery.items()]))
+    if not outages and not recovery and a["acked"] == a["sends"]:
+        return [f"availability: every send acknowledged, no write outage{'' if a['sends'] else ' (no send)'}"]
+    return _section("availability (clients' view; docs/availability.md)", rows)
+
+
+def _outage(a: dict[str, Any], topic: str, sec: float) -> str:
+    """A topic's longest write outage, with its span when a fault's window holds it."""
+    for f in a.get("faults") or ():
+        t = f["topics"].get(topic)
+        if t and t["from_ms"] is not None and t["write_outage_s"] == sec:
+            until = "never back" if t["until_ms"] is None else f"→ {fmt.duration_ms(t['until_ms'])}"
+            return (f"{topic} {fmt.duration_ms(sec * 1000)} (fault {f['index']}: {fmt.duration_ms(t['from_ms'])} "
+                    f"{until}, {_n(t['failed_sends'], 'failed send')})")
+    return f"{topic} {fmt.duration_ms(sec * 1000)}"
+
+
 def _failover(s: dict[str, Any]) -> list[str]:
     """`failovers`, `unwritable_s`, `two_masters_s`, `unwritable_at_end` (analysis/checkers/failover_checker.py):
-    one line, only in controller mode (`failovers` not null) or when a group lost its writable master."""
+    one line, only in controller mode (`failovers` not null) or when a group lost its writable master;
+    the clients' longest write outage first, the broker's view beside it."""
     failovers, unwritable = s.get("failovers"), s.get("unwritable_s") or {}
     if failovers is None and not any(unwritable.values()):
         return []
     items = [_n(failovers, "failover") if failovers is not None else "no controller"]
-    items += [f"{group} without a writable master {fmt.duration_ms(sec * 1000)}"
+    outage = ((s.get("availability") or {}).get("write_outage_s") or {}).get("max")
+    broker = [f"{group} without a writable master {fmt.duration_ms(sec * 1000)}"
               for group, sec in unwritable.items() if sec]
+    if outage is not None:
+        items.append(f"write outage {fmt.duration_ms(outage * 1000)}" + (f" ({', '.join(broker)})" if broker else ""))
+    else:
+        items += broker
     items += [f"{group} with two masters {fmt.duration_ms(sec * 1000)}"
               for group, sec in (s.get("two_masters_s") or {}).items() if sec]
     items += [f"{group} without one at the end" for group in s.get("unwritable_at_end") or ()]
@@ -321,7 +365,7 @@ def _coverage(s: dict[str, Any]) -> list[str]:
 
 
 SECTION_LINES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
-    "sends": _sends, "store": _store, "consumption": _consumption, "guarantees": _guarantees,
+    "sends": _sends, "availability": _availability, "store": _store, "consumption": _consumption, "guarantees": _guarantees,
     "latency": _latency, "transactions": _transactions, "timer": _timer, "failover": _failover,
     "quiescence": _quiescence, "coverage": _coverage,
 }

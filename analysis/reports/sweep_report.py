@@ -2,20 +2,30 @@
 self-contained HTML page.
 
 The page opens with the sweep's focus metric (analysis/reports/focus.py: declared by the sweep file's
-`report: {focus: ...}`, or inferred from what varies, saying why): its heatmap over the first two
-parameters (the rest pooled) and its split by cause against each parameter, rates in % of what
-they are a fraction of, with 95 % score intervals. Then the per-point table, the other metrics
-that are not zero somewhere (each split by cause), latency, deliveries per message, the end state
-(runs that ended unquiet, rmqsim/quiescence.py), the rare-state coverage table (runs reaching each
-point, and the points no run reached), and the failing runs. A metric that is zero in every run
-is named in one line, never drawn; one no run checked likewise.
+`report: {focus: ...}` or `--focus`, or inferred from what varies, saying why): a correctness rate
+(its heatmap over the first two axes, the rest pooled, and its split by cause against each axis,
+rates in % of what they are a fraction of), the latency percentiles, or any numeric column of the
+runs table (a max latency, a write outage, a recovery time: analysis/sweeps/columns.py; its
+heatmap of the runs' mean and each axis's panel with every run's value beside the mean). Every
+rate has first its interval from the spread across its runs (95 % Student t, the run as the
+unit: analysis/sweeps/stats.py), and the per-message Wilson / Poisson interval only where the
+runs agree with it, labelled so; each figure draws every run's value as a point beside the
+pooled one. Axes: each grid parameter, and the zip's parameters together as one axis (one
+panel, its values the tuples), never a panel per zipped key "pooled over" the keys that move
+with it. Then the lint's warnings over the points (a swept parameter the lint calls inert is
+named next to the focus: its rows cannot differ), the per-point table, the other metrics that
+are not zero somewhere (each split by cause), latency, deliveries per message, the end state
+(runs that ended unquiet, rmqsim/quiescence.py), the rare-state coverage table (runs reaching
+each point, and the points no run reached), and the failing runs. A metric that is zero in
+every run is named in one line, never drawn; one no run checked likewise.
 
 The data come through Spark in one job (two above 5,000 runs: analysis/sweeps/aggregate.py) in the
 caller's SparkSession (`rmqsim sweep --report`) or a report session of its own: no UI, the client
 JIT compiler, interpreted expressions and a class archive (analysis/sweeps/spark_classes.py), which start
 and answer sooner than the defaults for one row per run; matplotlib is imported meanwhile.
-The page embeds the PNGs as data URIs, so it can be mailed or archived as one file. Also written:
-`points.json` (the per-point table). Every file is written under a temporary name and renamed,
+The page (analysis/reports/sweep_page.py) embeds the PNGs as data URIs, so it can be mailed or
+archived as one file. Also written: `points.json` (the per-point table, every interval included).
+Every file is written under a temporary name and renamed,
 the HTML page last, and recorded in the report folder's manifest (sim/files.py `OwnedDir`): a
 file there that rmqsim did not write is never overwritten; a figure an earlier report drew and
 this one does not is removed if the manifest proves it rmqsim's and unchanged; and a report that
@@ -25,7 +35,9 @@ Before Spark reads anything, `check_tables` proves the tables are the sweep's ow
 folders are folders (not symbolic links), every file in them is a regular file (a FIFO or
 device is never opened, so nothing hangs), each `runs` file is one row of this sweep (read with
 a size bound), and each per-message file is listed by an ok run's row with its size (a
-truncated or unlisted file is refused, naming it; rerunning the sweep redoes such runs).
+truncated or unlisted file is refused, naming it; rerunning the sweep redoes such runs). A focus
+that names no focus word and no numeric column of those tables is refused then too, with the
+nearest valid names (ReportError: the CLI's exit 2).
 
 The page lists the failing runs — verdict invalid or unknown, or failed to run; the first
 `MAX_FAILING_ROWS` by run id, and how many there are — each with what failed, its reproduction
@@ -47,19 +59,22 @@ import pyarrow.parquet as pq
 from analysis.checkers.metrics import DELIVERY_COUNT_CAP
 from analysis.reports import fmt
 from analysis.reports import focus as focus_mod
-from analysis.reports.html import page
+from analysis.reports.sweep_page import page
 from analysis.sweeps import aggregate
 from analysis.sweeps import directory as sweep_dir
 from analysis.sweeps import results_store as store
 from analysis.sweeps.aggregate import METRICS
+from analysis.sweeps.columns import FOCUS_WORDS, FocusError, find, refusal, table_columns
+from analysis.sweeps.lint_points import LINT_SHAPE, inert_params
 from sim.files import REPORT_TOOL, OwnedDir, UnsafeFile, lstat_kind, matches, regular_file, some
 from sim.files import report_dir as claim_report_dir
+from sim.readback import shape_problem
 
 __all__ = ["ReportError", "build_report", "check_tables"]
 MAX_FAILING_ROWS = 500  # failing runs listed on the page (the count says how many in all)
 STEMS = tuple(f"{m}_{kind}" for m in METRICS for kind in ("heatmap", "by_cause")) + (
-    "latency_heatmap", "latency_vs_params", "latency_spectrum", "latency_timeline", "delivery_counts",
-    "txn_checks")  # every figure a sweep report may draw
+    "column_heatmap", "column_vs_params", "latency_heatmap", "latency_vs_params", "latency_spectrum",
+    "latency_timeline", "delivery_counts", "txn_checks")  # every figure a sweep report may draw
 FIGURE_FILES = tuple(f"{stem}.{ext}" for stem in STEMS for ext in ("png", "svg"))
 
 
@@ -74,8 +89,6 @@ def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "l
     `own_session`, by a command that ends after the report: its JVM may then leave a class archive
     for the next report's, analysis/sweeps/spark_classes.py `finish`; a master it cannot start with:
     analysis.sweeps.sweep.SparkMasterError); `focus`: overrides the sweep file's."""
-    if focus is not None and focus not in focus_mod.LABELS:
-        raise ReportError(f"--focus {focus}: not a focus (one of {', '.join(focus_mod.LABELS)})")
     if spark is None:  # a malformed --master: SparkMasterError before anything is read or a JVM starts
         from analysis.sweeps.sweep import check_master
 
@@ -87,6 +100,11 @@ def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "l
     except sweep_dir.ForeignDirectory as exc:
         raise ReportError(str(exc)) from None
     schema, n_runs = check_tables(out_dir, manifest["digest"])
+    params = manifest["grid"] + manifest["zip"]
+    columns = table_columns(schema, params)
+    declared = focus or (manifest.get("report") or {}).get("focus")
+    _check_focus(declared, columns, "--focus" if focus else f"report.focus (the sweep file's, in {sweep_dir.MANIFEST}):")
+    lint = _lint(out_dir, manifest)
     folder = claim_report_dir(out_dir / "report", report_dir)
     owned = OwnedDir(folder, REPORT_TOOL, names=["points.json", "index.html", *FIGURE_FILES])
     importer = threading.Thread(target=_import_figures, name="rmqsim-import-figures")  # joined below
@@ -98,13 +116,12 @@ def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "l
             importer.start()
             spark = spark_session(master, None, app=f"rmqsim-report-{manifest['name']}", purpose="report",
                                   keep_classes=own_session)
-        params = manifest["grid"] + manifest["zip"]
-        data = aggregate.load(spark, out_dir, params, schema, timeline_run or manifest["timeline_run"], n_runs)
+        data = aggregate.load(spark, out_dir, params, schema, timeline_run or manifest["timeline_run"], n_runs,
+                              zipped=manifest["zip"])
         if timeline_run is not None and data.timeline_run != timeline_run:
             raise ReportError(f"--run {timeline_run}: no completed run with that id (ids look like p0000-s1)")
-        declared = focus or (manifest.get("report") or {}).get("focus")
         how = f"chosen with --focus {focus}" if focus else ""
-        view = gather(data, declared, heatmap_axes(manifest["grid"], manifest["zip"]), how)
+        view = gather(data, declared, heatmap_axes(manifest["grid"], manifest["zip"]), how, columns, lint)
         images = _draw(view, owned)
         _remove_stale(owned)
         owned.write_text("points.json", json.dumps(view["stats"], indent=1, default=str))
@@ -136,34 +153,74 @@ def _import_figures() -> None:
         pass
 
 
-def heatmap_axes(grid: list[str], zipped: list[str]) -> tuple[str, str] | None:
-    """The two parameters a heatmap spans: two grid parameters, or the grid's and the zip's
-    first (zip parameters move together: two of them would fill only a diagonal)."""
+def _check_focus(declared: str | None, columns: dict[str, Any], where: str) -> None:
+    """A focus that is no focus word and no numeric column of this sweep's table: ReportError naming
+    the nearest valid names (before Spark starts)."""
+    if declared is not None and declared not in FOCUS_WORDS and find(declared, columns) is None:
+        raise ReportError(f"{where} {declared[:80]}: not a focus: {refusal(declared, columns, named=False)}")
+
+
+def _lint(out_dir: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The lint's warnings the sweep recorded over its points (`sweep.json` `lint`: analysis/sweeps/
+    lint_points.py), checked for shape (the manifest is input); an older sweep's manifest has none."""
+    entries = manifest.get("lint")
+    if entries is None:
+        return []
+    problem = shape_problem(entries, LINT_SHAPE)
+    if problem is not None:
+        raise ReportError(f"{out_dir / sweep_dir.MANIFEST}: lint{problem}: not what rmqsim writes; rerun the sweep "
+                          "command to rewrite it")
+    return entries
+
+
+Axis = str | tuple[str, ...]  # a grid parameter, or the zip's parameters together
+
+
+def heatmap_axes(grid: list[str], zipped: list[str]) -> tuple[Axis, Axis] | None:
+    """The two axes a heatmap spans: two grid parameters, or the grid's first and the zip's
+    parameters together (they move together: one axis of tuples, not a diagonal of two)."""
     if len(grid) >= 2:
         return grid[0], grid[1]
     if grid and zipped:
-        return grid[0], zipped[0]
+        return grid[0], zipped[0] if len(zipped) == 1 else tuple(zipped)
     return None
 
 
-def gather(data: aggregate.SweepData, declared: str | None, axes: tuple[str, str] | None,
-           how: str = "") -> dict[str, Any]:
-    """Everything the page shows, from the runs (analysis/sweeps/aggregate.py), focus first."""
+def gather(data: aggregate.SweepData, declared: str | None, axes: tuple[Axis, Axis] | None,
+           how: str = "", columns: dict[str, Any] | None = None,
+           lint: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Everything the page shows, from the runs (analysis/sweeps/aggregate.py), focus first;
+    `columns`: the table's numeric columns (a column focus), `lint`: the sweep's lint warnings."""
     stats = aggregate.point_stats(data)
-    focus = focus_mod.choose(data, stats, declared, how)
+    try:
+        focus = focus_mod.choose(data, stats, declared, how, columns)
+    except FocusError as exc:
+        raise ReportError(f"focus: {exc}") from None
+    column = focus.column.column if focus.column is not None else None
+    if column is not None:
+        stats = aggregate.point_stats(data, (column,))
     overall = {name: aggregate.pooled(data, data.ok, m) for name, m in METRICS.items()}
     causes = {name: [c for c in m.causes if overall[name]["causes"][c] > 0] for name, m in METRICS.items()}
     drawn = [n for n in [focus.name, *focus.varying] if n in METRICS and overall[n]["events"]]
-    marginal_of = [*drawn, *(["loss"] if focus.name == "latency" else [])]  # latency rides on any marginal
+    marginal_of = [*drawn, *(["loss"] if focus.kind == "latency" else [])]  # latency rides on any marginal
+    axis_list = aggregate.axes(data)
     view = {"params": data.params, "stats": stats, "focus": focus, "overall": overall, "causes": causes,
-            "drawn": drawn, "axes": axes,
-            "marginals": {n: {p: aggregate.marginals(data, p, METRICS[n]) for p in data.params} for n in marginal_of},
+            "drawn": drawn, "axes": axes, "axis_list": [aggregate.axis_name(a) for a in axis_list],
+            "marginals": {n: {aggregate.axis_name(a): aggregate.marginals(data, a, METRICS[n]) for a in axis_list}
+                          for n in marginal_of},
             "cells": None, "timeline": data.timeline, "run": data.timeline_run,
             "totals": aggregate.totals(data), "counts": aggregate.delivery_counts(data),
             "coverage": aggregate.coverage(data), "quiescence": aggregate.quiescence(data),
             "failing": _with_cards(aggregate.failing_runs(data, MAX_FAILING_ROWS)),
-            "failed": aggregate.failed_runs(data), "txn": aggregate.txn_checks(data)}
-    if axes is not None and (focus.name == "latency" or focus.name in drawn):
+            "failed": aggregate.failed_runs(data), "txn": aggregate.txn_checks(data),
+            "lint": lint or [], "inert": {p: e for p, e in inert_params(lint or []).items() if p in data.params},
+            "column": None}
+    if column is not None:
+        view["column"] = {"overall": aggregate.column_stats(data, data.ok, column),
+                          "marginals": {aggregate.axis_name(a): aggregate.marginals(data, a, None, column)
+                                        for a in axis_list},
+                          "cells": None if axes is None else aggregate.cells(data, axes[0], axes[1], None, column)}
+    if axes is not None and (focus.kind == "latency" or focus.name in drawn):
         view["cells"] = aggregate.cells(data, axes[0], axes[1], METRICS.get(focus.name))
     return view
 
@@ -181,23 +238,27 @@ def _figures(view: dict[str, Any]) -> list[tuple[str, str, Any]]:
     """(page section, file stem, Figure) of every figure the page shows, focus first."""
     from analysis.reports import figures  # matplotlib: imported when there is something to draw
 
-    focus, params, axes = view["focus"], view["params"], view["axes"]
+    focus, axes = view["focus"], view["axes"]
     made: list[tuple[str, str, Any]] = []
+    if focus.kind == "column":
+        made += _column_figures(view, figures)
     for name in view["drawn"]:
         section, metric = ("focus" if name == focus.name else name), METRICS[name]
         if name == focus.name and view["cells"] is not None:
             made.append((section, f"{name}_heatmap", figures.heatmap(
-                [{**c, "value": None if c["mean"] is None else 100 * c["mean"]} for c in view["cells"]], *axes,
-                metric.title, f"% of {metric.of}", _rate_cell, [p for p in params if p not in axes])))
-        cause_fig = figures.by_cause_vs_params(view["marginals"][name], metric, view["causes"][name]) if params \
-            else figures.by_cause(view["overall"][name], metric, view["causes"][name], view["overall"][name]["runs"])
+                [{**c, "value": None if c["mean"] is None else 100 * c["mean"]} for c in view["cells"]],
+                *_axis_names(axes), metric.title, f"% of {metric.of}", _rate_cell, _pooled_axes(view, axes),
+                note=_RATE_CELL_NOTE)))
+        cause_fig = figures.by_cause_vs_params(view["marginals"][name], metric, view["causes"][name]) \
+            if view["axis_list"] else figures.by_cause(view["overall"][name], metric, view["causes"][name],
+                                                       view["overall"][name]["runs"])
         made.append((section, f"{name}_by_cause", cause_fig))
-    latency = "focus" if focus.name == "latency" else "latency"
-    if focus.name == "latency" and view["cells"] is not None:
+    latency = "focus" if focus.kind == "latency" else "latency"
+    if focus.kind == "latency" and view["cells"] is not None:
         made.append((latency, "latency_heatmap", figures.heatmap(
-            [{**c, "value": c["latency_ms"].get("p99")} for c in view["cells"]], *axes, "Latency p99",
-            "p99 (ms)", lambda c: fmt.duration_ms(c["latency_ms"].get("p99")), [p for p in params if p not in axes])))
-    if focus.name == "latency" and params:
+            [{**c, "value": c["latency_ms"].get("p99")} for c in view["cells"]], *_axis_names(axes), "Latency p99",
+            "p99 (ms)", lambda c: fmt.duration_ms(c["latency_ms"].get("p99")), _pooled_axes(view, axes))))
+    if focus.kind == "latency" and view["axis_list"]:
         made.append((latency, "latency_vs_params", figures.latency_vs_params(view["marginals"]["loss"])))
     labels = {s["point"]: s["point_key"] or f"point {s['point']}" for s in view["stats"]}
     if any(s["latency_ms"].get("p50") is not None for s in view["stats"]):  # else nothing was consumed
@@ -212,9 +273,52 @@ def _figures(view: dict[str, Any]) -> list[tuple[str, str, Any]]:
     return made
 
 
+def _column_figures(view: dict[str, Any], figures: Any) -> list[tuple[str, str, Any]]:
+    """A column focus: the heatmap of the runs' mean over the first two axes, and each axis's panel
+    with every run's value beside the mean (one panel over the runs without parameters)."""
+    column, data, axes = view["focus"].column, view["column"], view["axes"]
+    made = []
+    if data["cells"] is not None:
+        made.append(("focus", "column_heatmap", figures.heatmap(
+            [{**c, "value": c["mean"]} for c in data["cells"]], *_axis_names(axes), column.label, column.axis,
+            lambda c: _column_cell(column, c), _pooled_axes(view, axes),
+            note="runs' mean [95 % t interval over the runs]")))
+    panels = data["marginals"] if view["axis_list"] else {"(all runs)": [{**data["overall"], "value": "all runs",
+                                                                          "label": "all runs", "pooled_over": []}]}
+    made.append(("focus", "column_vs_params", figures.column_vs_params(panels, column, lambda v: focus_mod.show(column, v))))
+    return made
+
+
+_RATE_CELL_NOTE = "95 % t interval over the runs (* per-message: one run, or no event in any run)"
+
+
+def _axis_names(axes: tuple[Axis, Axis] | None) -> tuple[str, str]:
+    assert axes is not None
+    return aggregate.axis_name(axes[0]), aggregate.axis_name(axes[1])
+
+
+def _pooled_axes(view: dict[str, Any], axes: tuple[Axis, Axis] | None) -> list[str]:
+    shown = set(_axis_names(axes))
+    return [a for a in view["axis_list"] if a not in shown]
+
+
 def _rate_cell(cell: dict[str, Any]) -> str:
-    return f"{fmt.rate(cell['mean'])}\n[{fmt.rate(cell['lo'])}, {fmt.rate(cell['hi'])}]" if cell["mean"] is not None \
-        else "-"
+    """A heatmap cell of a rate: the pooled rate and its run-level interval; where there is none (one
+    run, or no event in any run), the per-message one, starred."""
+    if cell["mean"] is None:
+        return "-"
+    if cell.get("run_lo") is not None and cell.get("run_hi", 0) > 0:
+        return f"{fmt.rate(cell['mean'])}\n[{fmt.rate(cell['run_lo'])}, {fmt.rate(cell['run_hi'])}]"
+    return f"{fmt.rate(cell['mean'])}\n[{fmt.rate(cell['lo'])}, {fmt.rate(cell['hi'])}]*"
+
+
+def _column_cell(column: Any, cell: dict[str, Any]) -> str:
+    if cell["mean"] is None:
+        return "-"
+    if cell["lo"] is None:
+        return focus_mod.show(column, cell["mean"])
+    return (f"{focus_mod.show(column, cell['mean'])}\n[{focus_mod.show(column, cell['lo'])}, "
+            f"{focus_mod.show(column, cell['hi'])}]")
 
 
 def _draw(view: dict[str, Any], owned: OwnedDir) -> list[tuple[str, str, str, str]]:

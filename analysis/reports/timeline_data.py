@@ -15,14 +15,20 @@ records costs NumPy arrays, not Python objects:
   consumer's crash or shutdown, or the end of the run — with the broker's lock grants and
   refusals (`broker.lock_granted`, `broker.lock_refused`) for orderly groups, and the rebalances
   that moved queues (`consumer.rebalanced`).
+- `masters`: each broker group's master over time — in controller mode from the `broker.role`
+  records (a node is master from its role record until its next one or its crash), else the
+  configured master — never while its node is down; the spans with no live master (the group's
+  queues unwritable), and the elections (`controller.elected`) and role changes to mark.
 - `queue_offsets`: per queue and group, sampled at the end of each time bin: the max offset (the
-  newest `broker.stored` queue offset + 1 on the queue's master), the broker's committed offset
-  (the master's `broker.offset_committed`, `broker.offset_loaded` at its start,
-  `broker.offset_rolled_back`; detail kinds a run writes only with `--trace`: None when the trace
-  has none) and each owner's consumed offset (the highest queue offset its listener took, + 1,
-  from where it started the queue, over the intervals it held it). A bin that overlaps an outage
-  of the queue's master is NaN in every series, so a line breaks there instead of running
-  through it.
+  newest `broker.stored` queue offset + 1 in the queue's broker group: only its master stores,
+  so after a failover the new master's), the broker's committed offset (the current master's:
+  its `broker.offset_committed`, `broker.offset_loaded` at its start,
+  `broker.offset_rolled_back`, and what it synced from the old master while a slave,
+  `broker.offset_synced`; detail kinds a run writes only with `--trace`: None when the trace has
+  no commit) and each owner's consumed offset (the highest queue offset its listener took, + 1,
+  from where it started the queue, over the intervals it held it). A bin that overlaps a span
+  of the queue's group without a live master is NaN in every series, so a line breaks there
+  instead of running through it.
 - `broker_events`: per broker node, its registrations with the name server (`broker.registered`,
   the 30 s heartbeat), the name server dropping it (`namesrv.broker_unregistered`), consumer
   clients registering and leaving (`broker.client_registered` / `_unregistered`, detail kinds).
@@ -50,13 +56,16 @@ from models.records import (
     BROKER_OFFSET_COMMITTED,
     BROKER_OFFSET_LOADED,
     BROKER_OFFSET_ROLLED_BACK,
+    BROKER_OFFSET_SYNCED,
     BROKER_REGISTERED,
+    BROKER_ROLE,
     BROKER_STORED,
     CONSUMER_CONSUMED,
     CONSUMER_QUEUE_DROPPED,
     CONSUMER_QUEUE_STARTED,
     CONSUMER_REBALANCED,
     CONSUMER_SHUTDOWN,
+    CONTROLLER_ELECTED,
     NAMESRV_BROKER_UNREGISTERED,
     PRODUCER_SEND_FAILED,
 )
@@ -113,7 +122,7 @@ def _numbers(table: Any, name: str) -> np.ndarray:
     return table.column(name).to_numpy(zero_copy_only=False)
 
 
-def _read(data: rd.RunData, kind: str, cols: tuple[str, ...]) -> dict[str, np.ndarray] | None:
+def read_columns(data: rd.RunData, kind: str, cols: tuple[str, ...]) -> dict[str, np.ndarray] | None:
     """The columns of a kind (strings as shared objects), None when the trace has no such file."""
     table = data.table(kind, cols)
     if table is None:
@@ -122,7 +131,10 @@ def _read(data: rd.RunData, kind: str, cols: tuple[str, ...]) -> dict[str, np.nd
     return {c: _strings(table, c) if str(types.field(c).type) == "string" else _numbers(table, c) for c in cols}
 
 
-def _cached(fn: Any) -> Any:
+_read = read_columns
+
+
+def cached(fn: Any) -> Any:
     """Compute once per RunData (several figures share an outage list, the ownership, the send
     latency per second): kept beside its trace tables, with a key no trace kind has."""
     import functools
@@ -175,7 +187,7 @@ def bins(data: rd.RunData) -> tuple[float, np.ndarray]:
 
 # ------------------------------------------------------------------------------ outages
 
-@_cached
+@cached
 def outages(data: rd.RunData) -> dict[str, list[tuple[float, float]]]:
     """node → the [start, end) simulated seconds it was down (module docstring), in time order."""
     events: list[tuple[float, int, str]] = []  # (s, 0 down / 1 up, node): at one instant, down first
@@ -216,9 +228,183 @@ def down_mask(x: np.ndarray, width: float, spans: list[tuple[float, float]]) -> 
     return mask
 
 
+# ------------------------------------------------------------------------------ masters
+
+ELECTION, ROLE = "election", "role"
+MASTER = "master"
+ROLE_MARK_GAP_S = 1.0  # a role change this close after an election that names the node is the election's
+FENCED_MARK_S = 1.0  # a node fenced (started, no role from the controller yet) this long is marked
+
+
+@dataclass(frozen=True)
+class Mark:
+    """An election (`controller.elected`) or a broker's role change (`broker.role`) to mark on a time axis."""
+
+    t_s: float
+    group: str  # the broker group
+    kind: str  # ELECTION or ROLE
+    text: str  # the label: "election: broker-a-s1 master of broker-a (epoch 2)"
+    short: str  # for a small panel: "broker-a-s1 elected"
+    startup: bool = False  # the group's first election (no master before it): not drawn
+
+
+@dataclass
+class Masters:
+    """Each broker group's master over time (module docstring, `masters`)."""
+
+    controller: bool  # roles from `broker.role` records (controller mode); else the configured masters
+    spans: dict[str, list[tuple[float, float, str]]]  # group → (start s, end s, master node), in time order
+    unavailable: dict[str, list[tuple[float, float]]]  # group → [start, end) s without a live master
+    marks: list[Mark]  # in time order
+    end_s: float  # the run's end (a span to it includes it)
+
+    def drawn(self) -> list[Mark]:
+        """The marks a figure draws: every election and role change but the start-up ones."""
+        return [m for m in self.marks if not m.startup]
+
+    def elections(self) -> list[Mark]:
+        return [m for m in self.marks if m.kind == ELECTION]
+
+    def master_at(self, group: str, x: np.ndarray) -> np.ndarray:
+        """The master node of `group` at each time `x` (s), "" when it had none (a later master wins
+        while two act at once)."""
+        out = np.full(len(x), "", dtype=object)
+        for start, end, node in sorted(self.spans.get(group, []), key=lambda s: s[0]):
+            out[(x >= start) & ((x < end) | (end >= self.end_s))] = node
+        return out
+
+
+@cached
+def masters(data: rd.RunData) -> Masters:
+    """Who was each broker group's master when. Controller mode (the trace has `broker.role`
+    records): a node is master from its `broker.role` master record until a later role record of
+    it or its crash (analysis/checkers/failover_checker.py's rule). Otherwise each group's master is
+    its configured master (the node named as the group). Either way a master is not live while its
+    node is down (`outages`: crashed, paused). A group is unavailable (no live master) from its first
+    master on whenever none is live; a group that never had one, the whole run. Marks: every
+    election and every role change after a node's start-up."""
+    roles = read_columns(data, BROKER_ROLE, ("t_us", "node", "broker_name", "role", "epoch"))
+    elected = read_columns(data, CONTROLLER_ELECTED, ("t_us", "broker_name", "master", "old_master", "epoch"))
+    down = outages(data)
+    marks = _election_marks(elected)
+    controller = False
+    if roles and len(roles["t_us"]):
+        controller = True
+        spans = _role_spans(data, roles)
+        marks += _role_marks(roles, elected, data.end_s)
+    else:
+        spans = {g: [(0.0, data.end_s, g)] for g in brokers_of(data)}
+    spans = {g: _minus(s, down) for g, s in spans.items()}
+    groups = sorted(set(spans) | set(brokers_of(data)))
+    unavailable = {g: _uncovered(spans.get(g, []), data.end_s) for g in groups}
+    return Masters(controller, {g: spans.get(g, []) for g in groups}, unavailable,
+                   sorted(marks, key=lambda m: (m.t_s, m.kind != ELECTION)), data.end_s)
+
+
+def _role_spans(data: rd.RunData, roles: dict[str, np.ndarray]) -> dict[str, list[tuple[float, float, str]]]:
+    events = [(t, 1, str(n), str(g), str(r)) for t, n, g, r in
+              zip(roles["t_us"].tolist(), roles["node"], roles["broker_name"], roles["role"], strict=True)]
+    crashed = read_columns(data, NODE_CRASHED, ("t_us", "node"))
+    if crashed:
+        events += [(t, 0, str(n), "", "") for t, n in zip(crashed["t_us"].tolist(), crashed["node"], strict=True)]
+    out: dict[str, list[tuple[float, float, str]]] = {}
+    since: dict[str, tuple[float, str]] = {}  # node → (master since s, group)
+    for t, _order, node, group, role in sorted(events, key=lambda e: (e[0], e[1])):
+        if role == MASTER:
+            since.setdefault(node, (t / 1e6, group))
+            out.setdefault(group, [])
+        elif node in since:
+            start, g = since.pop(node)
+            out[g].append((start, t / 1e6, node))
+    for node, (start, g) in since.items():
+        out[g].append((start, data.end_s, node))
+    return {g: sorted(s) for g, s in out.items()}
+
+
+def _minus(spans: list[tuple[float, float, str]], down: dict[str, list[tuple[float, float]]]
+           ) -> list[tuple[float, float, str]]:
+    """Master spans without the times their node was down (a paused master serves nobody)."""
+    out = []
+    for start, end, node in spans:
+        pieces = [(start, end)]
+        for d0, d1 in down.get(node, []):
+            pieces = [p for a, b in pieces for p in ((a, min(b, d0)), (max(a, d1), b)) if p[1] > p[0]]
+        out += [(a, b, node) for a, b in pieces]
+    return sorted(out)
+
+
+def _uncovered(spans: list[tuple[float, float, str]], end_s: float) -> list[tuple[float, float]]:
+    """[start, end) s from the first span's start to `end_s` that no span covers; all of [0, end_s)
+    without spans."""
+    if not spans:
+        return [(0.0, end_s)] if end_s > 0 else []
+    merged = _merged([(a, b) for a, b, _n in spans])
+    gaps = [(b, c) for (_a, b), (c, _d) in zip(merged, merged[1:], strict=False) if c > b]
+    return gaps + ([(merged[-1][1], end_s)] if merged[-1][1] < end_s else [])
+
+
+def _election_marks(elected: dict[str, np.ndarray] | None) -> list[Mark]:
+    out: list[Mark] = []
+    seen: set[str] = set()
+    if not elected:
+        return out
+    for t, group, master, old, epoch in zip(elected["t_us"].tolist(), elected["broker_name"], elected["master"],
+                                            elected["old_master"], elected["epoch"].tolist(), strict=True):
+        group, master = str(group), str(master)
+        startup = not str(old) and group not in seen
+        seen.add(group)
+        if master:
+            text, short = f"election: {master} master of {group} (epoch {epoch})", f"{master} elected"
+        else:
+            text, short = f"election for {group}: no live member to elect (epoch {epoch})", f"{group}: none elected"
+        out.append(Mark(int(t) / 1e6, group, ELECTION, text, short, startup))
+    return out
+
+
+def _role_marks(roles: dict[str, np.ndarray], elected: dict[str, np.ndarray] | None, end_s: float) -> list[Mark]:
+    """A mark per role change after a node's start-up (its first role, and its first role after the
+    start-up `fenced`, are not marked), but the new master's own promotion right after the election
+    naming it, and a `fenced` shorter than FENCED_MARK_S (a restart's first instant)."""
+    promoted: dict[tuple[str, int], float] = {}
+    if elected:
+        promoted = {(str(m), int(e)): t / 1e6 for t, m, e in
+                    zip(elected["t_us"].tolist(), elected["master"], elected["epoch"].tolist(), strict=True)}
+    rows = sorted(zip(roles["t_us"].tolist(), roles["node"], roles["broker_name"], roles["role"],
+                      roles["epoch"].tolist(), strict=True), key=lambda r: r[0])
+    nxt: dict[int, float] = {}
+    last_seen: dict[str, int] = {}
+    for i in range(len(rows) - 1, -1, -1):
+        nxt[i] = rows[last_seen[rows[i][1]]][0] / 1e6 if rows[i][1] in last_seen else end_s
+        last_seen[rows[i][1]] = i
+    out: list[Mark] = []
+    prev: dict[str, str] = {}
+    settled: set[str] = set()  # nodes past their start-up (a role other than fenced)
+    for i, (t, node, group, role, epoch) in enumerate(rows):
+        node, group, role, t_s = str(node), str(group), str(role), t / 1e6
+        before = prev.get(node)
+        prev[node] = role
+        startup = node not in settled
+        if role != "fenced":
+            settled.add(node)
+        if startup or role == before:
+            continue
+        if role == MASTER and t_s - promoted.get((node, int(epoch)), -math.inf) <= ROLE_MARK_GAP_S:
+            continue
+        if role == "fenced":
+            if nxt[i] - t_s < FENCED_MARK_S:
+                continue
+            text = f"{node} fenced: no role from the controller (takes no writes)"
+        elif before == "fenced":
+            text = f"{node} rejoined {group} as {role} (epoch {epoch})"
+        else:
+            text = f"{node}: {before} → {role} (epoch {epoch})"
+        out.append(Mark(t_s, group, ROLE, text, f"{node} → {role}"))
+    return out
+
+
 # ------------------------------------------------------------------------------ ownership
 
-@_cached
+@cached
 def ownership(data: rd.RunData) -> Ownership | None:
     """Queue ownership per consumer (module docstring); None when the trace has no queue starts."""
     started = _read(data, CONSUMER_QUEUE_STARTED, ("t_us", "node", "group", "topic", "broker", "queue_id", "offset"))
@@ -362,13 +548,14 @@ def queue_offsets(data: rd.RunData, own: Ownership | None = None) -> Offsets | N
     if not queues or not stored or not len(stored["t_us"]):
         return None
     width, x = bins(data)
-    down = outages(data)
-    gap = {b: down_mask(x, width, down.get(b, [])) for b in {q.broker for q in queues}}
-    newest = latest(stored["t_us"], stored["queue_offset"] + 1, [stored["node"], stored["topic"], stored["queue_id"]],
-                    x)
+    who = masters(data)
+    gap = {b: down_mask(x, width, who.unavailable.get(b, [])) for b in {q.broker for q in queues}}
+    of = broker_of_node(data)
+    group_of = np.fromiter((of[str(n)] for n in stored["node"].tolist()), object, len(stored["node"]))
+    newest = latest(stored["t_us"], stored["queue_offset"] + 1, [group_of, stored["topic"], stored["queue_id"]], x)
     empty = np.full(len(x), np.nan)
     max_offset = {q: _gapped(newest.get((q.broker, q.topic, q.queue_id), empty), gap[q.broker]) for q in queues}
-    committed = _committed(data, queues, x, gap)
+    committed = _committed(data, queues, x, gap, {b: who.master_at(b, x) for b in gap})
     consumed = _consumed(data, own, queues, x, width)
     return Offsets(width, x, queues, max_offset, committed,
                    {q: {c: _gapped(v, gap[q.broker]) for c, v in per.items()} for q, per in consumed.items()},
@@ -379,13 +566,16 @@ def _gapped(series: np.ndarray, gap: np.ndarray) -> np.ndarray:
     return np.where(gap, np.nan, series)
 
 
-def _committed(data: rd.RunData, queues: list[Queue], x: np.ndarray,
-               gap: dict[str, np.ndarray]) -> dict[Queue, np.ndarray] | None:
-    """The master's committed offset per queue and group (a queue's broker is its master node's
-    name, so a slave's records do not match); None when the trace records no commit."""
+def _committed(data: rd.RunData, queues: list[Queue], x: np.ndarray, gap: dict[str, np.ndarray],
+               master: dict[str, np.ndarray]) -> dict[Queue, np.ndarray] | None:
+    """The committed offset per queue and group on the group's master at each time `x` (`master`:
+    group → its master node at each `x`): each node's own series (its commits, the offsets it
+    loaded at a start, rolled back, or synced from its master while a slave — what a slave
+    promoted by an election starts with), taken from the node that was master then; None when the
+    trace records no commit."""
     parts = []
     for kind, value in ((BROKER_OFFSET_COMMITTED, "offset"), (BROKER_OFFSET_LOADED, "offset"),
-                        (BROKER_OFFSET_ROLLED_BACK, "to_offset")):
+                        (BROKER_OFFSET_ROLLED_BACK, "to_offset"), (BROKER_OFFSET_SYNCED, "offset")):
         cols = _read(data, kind, ("t_us", "node", "group", "topic", "queue_id", value))
         if cols:
             parts.append((kind, cols, value))
@@ -395,8 +585,14 @@ def _committed(data: rd.RunData, queues: list[Queue], x: np.ndarray,
                                                                           "queue_id")}
     values = np.concatenate([cols[v] for _k, cols, v in parts])
     newest = latest(cat["t_us"], values, [cat["node"], cat["group"], cat["topic"], cat["queue_id"]], x)
-    empty = np.full(len(x), np.nan)
-    return {q: _gapped(newest.get((q.broker, q.group, q.topic, q.queue_id), empty), gap[q.broker]) for q in queues}
+    out = {}
+    for q in queues:
+        series = np.full(len(x), np.nan)
+        for node in set(master[q.broker].tolist()) - {""}:
+            at = master[q.broker] == node
+            series[at] = newest.get((node, q.group, q.topic, q.queue_id), series)[at]
+        out[q] = _gapped(series, gap[q.broker])
+    return out
 
 
 def _consumed(data: rd.RunData, own: Ownership | None, queues: list[Queue], x: np.ndarray,
@@ -460,7 +656,7 @@ def broker_events(data: rd.RunData) -> dict[str, dict[str, list[float] | list[tu
     return {n: out[n] for n in sorted(out, key=lambda n: (of[n], natural(n)))}
 
 
-@_cached
+@cached
 def send_failures(data: rd.RunData) -> dict[str, np.ndarray] | None:
     """reason → failed sends per second (None: the trace has no failed-send file, i.e. none failed)."""
     cols = _read(data, PRODUCER_SEND_FAILED, ("t_us", "reason"))
@@ -480,7 +676,7 @@ def failures_by_broker(data: rd.RunData) -> dict[str, np.ndarray]:
     return {str(b): rd.per_second(cols["t_us"][found == i], data.end_s) for i, b in enumerate(brokers)}
 
 
-@_cached
+@cached
 def latency_p99_by_broker(data: rd.RunData, q: float = 0.99) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
     """(second centres, broker → quantile `q` of the send latency (ms) of the sends born in each
     second, the same over all brokers): NaN in a second without such a send (a gap)."""
@@ -492,12 +688,12 @@ def latency_p99_by_broker(data: rd.RunData, q: float = 0.99) -> tuple[np.ndarray
     second = np.minimum((sent["born_us"] // 1_000_000).astype(np.int64), n - 1)
     latency = (sent["t_us"] - sent["born_us"]) / 1000
     found, brokers = codes(sent["broker"])
-    per = {str(b): _quantile_per_second(second[found == i], latency[found == i], q, n)
+    per = {str(b): quantile_per_second(second[found == i], latency[found == i], q, n)
            for i, b in sorted(enumerate(brokers), key=lambda e: natural(str(e[1])))}
-    return x, per, _quantile_per_second(second, latency, 0.5, n)
+    return x, per, quantile_per_second(second, latency, 0.5, n)
 
 
-def _quantile_per_second(second: np.ndarray, values: np.ndarray, q: float, n: int) -> np.ndarray:
+def quantile_per_second(second: np.ndarray, values: np.ndarray, q: float, n: int) -> np.ndarray:
     """Nearest-rank quantile per second (NaN for a second without values)."""
     out = np.full(n, np.nan)
     if not len(values):

@@ -4,9 +4,12 @@ failed sends beside the publish latency. Like analysis/reports/run_figures.py, e
 RunData and returns `(Figure, caption)` or None when the trace lacks what it needs (the page
 then lists it under "Not drawn").
 
-Outages are never drawn as a line through them: every series is NaN (a gap) in a bin that
-overlaps its broker's outage, a down node is a hatched bar, and the fault windows are shaded as
-in the other figures. Consumers keep one colour in every figure. Up to `MAX_QUEUE_ROWS` queues get
+The figures follow each broker group and its current master (timeline_data.py `masters`), not a
+node: a queue is unavailable (hatched) while its group has no live master, each broker's row shows
+when it was its group's master, and every election and later role change is a labelled vertical
+line (`mark_roles`). Outages are never drawn as a line through them: every series is NaN (a gap) in
+a bin that overlaps a span without a live master, a down node is a hatched bar, and the fault
+windows are shaded as in the other figures. Consumers keep one colour in every figure. Up to `MAX_QUEUE_ROWS` queues get
 a row each (ownership) and up to `MAX_QUEUE_PANELS` a panel each (offsets); beyond that the
 figures aggregate (queues held per consumer over time; a heatmap of each queue's backlog) so
 that hundreds of queues stay legible.
@@ -33,6 +36,8 @@ from analysis.reports.run_figures import MARKERS, fault_bands
 MAX_QUEUE_ROWS = 48  # ownership: one row per queue up to this many, else queues held per consumer
 MAX_QUEUE_PANELS = 16  # offsets: one panel per queue up to this many, else a backlog heatmap
 DOWN = "#e41a1c"
+MASTER_COLOR = "#1f4e79"
+NO_MASTER = "no live master in its broker group: unwritable"
 LOCK_STYLE = {"new": ("^", "#000000", 6, "lock granted (new)"), "expired": ("D", "#ff7f00", 5, "lock taken over (expired)"),
               "renewed": ("|", "#777777", 6, "lock renewed"), "refused": ("x", DOWN, 6, "lock refused")}
 REASON_COLORS = ("#e41a1c", "#ff7f00", "#984ea3", "#377eb8", "#a65628", "#f781bf", "#999999", "#4daf4a")
@@ -67,6 +72,50 @@ def _rebalance_times(own: td.Ownership) -> list[float]:
     return out
 
 
+MARK_STYLE = {td.ELECTION: ("#6a3d9a", "-.", "election (controller: a new master for the group)"),
+              td.ROLE: ("#b15928", ":", "broker role change (broker.role)")}
+MAX_MARK_LABELS = 24  # more marks than this: lines without their text
+MARK_CLUSTER = 0.02  # marks closer than this share of the time axis share one label (texts side by side)
+MAX_MARKS_LISTED = 6  # in a caption
+
+
+def mark_roles(ax: Axes, marks: list[td.Mark], end_s: float, labelled: bool = True) -> None:
+    """A vertical line per election and role change, one legend entry per kind; with `labelled`, each
+    mark's `short` text rotated inside the axes' top (marks closer than MARK_CLUSTER of the axis side
+    by side in one label)."""
+    seen: set[str] = set()
+    for m in marks:
+        color, style, legend = MARK_STYLE[m.kind]
+        ax.axvline(m.t_s, color=color, ls=style, lw=1.1, zorder=4, label=None if m.kind in seen else legend)
+        seen.add(m.kind)
+    if not labelled or len(marks) > MAX_MARK_LABELS:
+        return
+    for cluster in _clusters(marks, MARK_CLUSTER * max(end_s, 1.0)):
+        ax.annotate("\n".join(m.short for m in cluster), xy=(cluster[0].t_s, 0.97), xycoords=("data", "axes fraction"),
+                    xytext=(-2, 0), textcoords="offset points", rotation=90, ha="right", va="top", fontsize=6.5,
+                    color=MARK_STYLE[cluster[0].kind][0], zorder=5, annotation_clip=False,
+                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.75})
+
+
+def _clusters(marks: list[td.Mark], gap_s: float) -> list[list[td.Mark]]:
+    out: list[list[td.Mark]] = []
+    for m in sorted(marks, key=lambda m: m.t_s):
+        if out and m.t_s - out[-1][-1].t_s < gap_s:
+            out[-1].append(m)
+        else:
+            out.append([m])
+    return out
+
+
+def marks_note(marks: list[td.Mark]) -> str:
+    """`; marked: election at 32 s: broker-a-s1 master of broker-a (epoch 2); ...` (empty without marks)."""
+    if not marks:
+        return ""
+    listed = "; ".join(f"{m.text} at {m.t_s:.3f} s" for m in marks[:MAX_MARKS_LISTED])
+    more = f"; and {len(marks) - MAX_MARKS_LISTED} more" if len(marks) > MAX_MARKS_LISTED else ""
+    return f"; marked: {listed}{more}"
+
+
 # ------------------------------------------------------------------------------ queue ownership
 
 def queue_ownership(data: rd.RunData) -> tuple[Figure, str] | None:
@@ -75,22 +124,26 @@ def queue_ownership(data: rd.RunData) -> tuple[Figure, str] | None:
         return None
     events = td.broker_events(data)
     down = td.outages(data)
+    who = td.masters(data)
     colors = consumer_colors(own.consumers)
     aggregated = len(own.queues) > MAX_QUEUE_ROWS
     top = 0.45 * max(len(events), 1) + 0.9
     bottom = 3.4 if aggregated else 0.26 * len(own.queues) + 1.1
     fig, (ax_b, ax_q) = plt.subplots(2, 1, sharex=True, figsize=(12, top + bottom + 0.8),
                                      gridspec_kw={"height_ratios": [top, bottom]})
-    _brokers_panel(ax_b, data, events, down, colors)
-    _title_rows(ax_b, data, "Brokers: registrations with the name server (its heartbeat), clients, outages")
+    _brokers_panel(ax_b, data, events, down, colors, who)
+    mark_roles(ax_b, who.drawn(), data.end_s)
+    _title_rows(ax_b, data, "Brokers: masters, registrations with the name server (its heartbeat), clients, "
+                "outages")
     shade(ax_q, data)
     if aggregated:
         _held_counts(ax_q, data, own, colors)
     else:
-        _ownership_rows(ax_q, own, down, colors)
+        _ownership_rows(ax_q, own, who.unavailable, colors)
     marks = _rebalance_times(own)
     for j, t in enumerate(marks):
         ax_q.axvline(t, color="#555555", lw=0.7, ls=":", label="rebalance that moved queues" if j == 0 else None)
+    mark_roles(ax_q, who.drawn(), data.end_s, labelled=False)
     ax_q.set_xlabel("simulated time (s)")
     handles, labels = ax_q.get_legend_handles_labels()
     if not aggregated:
@@ -105,12 +158,13 @@ def queue_ownership(data: rd.RunData) -> tuple[Figure, str] | None:
             + (f"; {len(marks)} rebalance round(s) moved queues" if marks else ""))
     return fig, ("Which consumer held which queue when, when did rebalances move them"
                  + (" and the brokers grant their locks" if orderly else "")
-                 + f", and when were brokers down or dropped from the name server? ({what}; a hatched bar is "
-                 "a node that was down)")
+                 + ", and when were brokers down or dropped from the name server? "
+                 f"({what}; a dark bar: the node that was its broker group's master; a hatched bar is a node that was "
+                 f"down, or over a queue a span its broker group had no live master{marks_note(who.drawn())})")
 
 
 def _brokers_panel(ax: Axes, data: rd.RunData, events: dict[str, dict[str, Any]], down: dict[str, list],
-                   colors: dict[str, Any]) -> None:
+                   colors: dict[str, Any], who: td.Masters) -> None:
     names = list(events)
     seen: set[str] = set()
     shown: set[str] = set()
@@ -132,6 +186,11 @@ def _brokers_panel(ax: Axes, data: rd.RunData, events: dict[str, dict[str, Any]]
         if last < end:
             up.append((last, end - last))
         ax.broken_barh(up, (i - 0.05, 0.1), facecolors="#bbbbbb", label=label("up"))
+        mastered = [(a, b - a) for spans in who.spans.values() for a, b, n in spans if n == node]
+        if mastered:
+            ax.broken_barh(mastered, (i - 0.11, 0.22), facecolors=MASTER_COLOR, zorder=2,
+                           label=label("master of its broker group" + (" (broker.role)" if who.controller
+                                                                        else " (configured)")))
         if spans:
             ax.broken_barh([(s, e - s) for s, e in spans], (i - 0.35, 0.7), facecolors="none", edgecolors=DOWN,
                            hatch="xxx", lw=0.8, label=label("down (crashed, paused, shut down)"))
@@ -164,7 +223,9 @@ def _brokers_panel(ax: Axes, data: rd.RunData, events: dict[str, dict[str, Any]]
     ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
 
 
-def _ownership_rows(ax: Axes, own: td.Ownership, down: dict[str, list], colors: dict[str, Any]) -> None:
+def _ownership_rows(ax: Axes, own: td.Ownership, unavailable: dict[str, list], colors: dict[str, Any]) -> None:
+    """A row per queue: its holders' bars, hatched where its broker group had no live master
+    (`unavailable`, analysis/reports/timeline_data.py `masters`), the orderly lock events."""
     groups = {q.group for q in own.queues}
     seen: set[str] = set()
     boxes: dict[str, list[list[tuple[float, float]]]] = {}  # consumer → rectangles (one artist each)
@@ -178,9 +239,9 @@ def _ownership_rows(ax: Axes, own: td.Ownership, down: dict[str, list], colors: 
             text = "split row: consumers holding one queue at once"
             ax.plot([], [], " ", label=None if text in seen else text)
             seen.add(text)
-        spans = down.get(q.broker, [])
+        spans = unavailable.get(q.broker, [])
         if spans:
-            text = "broker down: queue unavailable"
+            text = NO_MASTER
             ax.broken_barh([(s, e - s) for s, e in spans], (y - 0.45, 0.9), facecolors="white", edgecolors=DOWN,
                            hatch="xxx", lw=0.6, label=None if text in seen else text)
             seen.add(text)
@@ -254,9 +315,13 @@ def offsets(data: rd.RunData) -> tuple[Figure, str] | None:
     missing = ("" if off.committed is not None else "; the broker's committed offset is not in this trace (no "
                "broker.offset_committed records: a detail kind an older rmqsim did not write), so it is not drawn")
     width = "1 s" if off.bin_s == 1 else f"{off.bin_s:g} s"
+    who = td.masters(data)
+    follows = "; the max offset and the committed offset are the broker group's current master's" \
+        if any(m.kind == td.ELECTION for m in who.drawn()) else ""
     return fig, ("Did each queue's owner keep up with what was stored, and how far behind was the broker's "
                  f"committed offset — before, during and after each outage? ({drawn}; at the end of each {width}; a "
-                 f"gap is an outage of the queue's broker{missing})")
+                 f"gap is an outage of the queue's broker (its group without a live master){follows}{missing}"
+                 f"{marks_note(who.drawn())})")
 
 
 def _offset_panels(data: rd.RunData, off: td.Offsets, colors: dict[str, Any]) -> Figure:
@@ -265,6 +330,7 @@ def _offset_panels(data: rd.RunData, off: td.Offsets, colors: dict[str, Any]) ->
     nrows = math.ceil(n / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(12, 2.1 * nrows + 1.3), sharex=True, squeeze=False)
     groups = {q.group for q in off.queues}
+    marks = td.masters(data).drawn()
     for i, q in enumerate(off.queues):
         ax = axes[i // ncols][i % ncols]
         shade(ax, data)
@@ -276,6 +342,7 @@ def _offset_panels(data: rd.RunData, off: td.Offsets, colors: dict[str, Any]) ->
         ax.set_title(q.label if len(groups) == 1 else f"{q.group}: {q.label}", fontsize=9)
         ax.tick_params(labelsize=7)
         ax.set_ylim(bottom=0)
+        mark_roles(ax, [m for m in marks if m.group == q.broker], data.end_s, labelled=i == 0)
         if i % ncols == 0:
             ax.set_ylabel("queue offset", fontsize=8)
         if i // ncols == nrows - 1 or i + ncols >= n:
@@ -287,7 +354,7 @@ def _offset_panels(data: rd.RunData, off: td.Offsets, colors: dict[str, Any]) ->
     for ax in axes.flat:
         for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, h)
-    first = ("max offset (stored)", "broker's committed offset")
+    first = ("max offset (stored)", "broker's committed offset", *(style[2] for style in MARK_STYLE.values()))
     handles = {k: handles[k] for k in sorted(handles, key=lambda k: (k not in first, first.index(k) if k in first
                                                                       else 0, td.natural(k)))}
     height = fig.get_size_inches()[1]
@@ -331,6 +398,8 @@ def _offset_heatmaps(data: rd.RunData, off: td.Offsets) -> Figure:
         ax.set_title(title, fontsize=10)
         fig.colorbar(image, ax=ax, pad=0.01)
     axes[0, 0].set_xlim(0.0, max(data.end_s, 1.0))
+    for j, ax in enumerate(axes[:, 0]):
+        mark_roles(ax, td.masters(data).drawn(), data.end_s, labelled=j == 0)
     axes[-1, 0].set_xlabel("simulated time (s); grey: no value (an outage of the queue's broker, or no owner)")
     fig.suptitle("Queue offsets, all queues", fontsize=12)
     fig.tight_layout()
@@ -384,7 +453,7 @@ def latency_lines(ax: Axes, data: rd.RunData) -> bool:
 # (stem, title, function, what a missing figure means): after analysis/reports/run_figures.py's, page order
 FIGURES = (
     ("queue_ownership", "Cluster timeline: queue ownership, brokers", queue_ownership,
-     "no consumer took a queue in this run (no consumer.queue_started records)"),
+     "no consumer took a queue in this run (no consumer.queue_started records; a POP group owns no queue)"),
     ("offsets", "Queue offsets: stored, committed, consumed", offsets,
      "no message of a subscribed topic was stored in this run"),
     ("send_failures", "Failed sends by reason, beside the publish latency", send_failures,

@@ -11,11 +11,21 @@ over one row per run (`SweepData`).
 Pooling: a rate (`METRICS`: loss, duplicates, order and transaction violations) is events summed
 over its exposure summed (acknowledged deliveries: acked messages × consumption units; for
 transactions, transactional messages), over the runs that measured it (order and transactions
-are null where not checked, and a null is not a 0), with a 95 % score interval — Wilson for a
-proportion, Poisson score for a rate that may exceed 1 (analysis/sweeps/stats.py says why). Latency
-percentiles come from *merged* histograms (bucket counts added, analysis/checkers/run_rows.py), never from
-averaged percentiles. A marginal over one parameter pools every value of the others, and a cell
-of two parameters pools the rest (`pooled_over` says which).
+are null where not checked, and a null is not a 0). Its intervals (analysis/sweeps/stats.py):
+first the run-level one, a 95 % Student-t interval from the runs' spread around the pooled rate
+(the run as the unit: `run_lo`, `run_hi`); then the per-message score interval — Wilson for a
+proportion, Poisson score for a rate that may exceed 1 (`lo`, `hi`) — with `agree`, whether the
+runs' counts spread as independent messages would make them (only then does the report show
+it). Each run's own rate is kept (`rates`) for the figures' strips. A numeric column of the
+runs table (a max latency, a write outage: analysis/sweeps/columns.py) is summarised per run:
+the mean of the runs' values with a Student-t interval, their range, each value, and how many
+runs had none (`column_stats`). Latency percentiles come from *merged* histograms (bucket counts
+added, analysis/checkers/run_rows.py), never from averaged percentiles.
+
+Axes: each grid parameter is an axis of its own; the zip parameters, which move together, are
+one axis whose values are their tuples in the file's order (`axes`). A marginal over one axis
+pools every value of the others, and a cell of two axes pools the rest (`pooled_over` names the
+axes pooled, a zip axis as `(a, b)`).
 """
 
 from __future__ import annotations
@@ -35,13 +45,9 @@ from analysis.checkers.metrics import LOSS_CAUSES
 from analysis.checkers.order import CAUSES as ORDER_CAUSES
 from analysis.checkers.run_rows import histogram_percentiles_ms
 from analysis.sweeps import results_store as store
-from analysis.sweeps.stats import rate_interval
+from analysis.sweeps.stats import dispersion, mean_t_interval, rate_interval, ratio_t_interval, runs_agree
+from analysis.sweeps.stats import t975 as t975  # noqa: F401 - where callers found it before stats.py had it
 
-# two-sided 95 % Student t quantiles (t_0.975) by degrees of freedom
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-         10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
-         18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
-         26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
 SPECTRUM = (("p50", 0.50), ("p75", 0.75), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99),
             ("p99.5", 0.995), ("p99.9", 0.999))
 # the per-second columns of the run the timeline figure draws (read for that run only)
@@ -98,6 +104,7 @@ class SweepData:
     histograms: dict[int, dict[int, int]] = field(default_factory=dict)  # point → bucket → count
     timeline: dict[str, Any] | None = None  # the timeline run's per-second columns and fault windows
     timeline_run: str | None = None
+    zipped: list[str] = field(default_factory=list)  # the parameters of `params` a zip varies together
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -107,20 +114,6 @@ class SweepData:
         """A column, or nulls where the table has none (results of an older rmqsim)."""
         frame = self.ok if frame is None else frame
         return frame[name] if name in frame.columns else pd.Series(np.nan, index=frame.index, dtype=object)
-
-
-def t975(df: int) -> float:
-    """Student t quantile for a two-sided 95 % interval (interpolated in 1/df beyond the table)."""
-    if df in _T975:
-        return _T975[df]
-    keys = sorted(_T975)
-    if df > keys[-1]:
-        lo, hi, t_lo, t_hi = 1 / keys[-1], 0.0, _T975[keys[-1]], 1.960
-    else:
-        below = max(k for k in keys if k < df)
-        above = min(k for k in keys if k > df)
-        lo, hi, t_lo, t_hi = 1 / below, 1 / above, _T975[below], _T975[above]
-    return t_lo + (1 / df - lo) * (t_hi - t_lo) / (hi - lo)
 
 
 # ---------------------------------------------------------------- loading (Spark)
@@ -134,10 +127,13 @@ def spark_schema(arrow_schema: Any) -> Any:
 
 
 def load(spark: Any, out_dir: Path, params: list[str], arrow_schema: Any, timeline_run: str | None,
-         n_runs: int) -> SweepData:
-    """The runs table through Spark (module docstring): three jobs, whatever the report draws."""
+         n_runs: int, zipped: list[str] | None = None) -> SweepData:
+    """The runs table through Spark (module docstring): three jobs, whatever the report draws;
+    `zipped`: the parameters of `params` a zip varies together (one axis)."""
     with _report_conf(spark, n_runs):
-        return _load(spark, out_dir, params, arrow_schema, timeline_run, n_runs)
+        data = _load(spark, out_dir, params, arrow_schema, timeline_run, n_runs)
+    data.zipped = [p for p in zipped or [] if p in params]
+    return data
 
 
 @contextmanager
@@ -231,16 +227,40 @@ def _take_timeline(spark: Any, data: SweepData, wanted: str | None, names: list[
 # ---------------------------------------------------------------- pooling (pandas)
 
 def pooled(data: SweepData, frame: pd.DataFrame, metric: Metric) -> dict[str, Any]:
-    """`{mean, lo, hi, events, exposure, runs, method, causes}` of `metric` over the ok runs in
-    `frame` that measured it; `mean` None if none did (or their exposure is 0)."""
+    """`metric` over the ok runs in `frame` that measured it (module docstring): `mean` (the pooled
+    rate; None if no run measured it or nothing was exposed), `run_lo`/`run_hi` (95 % Student t
+    over the runs; None with fewer than two), `lo`/`hi` (the per-message score interval, `method`)
+    with `agree` (the runs spread as independent messages would: None with fewer than two runs)
+    and `overdispersion` (the dispersion statistic over its degrees of freedom: about 1 for
+    independent messages, hundreds for bursts), `rates` (each run's rate), `events`, `exposure`,
+    `runs` and `causes`."""
     events = _numbers(data.column(metric.events, frame))
     checked = frame[events.notna()]
-    n_events = int(events.sum()) if len(checked) else None
-    exposure = int(_numbers(data.column(metric.exposure, checked)).sum()) if len(checked) else None
+    exposures = _numbers(data.column(metric.exposure, checked)).fillna(0.0)
+    counts = events[events.notna()]
+    n_events = int(counts.sum()) if len(checked) else None
+    exposure = int(exposures.sum()) if len(checked) else None
     ci = rate_interval(n_events, exposure, metric.proportion)
     causes = {c: int(_numbers(data.column(metric.cause_column(c), checked)).sum()) for c in metric.causes}
+    per_run = ratio_t_interval(counts.tolist(), exposures.tolist(), metric.proportion) if len(checked) else None
+    rates = [float(e / x) for e, x in zip(counts.tolist(), exposures.tolist(), strict=True) if x > 0]
+    spread = dispersion(counts.tolist(), exposures.tolist(), metric.proportion) / (len(rates) - 1) \
+        if len(rates) >= 2 else None
     return {"mean": ci["rate"], "lo": ci["lo"], "hi": ci["hi"], "events": n_events, "exposure": exposure,
-            "runs": len(checked), "method": metric.method, "causes": causes}
+            "runs": len(checked), "method": metric.method, "causes": causes,
+            "run_lo": None if per_run is None else per_run["lo"], "run_hi": None if per_run is None else per_run["hi"],
+            "agree": runs_agree(counts.tolist(), exposures.tolist(), metric.proportion) if len(checked) else None,
+            "overdispersion": spread, "rates": rates}
+
+
+def column_stats(data: SweepData, frame: pd.DataFrame, column: str) -> dict[str, Any]:
+    """A numeric column over the ok runs in `frame`: `mean` with a 95 % Student-t interval (`lo`,
+    `hi`; None with fewer than two values), `min`, `max`, `n` (runs with a value), `values` (each
+    run's, in run id order), `runs` and `nulls` (runs without a value: a group that never
+    recovered has no recovery time)."""
+    values = _numbers(data.column(column, frame))
+    seen = [float(v) for v in values.dropna().tolist()]
+    return {**mean_t_interval(seen), "values": seen, "runs": len(frame), "nulls": int(values.isna().sum())}
 
 
 def _numbers(column: pd.Series) -> pd.Series:
@@ -271,9 +291,9 @@ def _verdict_counts(group: pd.DataFrame) -> dict[str, int]:
             "unknown": int((verdict == "unknown").sum())}
 
 
-def point_stats(data: SweepData) -> list[dict[str, Any]]:
-    """Per point: its parameters, run counts by verdict, each metric pooled over its runs, and
-    latency percentiles of its merged histogram."""
+def point_stats(data: SweepData, columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Per point: its parameters, run counts by verdict, each metric pooled over its runs, latency
+    percentiles of its merged histogram, and `columns` (runs-table columns) summarised per run."""
     out = []
     for point, group in data.runs.groupby("point", sort=True):
         first = group.iloc[0]
@@ -283,30 +303,81 @@ def point_stats(data: SweepData) -> list[dict[str, Any]]:
         row.update({name: pooled(data, ok, m) for name, m in METRICS.items()})
         row["latency_ms"] = merged_latency(data, [int(point)])
         row["unquiet"] = int(ended(data.column("quiescence_reached", ok), False).sum())
+        row["columns"] = {c: column_stats(data, ok, c) for c in columns}
         out.append(row)
     return out
 
 
-def marginals(data: SweepData, param: str, metric: Metric) -> list[dict[str, Any]]:
-    """Per value of `param`, every other parameter and every seed pooled."""
-    others = [p for p in data.params if p != param]
-    ok = data.ok
-    return [{"value": _scalar(value), "pooled_over": others, **pooled(data, group, metric),
-             "latency_ms": merged_latency(data, sorted(int(p) for p in group["point"].unique()))}
-            for value, group in ok.groupby(param, sort=True, dropna=False)]
+def axes(data: SweepData) -> list[tuple[str, ...]]:
+    """The sweep's axes (module docstring): each grid parameter alone, then the zip's together."""
+    grid = [(p,) for p in data.params if p not in data.zipped]
+    return grid + ([tuple(data.zipped)] if data.zipped else [])
 
 
-def cells(data: SweepData, row_param: str, col_param: str, metric: Metric | None) -> list[dict[str, Any]]:
-    """Per (row, column) value pair of two parameters, the rest pooled: the metric's pooled rate,
-    or with `metric` None the merged latency percentiles."""
+def axis_name(axis: str | tuple[str, ...]) -> str:
+    """`rate`, or a zip axis `(batch, threads)`."""
+    axis = _axis(axis)
+    return axis[0] if len(axis) == 1 else f"({', '.join(axis)})"
+
+
+def _axis(axis: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    return (axis,) if isinstance(axis, str) else tuple(axis)
+
+
+def _groups(data: SweepData, frame: pd.DataFrame, axis: tuple[str, ...]) -> list[tuple[Any, str, pd.DataFrame]]:
+    """(value, label, runs) per value of an axis: a grid parameter's values sorted; a zip axis's
+    tuples in the file's order (its first point), labelled `a=1, b=2`."""
+    if len(axis) == 1 and axis[0] not in data.zipped:
+        return [(_scalar(v), str(_scalar(v)), g) for v, g in frame.groupby(axis[0], sort=True, dropna=False)]
+    grouped = sorted(frame.groupby(list(axis), sort=False, dropna=False), key=lambda vg: int(vg[1]["point"].min()))
     out = []
-    for (r, c), group in data.ok.groupby([row_param, col_param], sort=True, dropna=False):
-        cell = {"row": _scalar(r), "col": _scalar(c), "runs": len(group)}
-        if metric is None:
-            cell["latency_ms"] = merged_latency(data, sorted(int(p) for p in group["point"].unique()))
-        else:
-            cell.update(pooled(data, group, metric))
-        out.append(cell)
+    for value, group in grouped:
+        values = tuple(_scalar(v) for v in (value if isinstance(value, tuple) else (value,)))
+        label = str(values[0]) if len(axis) == 1 else ", ".join(f"{n}={v}" for n, v in zip(axis, values, strict=True))
+        out.append((values[0] if len(axis) == 1 else values, label, group))
+    return out
+
+
+def marginals(data: SweepData, param: str | tuple[str, ...], metric: Metric | None,
+              column: str | None = None) -> list[dict[str, Any]]:
+    """Per value of an axis (a parameter, or the zip's tuple), every other axis and every seed
+    pooled: `metric` pooled, or `column` summarised per run (`column_stats`), with the merged
+    latency percentiles and each run's own p99 (`p99_runs`)."""
+    axis = _axis(param)
+    others = [axis_name(a) for a in axes(data) if not set(a) & set(axis)]
+    out = []
+    for value, label, group in _groups(data, data.ok, axis):
+        row = {"value": value, "label": label, "pooled_over": others,
+               "latency_ms": merged_latency(data, sorted(int(p) for p in group["point"].unique())),
+               "p99_runs": [float(v) for v in _numbers(data.column("latency_ms_p99", group)).dropna().tolist()]}
+        if column is not None:
+            row.update(column_stats(data, group, column))
+        elif metric is not None:
+            row.update(pooled(data, group, metric))
+        out.append(row)
+    return out
+
+
+def cells(data: SweepData, row_param: str | tuple[str, ...], col_param: str | tuple[str, ...],
+          metric: Metric | None, column: str | None = None) -> list[dict[str, Any]]:
+    """Per (row, column) value pair of two axes, the rest pooled: the metric's pooled rate,
+    `column` summarised per run, or with neither the merged latency percentiles. A zip axis's
+    values are labels, ranked in the file's order (`row_rank`, `col_rank`)."""
+    out = []
+    for r, r_label, by_row in _groups(data, data.ok, _axis(row_param)):
+        for c, c_label, group in _groups(data, by_row, _axis(col_param)):
+            cell: dict[str, Any] = {"row": r if isinstance(r, str | int | float) else r_label,
+                    "col": c if isinstance(c, str | int | float) else c_label,
+                    "row_rank": int(group["point"].min()) if _axis(row_param)[0] in data.zipped else None,
+                    "col_rank": int(group["point"].min()) if _axis(col_param)[0] in data.zipped else None,
+                    "runs": len(group)}
+            if column is not None:
+                cell.update(column_stats(data, group, column))
+            elif metric is None:
+                cell["latency_ms"] = merged_latency(data, sorted(int(p) for p in group["point"].unique()))
+            else:
+                cell.update(pooled(data, group, metric))
+            out.append(cell)
     return out
 
 
@@ -329,9 +400,12 @@ def totals(data: SweepData) -> dict[str, Any]:
         col = _numbers(data.column(name, ok))
         return None if col.isna().all() else _scalar(col.sum())
 
+    compiled = data.column("compiled", ok)
     return {"runs": len(data.runs), "ok": len(ok), **{k: total(k) for k in (
         "sent_ok", "consumed", "lost", "duplicates", "sim_time_ms")},
-        "wall_s": _scalar(_numbers(data.column("wall_s", data.runs)).sum())}
+        "wall_s": _scalar(_numbers(data.column("wall_s", data.runs)).sum()),
+        "compiled": int(compiled.map(lambda v: v is True or v is np.True_).sum()),  # the runs table's `compiled`
+        "compiled_known": int(compiled.map(lambda v: isinstance(v, bool | np.bool_)).sum())}
 
 
 def delivery_counts(data: SweepData) -> list[tuple[int, int]]:

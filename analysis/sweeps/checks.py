@@ -14,6 +14,8 @@ Order and cost:
    validating every point's whole scenario, when there are at most `FULL_CHECK_POINTS` points;
    a bigger sweep finds them when each run starts (a run whose scenario is invalid is a failed
    run, with its reproduction line).
+5. The lint (rmqsim/scenario/lint.py) runs on each scenario built in 4 — every point — or, in a
+   bigger sweep, on those of 3; analysis/sweeps/lint_points.py gathers its warnings.
 
 With a `progress` stream, step 3 and 4 report how far they are, at most once a second.
 """
@@ -29,10 +31,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from analysis.checkers.run_rows import RESERVED_COLUMNS
+from analysis.checkers.run_rows import MAP_PREFIXES, RESERVED_COLUMNS
 from analysis.sweeps import results_store as store
+from analysis.sweeps.lint_points import Collector
 from analysis.sweeps.values import override_item, param_type
 from rmqsim.scenario import spec as scenario_mod
+from rmqsim.scenario.lint import lint
 from sim import keypath
 from sim.config import ConfigError, render_path
 from sim.inputs import InputProblem, load_yaml, read_text, short
@@ -43,10 +47,12 @@ PROGRESS_AFTER = 200  # validations: fewer finish too fast to need a progress li
 
 
 def check_sweep(spec: Any, base_path: Path | None, problems: list[str], progress: TextIO | None = None, *,
-                points: Callable[[dict], Iterator[Any]]) -> dict | None:
+                points: Callable[[dict], Iterator[Any]], lints: Collector | None = None) -> dict | None:
     """Append every problem of the sweep (`spec`: its SweepSpec, analysis/sweeps/spec.py, which
     calls this) to `problems`; returns the base scenario's data. `points(base_data)`: the sweep's
-    points in order over that data (`Sweep.iter_points`), for the check of every point."""
+    points in order over that data (`Sweep.iter_points`), for the check of every point. `lints`
+    gathers the lint's findings on each scenario built (analysis/sweeps/lint_points.py): every
+    point's when every point is checked (`every_point`), else the base's and each value's."""
     base_data = load_base(spec.base, base_path, problems) if base_path is not None else None
     problems += _check_names(spec) + _check_zip(spec) + _check_types(spec)
     sized = _check_size(spec, problems)
@@ -56,11 +62,17 @@ def check_sweep(spec: Any, base_path: Path | None, problems: list[str], progress
     if sized:
         runs = spec.n_points() * len(spec.seed_list())
         counter.intro = f"sweep {spec.name}: {spec.n_points():,} points × {len(spec.seed_list()):,} seeds = {runs:,} runs"
-    problems += check_values(base_data, spec, counter)
-    if sized and not problems and spec.n_points() <= FULL_CHECK_POINTS:
-        problems += _check_points(base_data, spec, points, counter)
+    full = sized and every_point(spec)
+    problems += check_values(base_data, spec, counter, None if full else lints)
+    if full and not problems:
+        problems += _check_points(base_data, spec, points, counter, lints)
     counter.done()
     return base_data
+
+
+def every_point(spec: Any) -> bool:
+    """Whether each point's whole scenario is validated (and linted): at most FULL_CHECK_POINTS."""
+    return spec.n_points() <= FULL_CHECK_POINTS
 
 
 def load_base(base: str, base_path: Path, problems: list[str]) -> dict | None:
@@ -104,6 +116,10 @@ def _check_names(spec: Any) -> list[str]:
                                 "characters (a column of the runs table)")
             elif name in reserved:
                 problems.append(f"{section}.{name}: clashes with the runs-table column {name!r}; pick another name")
+            elif name.startswith(tuple(MAP_PREFIXES)):
+                prefix = next(p for p in MAP_PREFIXES if name.startswith(p))
+                problems.append(f"{section}.{name}: names starting {prefix!r} are the runs table's map columns "
+                                "(analysis/checkers/run_rows.py); pick another name")
     return problems
 
 
@@ -160,27 +176,33 @@ def _count(n: int) -> str:
     return f"about {float(n):.3g}" if n < 10**308 else f"more than 10^{int(math.log10(2) * (n.bit_length() - 1))}"
 
 
-def _scenario_problems(base_data: dict, items: list[str]) -> list[str]:
+def _scenario(base_data: dict, items: list[str]) -> tuple[Any, list[str]]:
+    """The scenario of the base with `items` applied, or None and its problems."""
     try:
-        scenario_mod.from_data(copy.deepcopy(base_data), "<sweep>", items)
+        return scenario_mod.from_data(copy.deepcopy(base_data), "<sweep>", items), []
     except ConfigError as exc:
-        return exc.problems
-    return []
+        return None, exc.problems
 
 
-def check_values(base_data: dict, spec: Any, counter: Progress) -> list[str]:
-    """The base with `set` applied, then each distinct parameter value applied to that alone."""
+def check_values(base_data: dict, spec: Any, counter: Progress, lints: Collector | None = None) -> list[str]:
+    """The base with `set` applied, then each distinct parameter value applied to that alone;
+    `lints` gathers the lint's findings on each (a sweep too big to lint every point)."""
     set_items = [override_item(k, v) for k, v in spec.set.items()]
-    common = _scenario_problems(base_data, set_items)
+    base, common = _scenario(base_data, set_items)
+    if lints is not None and base is not None:
+        lints.add_base(lint(base))
     problems = [f"{_blame(p, list(spec.set))}{p}" for p in common]
-    singles = [(render_path((section, name)), param, value) for section, table in (("grid", spec.grid), ("zip", spec.zip))
-               for name, param in table.items() for value in _distinct(param)]
+    singles = [(render_path((section, name)), name, param, value) for section, table in
+               (("grid", spec.grid), ("zip", spec.zip)) for name, param in table.items() for value in _distinct(param)]
     counter.add(len(singles) + 1)
     counter.step()
-    for where, param, value in singles:
-        for problem in _scenario_problems(base_data, [*set_items, override_item(param.key, value)]):
+    for where, name, param, value in singles:
+        sc, found = _scenario(base_data, [*set_items, override_item(param.key, value)])
+        for problem in found:
             if problem not in common:
                 problems.append(f"{where} ({_shown(param.key)}={short(value)}): {problem}")
+        if lints is not None and sc is not None:
+            lints.add_value(name, value, lint(sc))
         counter.step()
     return list(dict.fromkeys(problems))
 
@@ -194,14 +216,18 @@ def _distinct(param: Any) -> list[Any]:
 
 
 def _check_points(base_data: dict, spec: Any, points: Callable[[dict], Iterator[Any]],
-                  counter: Progress) -> list[str]:
-    """Every point's whole scenario; each distinct problem is reported once."""
+                  counter: Progress, lints: Collector | None = None) -> list[str]:
+    """Every point's whole scenario; each distinct problem is reported once; `lints` gathers the
+    lint's findings on each."""
     counter.add(spec.n_points())
     seen: dict[str, str] = {}
     for point in points(base_data):
-        for problem in _scenario_problems(base_data, list(point.overrides)):
+        sc, found = _scenario(base_data, list(point.overrides))
+        for problem in found:
             seen.setdefault(problem, ",".join(f"{k}={_shown_value(v)}" for k, v in point.params.items())
                             or "(every point)")
+        if lints is not None and sc is not None:
+            lints.add_point(point.index, lint(sc))
         counter.step()
     return [f"point {where}: {_blame(problem, list(spec.set))}{problem}" for problem, where in seen.items()]
 

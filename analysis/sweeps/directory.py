@@ -2,7 +2,9 @@
 
     DIR/sweep.json                   the manifest (tool, digest, simulator digest, points, seeds, the
                                      base scenario's tree `base_scenario`; `base` is its path, shown,
-                                     never opened again: it may name any file by now)
+                                     never opened again: it may name any file by now; the report's
+                                     question `report` and the lint's warnings `lint`, both updated
+                                     on resume)
     DIR/runs/<run_id>.parquet        one row per run (analysis/sweeps/results_store.py)
     DIR/deliveries/, DIR/latencies/  per-message tables, when kept
     DIR/report/                      `rmqsim report`, with its own manifest (sim/files.py)
@@ -114,12 +116,17 @@ def prepare(out_dir: Path, manifest: dict[str, Any], replace: bool = False) -> l
     return []
 
 
+UPDATED_KEYS = ("report", "lint")  # manifest keys a resume takes from the sweep file as it is now
+
+
 def _update_report_section(out_dir: Path, existing: dict[str, Any], manifest: dict[str, Any]) -> None:
-    """The sweep file's `report:` section changes no result (it is not in the digest), so a resumed
-    sweep takes the file's current one: the next report asks the question the file now names."""
-    if "report" in manifest and existing.get("report") != manifest["report"]:
+    """The sweep file's `report:` section changes no result (it is not in the digest), nor does the
+    lint's reading of the points (`lint`, which a newer lint may read differently), so a resumed
+    sweep takes the current ones: the next report asks the question the file now names."""
+    changed = {k: manifest[k] for k in UPDATED_KEYS if k in manifest and existing.get(k) != manifest[k]}
+    if changed:
         try:
-            atomic_write_text(out_dir / MANIFEST, json.dumps({**existing, "report": manifest["report"]}, indent=1))
+            atomic_write_text(out_dir / MANIFEST, json.dumps({**existing, **changed}, indent=1))
         except OSError as exc:
             raise write_error(out_dir / MANIFEST, exc) from None
 

@@ -3,7 +3,10 @@
     DIR/runs/<run_id>.parquet      one row per run: metrics, parameters, verdicts, or the error;
                                    flat columns: a summary sub-tree `latency_ms.p99` is the column
                                    `latency_ms_p99` (`flatten_schema`, `flatten_row`);
-                                   maps stay maps (`coverage`, `send_status`, ...)
+                                   maps stay maps (`coverage`, `send_status`, ...), and the maps a
+                                   question is asked of are also one column per key
+                                   (`coverage_<point>`, `unwritable_s_<group>`, the availability
+                                   section's by_topic / by_group: `map_fields`)
     DIR/deliveries/<run_id>.parquet  (kept on request) one row per consumption
     DIR/latencies/<run_id>.parquet   (kept on request) one row per acked, consumed message
 
@@ -31,8 +34,11 @@ import pyarrow.parquet as pq
 from analysis.checkers.duplicates import CAUSES as DUPLICATE_CAUSES
 from analysis.checkers.metrics import LOSS_CAUSES
 from analysis.checkers.run_rows import (
+    AVAILABILITY_COUNTS,
+    AVAILABILITY_MAXIMA,
     CAUSES,
     LATENCY_KEYS,
+    MAP_PREFIXES,
     ORDER_COLUMNS,
     QUIESCENCE_KEYS,
     SEND_COUNTS,
@@ -57,6 +63,8 @@ TXN_STRUCT = pa.struct([(k, pa.int64()) for k in TXN_COUNTS] + [(k, pa.float64()
                           ("checks_hist", pa.list_(pa.int64()))])
 _QUIESCENCE_TYPES = {"reached": pa.bool_(), "settle": pa.string(), "at_ms": pa.float64(), "window_ms": pa.float64()}
 QUIESCENCE_STRUCT = pa.struct([(k, _QUIESCENCE_TYPES[k]) for k in QUIESCENCE_KEYS])
+AVAILABILITY_STRUCT = pa.struct([(k, pa.int64()) for k in AVAILABILITY_COUNTS] + [("acked_ratio", pa.float64())]
+                                + [(k, pa.struct([("max", pa.float64())])) for k in AVAILABILITY_MAXIMA])
 FAULT_WINDOW = pa.struct([("kind", pa.string()), ("target", pa.string()), ("start_ms", pa.float64()),
                           ("end_ms", pa.float64())])
 
@@ -96,6 +104,13 @@ def flatten_row(row: dict[str, Any], keep: frozenset[str] | set[str] = frozenset
 
 
 def runs_schema(param_types: dict[str, str]) -> pa.Schema:
+    """The `runs` table's columns (flat: `flatten_schema`); a row adds its map columns (`map_fields`)."""
+    return flatten_schema(nested_runs_schema(param_types))
+
+
+def nested_runs_schema(param_types: dict[str, str]) -> pa.Schema:
+    """The `runs` table's columns before flattening: a summary sub-tree is a struct (`latency_ms`
+    with `p99`, ...), which names the metric by its summary key path (analysis/sweeps/columns.py)."""
     fields = [("run_id", pa.string()), ("sweep", pa.string()), ("sweep_digest", pa.string()),
               ("point", pa.int32()), ("point_key", pa.string()), ("seed", pa.int64()),
               ("output_files", pa.list_(OUTPUT_FILE))]
@@ -131,7 +146,22 @@ def runs_schema(param_types: dict[str, str]) -> pa.Schema:
     fields += [("coverage", pa.map_(pa.string(), pa.int64())), ("quiescence", QUIESCENCE_STRUCT),
                ("quiescence_unsettled", pa.map_(pa.string(), pa.int64()))]
     fields += [("failovers", pa.int64()), ("unwritable_s", pa.map_(pa.string(), pa.float64()))]
-    return flatten_schema(pa.schema(fields))
+    fields += [("availability", AVAILABILITY_STRUCT), ("availability_not_recovered", pa.list_(pa.string()))]
+    fields += [("compiled", pa.bool_())]  # the run ran on the compiled per-message modules (sim/compiled.py)
+    return pa.schema(fields)
+
+
+def map_fields(row: dict[str, Any], schema: pa.Schema) -> list[pa.Field]:
+    """The flat map columns of a row (analysis/checkers/run_rows.py `map_columns`: `coverage_<point>`,
+    `unwritable_s_<group>`, ...) that `schema` lacks, sorted: their names depend on the run, so each
+    row's file carries its own, and a reader unifies them (a column a row lacks reads as null)."""
+    have = set(schema.names)
+    out = []
+    for name in sorted(row):
+        prefix = next((p for p in MAP_PREFIXES if name.startswith(p)), None)
+        if prefix is not None and name not in have:
+            out.append(pa.field(name, pa.int64() if MAP_PREFIXES[prefix] == "int64" else pa.float64()))
+    return out
 
 
 DELIVERIES_SCHEMA = pa.schema([
@@ -161,7 +191,8 @@ def output_entry(out_dir: Path, path: Path) -> dict[str, Any]:
 
 
 def write_run_row(out_dir: Path, row: dict[str, Any], schema: pa.Schema) -> None:
-    """The commit point of a run (see module docstring)."""
+    """The commit point of a run (see module docstring); the row's map columns join `schema`."""
     flat = flatten_row(row, keep=set(schema.names))
+    schema = pa.schema([*schema, *map_fields(flat, schema)])
     columns = {name: [flat.get(name)] for name in schema.names}
     write_table(out_dir, RUNS, row["run_id"], columns, schema)

@@ -15,13 +15,15 @@
     timeline: {point: 0, seed: 1}          # the run whose latency-over-time the report draws
     run_timeout_s: 3600                    # per-run wall-time bound (default 1 h): over it, a failed run
     run_max_events: 30000000               # per-run event bound (default as `rmqsim run`)
-    report: {focus: loss}                  # the question the report opens with (default: inferred)
+    report: {focus: loss}                  # the question the report opens with (default: inferred):
+                                           # loss, duplicates, latency, order, transactions, or a
+                                           # numeric column by its key path: latency_ms.max, ...
 
 Points are numbered in expansion order (grid outermost first, then the zip rows); a run is
 (point, seed) and its id `p<point>-s<seed>`. The number of points and runs is computed from the
 file without expanding it (`Sweep.n_points`, `Sweep.n_runs`); points are expanded only when a
 caller asks for them. Validation (analysis/sweeps/checks.py) reports every problem (file, key
-path, reason) at once.
+path, reason) at once, and lints the points (`Sweep.lint`: analysis/sweeps/lint_points.py).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal, TextIO, get_args
+from typing import Annotated, Any, Literal, TextIO
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
@@ -77,15 +79,25 @@ class Timeline(BaseModel):
     seed: Seed | None = None  # default: the first seed
 
 
-Focus = Literal["loss", "duplicates", "latency", "order", "transactions"]
-FOCI: tuple[str, ...] = get_args(Focus)
+def _focus_name(text: str) -> str:
+    from analysis.sweeps.columns import check_name  # pyarrow: not for `rmqsim schema`'s models
+
+    return check_name(text)  # FocusError is a ValueError: pydantic reports it at report.focus
+
+
+FocusName = Annotated[str, Field(min_length=1, max_length=200,
+                                 description="loss, duplicates, latency, order, transactions, or a numeric column "
+                                             "of the runs table by its summary key path (latency_ms.max, "
+                                             "availability.write_outage_s.max, ...)"),
+                      AfterValidator(_focus_name)]
 
 
 class ReportSpec(BaseModel):
     """What the sweep's report is for (analysis/reports/sweep_report.py)."""
     model_config = ConfigDict(extra="forbid")
-    # the metric the report opens with; without it the report infers it from what varies across runs
-    focus: Focus | None = None
+    # the metric the report opens with (analysis/reports/focus.py); without it the report infers it
+    # from what varies across the points
+    focus: FocusName | None = None
 
 
 class SweepSpec(BaseModel):
@@ -134,6 +146,8 @@ class Sweep:
     param_types: dict[str, str]  # name → "int" | "float" | "str" | "bool"
     seeds: list[int]
     _overrides: dict[tuple[str, Any], str] = field(default_factory=dict, repr=False)
+    # the lint's warnings over the points (analysis/sweeps/lint_points.py), as sweep.json keeps them
+    lint: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -206,7 +220,8 @@ def run_id(point: int, seed: int) -> str:
 def load_sweep(path: str | Path, progress: TextIO | None = None) -> Sweep:
     """Read and validate a sweep file; raises ConfigError listing every problem. With
     `progress`, a long validation (a big grid) reports how far it is."""
-    from analysis.sweeps.checks import check_sweep  # its pyarrow (results_store): not for `rmqsim schema`'s models
+    from analysis.sweeps.checks import check_sweep, every_point  # pyarrow (results_store): not for `rmqsim schema`
+    from analysis.sweeps.lint_points import Collector
 
     source = str(path)
     try:
@@ -220,13 +235,18 @@ def load_sweep(path: str | Path, progress: TextIO | None = None) -> Sweep:
     if spec is None:
         raise ConfigError(source, problems)
     base_path = resolve_base(Path(path).parent, spec.base) if base_usable else None
-    # every point's whole scenario is checked over the points a Sweep of the base expands to
+    lints = Collector()
+    # every point's whole scenario is checked (and linted) over the points a Sweep of the base expands to
     base_data = check_sweep(spec, base_path, problems, progress, points=lambda data: Sweep(
-        "<sweep>", spec, Path("."), data, {}, {}, spec.seed_list()).iter_points())
+        "<sweep>", spec, Path("."), data, {}, {}, spec.seed_list()).iter_points(), lints=lints)
     if problems:
         raise ConfigError(source, problems)
-    return Sweep(source, spec, base_path, base_data, {**spec.grid, **spec.zip},
-                 {n: param_type(p.values)[0] for n, p in {**spec.grid, **spec.zip}.items()}, spec.seed_list())
+    params = {**spec.grid, **spec.zip}
+    sweep = Sweep(source, spec, base_path, base_data, params,
+                  {n: param_type(p.values)[0] for n, p in params.items()}, spec.seed_list())
+    sweep.lint = lints.entries(sweep.points if every_point(spec) else None, {n: p.key for n, p in params.items()},
+                               sweep.n_points)
+    return sweep
 
 
 def resolve_base(folder: Path, base: str) -> Path:

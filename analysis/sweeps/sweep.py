@@ -96,6 +96,7 @@ def manifest(sweep: Sweep) -> dict[str, Any]:
             "seeds": sweep.seeds, "keep": list(sweep.spec.keep),
             "timeline_run": run_id(*sweep.timeline_run()), "runs": sweep.n_runs,
             "report": sweep.spec.report.model_dump(),
+            "lint": sweep.lint,  # the lint's warnings over the points (analysis/sweeps/lint_points.py)
             "base_scenario": sweep.base_data}  # diff rebuilds a point from it: `base` is never opened
 
 

@@ -20,7 +20,8 @@ fault is none — and raises nothing (Spark would log a traceback per attempt): 
 wrote, writes no row and returns status "no_space", on which the driver stops the sweep
 (analysis/sweeps/sweep.py); the rerun redoes it. A failing run (verdict invalid or unknown, stopped at a
 bound, failed to run) also gets its repro card, `repro/<run_id>.md` (analysis/sweeps/repro_card.py),
-listed in `output_files` like its tables.
+listed in `output_files` like its tables. The row's `compiled` column says whether the run ran on
+the compiled per-message modules (`ran_compiled`).
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ def _run(task: dict[str, Any], row: dict[str, Any], out_dir: Path) -> list[Path]
                 deliveries.discard()
             return []
         row.update(runs_row(result.summary, result.details, result.fault_records, result.meta))
+        row["compiled"] = ran_compiled()
         row["status"] = "ok"
         if deliveries is not None:
             written.append(deliveries.close())
@@ -109,6 +111,14 @@ def _run(task: dict[str, Any], row: dict[str, Any], out_dir: Path) -> list[Path]
         row["status"] = "failed"
         row["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
         return []
+
+
+def ran_compiled() -> bool:
+    """Whether this process ran the run on the compiled per-message modules: it imported some
+    compiled and none pure (sim/compiled.py `status`; a stale build that could not be rebuilt, or
+    RMQSIM_PURE=1, runs every one pure). The runs table's `compiled` column."""
+    status = compiled.status()
+    return bool(status["compiled"]) and not status["pure"]
 
 
 NO_SPACE = "no_space"  # a task's status when the disk (or quota) was full: no row written

@@ -11,6 +11,10 @@ Scenario, each with its check id, the key path it concerns and a message specifi
 `rmqsim run` and `rmqsim validate` print them on stderr (`warning: <file>: <key.path>:
 <message> [<id>]`, then `  fix: <fix>`) and go on, the exit code unchanged.
 
+Settings under which no send can succeed at all (an `in_sync_replicas` above the group's replicas,
+a 4.x SYNC_MASTER without a slave, ...) are not lint: validation refuses them
+(rmqsim/scenario/validate.py `_check_impossible`); the lint warns where writes fail only sometimes.
+
 Checks read only the validated tree (and `model_fields_set`, to tell a value the file wrote from
 a default it left). Scripted faults are followed through time (rmqsim/scenario/useless_parts.py:
 `Timeline`); random faults count where they can fire at all. Where the RocketMQ behaviour
@@ -49,12 +53,14 @@ class LintCheck:
 
 @dataclass(frozen=True)
 class Lint:
-    """One finding: the check's id, the key path, the message for this file, the check's fix."""
+    """One finding: the check's id, the key path, the message for this file, the check's fix;
+    `more` > 0: this one stands for that many more findings of its check, past MAX_PER_CHECK."""
 
     id: str
     path: str
     message: str
     fix: str
+    more: int = 0
 
     def lines(self, source: str) -> list[str]:
         """The two lines printed on stderr."""
@@ -70,8 +76,9 @@ def lint(sc: Any) -> list[Lint]:
         found = list(check.find(sc))
         out += [Lint(check.id, path, message, check.fix) for path, message in found[:MAX_PER_CHECK]]
         if len(found) > MAX_PER_CHECK:
-            out.append(Lint(check.id, found[MAX_PER_CHECK][0], f"and {len(found) - MAX_PER_CHECK} more like the "
-                            "above, from this one on", check.fix))
+            more = len(found) - MAX_PER_CHECK
+            out.append(Lint(check.id, found[MAX_PER_CHECK][0], f"and {more} more like the above, from this one on",
+                            check.fix, more))
     return out
 
 
@@ -162,28 +169,62 @@ def _sync_master_no_isr(sc: Any) -> list[Finding]:
 
 
 def _sync_master_no_slave(sc: Any) -> list[Finding]:
-    out = []
+    """A 5.x SYNC_MASTER alone that waits for no slave (in_sync_replicas 1). Alone under 4.x, or with
+    in_sync_replicas above its one replica, no send can succeed: refused at validation
+    (rmqsim/scenario/validate.py `_check_impossible`)."""
+    return [(g.role_path, f"{g.name!r} is a SYNC_MASTER without a slave in its group: with in_sync_replicas 1, "
+             "5.x acknowledges like an ASYNC_MASTER")
+            for g in _groups(sc) if sc.version == V5 and g.role == SYNC_MASTER and not g.slaves
+            and g.spec.store.in_sync_replicas <= 1]
+
+
+def _replica_downs(sc: Any, g: Group, timeline: useless.Timeline) -> str:
+    """`; here faults[0] at 20 s takes 'broker-a-s1' down`: the first fault taking a replica of `g` down."""
+    for node in (g.name, *(name for _path, name in g.slaves)):
+        downs = _master_downs(sc, node, timeline)
+        if downs:
+            return f"; here {downs[0]} takes {node!r} down"
+    return ""
+
+
+def _min_isr_every_replica(sc: Any) -> list[Finding]:
+    """Controller mode (5.x): minInSyncReplicas equal to the group's replicas refuses every send while
+    any of them is out of the SyncStateSet (CommitLog.asyncPutMessage). An election resets the set to
+    the new master, so after a failover writes wait for the old master too."""
+    out, timeline = [], useless.Timeline(sc)
     for g in _groups(sc):
-        if g.role != SYNC_MASTER or g.slaves:
+        size, need = 1 + len(g.slaves), g.spec.store.min_in_sync_replicas
+        if sc.version != V5 or not g.controller or not g.slaves or need != size:
             continue
-        if sc.version == V4:
-            what = "4.x answers every send SLAVE_NOT_AVAILABLE (stored on the master, reported unreplicated)"
-        elif g.spec.store.in_sync_replicas > 1:
-            what = (f"with in_sync_replicas {g.spec.store.in_sync_replicas} every send waits slave_timeout_ms "
-                    f"({_t(g.spec.store.slave_timeout_ms)}) and answers FLUSH_SLAVE_TIMEOUT")
-        else:
-            what = "with in_sync_replicas 1, 5.x acknowledges like an ASYNC_MASTER"
-        out.append((g.role_path, f"{g.name!r} is a SYNC_MASTER without a slave in its group: {what}"))
+        lag = _t(g.spec.store.ha_max_time_slave_not_catchup_ms)
+        out.append((f"cluster.brokers[{g.index}].store.min_in_sync_replicas",
+                    f"min_in_sync_replicas {need} is every replica of {g.name!r} (the master and {len(g.slaves)} "
+                    "slave(s)): a send is refused (SYSTEM_ERROR, IN_SYNC_REPLICAS_NOT_ENOUGH) whenever one of them is "
+                    f"out of the SyncStateSet — a slave down, restarting or more than {lag} behind "
+                    "(ha_max_time_slave_not_catchup_ms) — and after a failover until the old master is back and "
+                    "caught up; enableAutoInSyncReplicas does not lower it in controller mode"
+                    + _replica_downs(sc, g, timeline)))
     return out
 
 
-def _isr_above_replicas(sc: Any) -> list[Finding]:
-    return [(f"cluster.brokers[{g.index}].store.in_sync_replicas",
-             f"in_sync_replicas {g.spec.store.in_sync_replicas} asks for more acknowledgements than the "
-             f"{1 + len(g.slaves)} replicas of {g.name!r} (the master and {len(g.slaves)} slave(s)) can give: every send waits "
-             f"slave_timeout_ms ({_t(g.spec.store.slave_timeout_ms)}) and answers FLUSH_SLAVE_TIMEOUT")
-            for g in _groups(sc) if sc.version == V5 and g.role == SYNC_MASTER and g.slaves
-            and g.spec.store.in_sync_replicas > 1 + len(g.slaves)]
+def _min_isr_above_isr(sc: Any) -> list[Finding]:
+    """Controller mode (5.x), allAckInSyncStateSet off: a send is refused below minInSyncReplicas
+    members but, accepted, waits for only inSyncReplicas acknowledgements. RocketMQ's broker
+    container refuses the pair at start-up ('invalid replicas number'); BrokerStartup runs it."""
+    out = []
+    for g in _groups(sc):
+        store = g.spec.store
+        if sc.version != V5 or not g.controller or store.all_ack_in_sync_state_set or \
+                not store.in_sync_replicas < store.min_in_sync_replicas < 1 + len(g.slaves):
+            continue
+        waits = "no slave" if store.in_sync_replicas <= 1 else f"{store.in_sync_replicas - 1} slave(s)"
+        out.append((f"cluster.brokers[{g.index}].store.min_in_sync_replicas",
+                    f"min_in_sync_replicas {store.min_in_sync_replicas} is above in_sync_replicas "
+                    f"{store.in_sync_replicas} in {g.name!r}: sends are refused (SYSTEM_ERROR) while fewer than "
+                    f"{store.min_in_sync_replicas} replicas are in the SyncStateSet, yet an accepted send waits for "
+                    f"{waits}: writes stop without the acknowledged messages being on more replicas (RocketMQ's broker "
+                    "container refuses this pair at start-up, 'invalid replicas number'; the broker runs it)"))
+    return out
 
 
 def _slaves_without_reader(sc: Any) -> list[Finding]:
@@ -220,6 +261,8 @@ def _slave_read_disabled(sc: Any) -> list[Finding]:
 # (section, field, what 4.x does instead) for the 5.x settings a 4.x broker does not have
 V5_ONLY = (
     ("store", "in_sync_replicas", "a 4.x SYNC_MASTER always waits for its slave"),
+    ("store", "min_in_sync_replicas", "4.x has no controller mode, where 5.x reads it"),
+    ("store", "all_ack_in_sync_state_set", "4.x has no controller mode, where 5.x reads it"),
     ("store", "wake_flush_when_put_message", "4.x wakes the flush thread on every put"),
     ("store", "wake_commit_when_put_message", "4.x wakes the commit thread on every put"),
     ("broker", "use_server_side_reset_offset", "4.x resets offsets through the clients"),
@@ -495,13 +538,18 @@ LINT_CHECKS: tuple[LintCheck, ...] = (
               "waiting for a slave, like an ASYNC_MASTER (RocketMQ 5's inSyncReplicas default 1)",
               "set store.in_sync_replicas: 2 (the master and one slave) to wait for a slave, or say ASYNC_MASTER",
               _sync_master_no_isr),
-    LintCheck("sync-master-no-slave", "a SYNC_MASTER without a slave: 4.x answers every send SLAVE_NOT_AVAILABLE, "
-              "5.x times every send out (in_sync_replicas >= 2) or acks like an ASYNC_MASTER",
+    LintCheck("sync-master-no-slave", "a 5.x SYNC_MASTER without a slave and with in_sync_replicas 1 acknowledges "
+              "like an ASYNC_MASTER (without a slave, 4.x or in_sync_replicas >= 2 fail every send: refused by validation)",
               "give the group a slave (replicas: [{role: SYNC_MASTER}, {role: SLAVE}]), or use ASYNC_MASTER",
               _sync_master_no_slave),
-    LintCheck("isr-above-replicas", "a 5.x in_sync_replicas above the group's replica count: every send waits "
-              "slave_timeout_ms and answers FLUSH_SLAVE_TIMEOUT", "set in_sync_replicas to at most the master "
-              "plus its slaves, or add slaves", _isr_above_replicas),
+    LintCheck("min-isr-every-replica", "a 5.x controller-mode min_in_sync_replicas equal to the group's replica "
+              "count: one replica out of the SyncStateSet (down, restarting, behind) refuses every send, and a "
+              "failover leaves writes refused until the old master is back", "set min_in_sync_replicas below the "
+              "replica count (2 of 3 survives one replica down), or add a slave", _min_isr_every_replica),
+    LintCheck("min-isr-above-isr", "a 5.x controller-mode min_in_sync_replicas above in_sync_replicas "
+              "(all_ack_in_sync_state_set off): sends are refused when slaves drop out, yet accepted ones wait for "
+              "fewer acknowledgements", "raise in_sync_replicas to min_in_sync_replicas, or set "
+              "all_ack_in_sync_state_set: true, or lower min_in_sync_replicas", _min_isr_above_isr),
     LintCheck("slave-without-reader", "a slave that no consumer reads (slave_read_enable false, its master never "
               "down) and no send waits for: it changes nothing the run measures", "take its master down in faults "
               "(5.x also needs broker.slave_read_enable: true), make the master wait for it, or drop the slave",

@@ -247,11 +247,37 @@ class GuaranteeExpectations(RootModel[dict[str, Annotated[GuaranteeOutcome | dic
     model_config = ConfigDict(frozen=True)
 
 
+NonNegativeS = Annotated[Float, Field(ge=0)]
+
+
+class AvailabilityExpectations(BaseModel):
+    """`expect.availability`: bounds on the summary's availability section (analysis/checkers/
+    availability.py), each for every topic / consumer group, or by name (`{orders: 45}`); which
+    names the scenario has is checked with the other sections (rmqsim/scenario/validate.py)."""
+
+    model_config = _STRICT
+    max_write_outage_s: NonNegativeS | dict[str, NonNegativeS] | None = Field(None, description=(
+        "longest client-visible write outage of a topic, in s (every topic, or topic → s)"))
+    max_recovery_s: NonNegativeS | dict[str, NonNegativeS] | None = Field(None, description=(
+        "longest time from a fault's start until a consumer group was back, in s (every group, or group → s); "
+        "a group that never recovered fails it"))
+    min_acked_ratio: Annotated[Float, Field(ge=0, le=1)] | None = Field(None, description=(
+        "lowest share of sends (ONEWAY aside) that returned SEND_OK"))
+
+    @model_validator(mode="after")
+    def _some_bound(self) -> AvailabilityExpectations:
+        if self.max_write_outage_s is None and self.max_recovery_s is None and self.min_acked_ratio is None:
+            raise ValueError("give max_write_outage_s, max_recovery_s or min_acked_ratio")
+        return self
+
+
 @with_config(ConfigDict(extra="allow"))  # the extra items are the metric bounds, typed by extra_items
 class ExpectSection(TypedDict, extra_items=Expectation):  # type: ignore[call-arg]  # PEP 728: mypy lacks it
-    """`expect:`: metric key path → bounds, and `guarantees` → which guarantees hold or break."""
+    """`expect:`: metric key path → bounds, `guarantees` → which guarantees hold or break, and
+    `availability` → bounds on outages, recovery and the acknowledged share."""
 
     guarantees: NotRequired[GuaranteeExpectations]
+    availability: NotRequired[AvailabilityExpectations]
 
 
 # Validated as ExpectSection (the key decides the type), declared as the dict it mostly is, so

@@ -4,7 +4,9 @@ pydantic checks each value where it stands; what it cannot see is how sections r
 other: fault targets and network links must be nodes, producers and consumers must use declared
 topics, members of a consumer group must subscribe (and consume) alike, disk faults need a node with a disk,
 an `expect:` metric needs the feature that measures it (`_NEEDS`: `failovers` a controller, `timer.*`
-timer messages, ...), and the sane maxima of the scenario's `limits:` section. These checks run on the raw document
+timer messages, ...), no setting makes every send fail (`_check_impossible`: a replica count a broker
+group cannot meet, a producer whose every send is refused), and the sane maxima of the scenario's
+`limits:` section. These checks run on the raw document
 (so they report alongside pydantic's problems), but every value they use is first read through
 the model's own field definition (`FieldReader`): a value pydantic rejects is `INVALID` here,
 and a check that needs it is skipped instead of tripping over a wrong type (`consumers: 5`,
@@ -16,33 +18,38 @@ targets are then checked only where no invalid entry could explain them.
 
 from __future__ import annotations
 
+import copy
 import difflib
+import math
 import re
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from models.consumer.allocate import java_split
 from models.consumer.allocate_setup import naming_room
-from models.message import retry_topic
+from models.message import record_bytes, retry_topic
 from models.version import V4
 from sim.config import render_path
 from sim.faults import CLIENT_KINDS, DISK_KINDS
 from sim.inputs import short
-from sim.limits import HARD_MAX_NODES
+from sim.limits import DRAW_CAP, HARD_MAX_NODES
 
 INVALID: Any = type("Invalid", (), {"__repr__": lambda self: "INVALID"})()
 LISTED_NODES = 12  # node names shown in a "not a node here" message
 
 
 class FieldReader:
-    """Reads fields of raw (unvalidated) entries exactly as a model reads them."""
+    """Reads fields of raw (unvalidated) entries exactly as a model reads them: each through a
+    model of that one field, its definition and the model's config copied (a TypeAdapter of the
+    bare annotation would read a field differently: a distribution's before-validators apply to
+    its union as a whole only inside a model). The one-field models are made once a process, for
+    every reader (a sweep validates each of its points)."""
 
-    def __init__(self) -> None:
-        self._adapters: dict[tuple[type, str], TypeAdapter] = {}
+    _readers: dict[tuple[type, str], type[BaseModel]] = {}
 
     def get(self, model: type[BaseModel], entry: Any, name: str) -> Any:
         """The validated value of `name` in `entry`, its default when absent, else INVALID."""
@@ -52,11 +59,13 @@ class FieldReader:
         key = info.alias or name
         if key not in entry:  # a required field missing: pydantic reports it
             return INVALID if info.is_required() else info.get_default(call_default_factory=True)
-        adapter = self._adapters.get((model, name))
-        if adapter is None:
-            adapter = self._adapters[(model, name)] = TypeAdapter(Annotated[info.annotation, info])
+        reader = self._readers.get((model, name))
+        if reader is None:
+            one: dict[str, Any] = {name: (info.annotation, copy.copy(info))}
+            reader = self._readers[(model, name)] = create_model(
+                f"{model.__name__}_{name}", __config__=ConfigDict(**model.model_config), **one)
         try:
-            return adapter.validate_python(entry[key])
+            return getattr(reader.model_validate({key: entry[key]}), name)
         except (ValidationError, TypeError, ValueError):
             return INVALID
 
@@ -147,7 +156,7 @@ def cross_check(data: dict, root: type[BaseModel]) -> list[str]:
     ctx.topics = _topic_names(data, ctx)
     for check in (_check_client_topics, _check_topic_brokers, _check_groups, _check_roles,
                   _check_fault_targets, _check_links, _check_expect, _check_actions, _check_allocation,
-                  _check_client_version):
+                  _check_client_version, _check_impossible):
         problems += check(data, ctx)
     return problems + _check_limits(data, ctx, limits)
 
@@ -160,9 +169,14 @@ def _check_expect(data: dict, ctx: Context) -> list[str]:
     """Every `expect:` key must be a metric the summary has (analysis/checkers/verdict.py). A key is
     shown as written only when it is a short metric-like path; otherwise quoted and cut (a
     10,000-character key is not echoed whole). A key that is not a string is pydantic's to report."""
-    from analysis.checkers.verdict import EXPECT_GUARANTEES, EXPECTABLE_BROKER_METRICS, EXPECTABLE_METRICS
+    from analysis.checkers.verdict import (
+        EXPECT_AVAILABILITY,
+        EXPECT_GUARANTEES,
+        EXPECTABLE_BROKER_METRICS,
+        EXPECTABLE_METRICS,
+    )
 
-    expect = data.get("expect")
+    expect: Any = data.get("expect")
     problems = []
     brokers = _broker_names(ctx)
     for key in expect if isinstance(expect, dict) else ():
@@ -170,6 +184,9 @@ def _check_expect(data: dict, ctx: Context) -> list[str]:
             continue
         if key == EXPECT_GUARANTEES:  # not a metric: which guarantees should hold or break
             problems += _check_expected_guarantees(expect[key], data, ctx)
+            continue
+        if key == EXPECT_AVAILABILITY:  # bounds by topic or group: the names must be the scenario's
+            problems += _check_expected_availability(expect[key], data, ctx)
             continue
         where = f"expect.{key}" if len(key) <= SHOWN_KEY_CHARS and _METRIC_PATH.fullmatch(key) else \
             render_path(("expect", key))
@@ -327,6 +344,27 @@ def _grouped(metrics: Iterable[str]) -> str:
         groups.setdefault(head, []).append(rest)
     return ", ".join(head if rests == [""] else f"{head}.{{{', '.join(r for r in rests if r)}}}"
                      for head, rests in groups.items())
+
+
+def _check_expected_availability(section: Any, data: dict, ctx: Context) -> list[str]:
+    """`expect.availability`: a bound given by name names a topic producers send to
+    (`max_write_outage_s`) or a consumer group (`max_recovery_s`); the values are pydantic's."""
+    if not isinstance(section, dict):
+        return []
+    known = _guarantee_holders(data, ctx)
+    producers = data.get("producers")
+    topics = sorted({p.get("topic", "TopicTest") for p in producers if isinstance(p, dict)}) \
+        if isinstance(producers, list) else None
+    names = {"max_write_outage_s": (topics, "topic producers send to", "topics"),
+             "max_recovery_s": (known[0] if known else None, "consumer group", "groups")}
+    problems = []
+    for key, (valid, what, plural) in names.items():
+        stated = section.get(key)
+        if not isinstance(stated, dict) or valid is None:
+            continue
+        problems += [f"{render_path(('expect', 'availability', key, name))}: {short(name)} is not a {what} here "
+                     f"({plural}: {listing(valid)})" for name in stated if isinstance(name, str) and name not in valid]
+    return problems
 
 
 def _check_expected_guarantees(section: Any, data: dict, ctx: Context) -> list[str]:
@@ -638,6 +676,228 @@ def _controller_mode_problems(where: str, controller: Any, version: Any, store: 
         problems.append(f"{where}.store.transient_store_pool_enable: not modelled together with controller mode "
                         "(a role change would have to move the write buffer); turn one off")
     return problems
+
+
+# --- settings under which no send can succeed ------------------------------------------------------
+# Each is refused here although RocketMQ's broker (BrokerStartup) starts with it: every send it
+# touches fails, so a run of it could only say so. Which settings count is the models' own reading
+# of RocketMQ 5.3.3 (4.9.8 under `version: 4.x`): CommitLog.asyncPutMessage (the minInSyncReplicas
+# gate, controller mode) and handleHA (inSyncReplicas acknowledgements, the master's own included;
+# an elected master is always a SYNC_MASTER), 4.x HAService.isSlaveOK, and the send path's refusals.
+# What makes writes fail only sometimes is the lint's (rmqsim/scenario/lint.py).
+
+SYNC_MASTER = "SYNC_MASTER"
+CONTAINER_RULE = ("RocketMQ's broker starts with it, its broker container refuses it at start-up "
+                  "('invalid replicas number')")
+
+
+def _check_impossible(data: dict, ctx: Context) -> list[str]:
+    return _impossible_replicas(data, ctx) + _impossible_sends(data, ctx)
+
+
+def _impossible_replicas(data: dict, ctx: Context) -> list[str]:
+    """5.x: `in_sync_replicas` and `min_in_sync_replicas` at most the group's replica count (its
+    master and slaves); 4.x: a SYNC_MASTER has a slave (else every send is SLAVE_NOT_AVAILABLE)."""
+    version, cluster = ctx.read.get(ctx.root, data, "version"), ctx.read.section(data, "cluster")
+    entries = ctx.read.entries(ctx.model("cluster"), cluster, "brokers") if cluster is not INVALID else INVALID
+    if INVALID in (version, entries):
+        return []
+    model, problems = ctx.model("cluster", "brokers"), []
+    for i, entry in enumerate(entries):
+        name, store, broker, replicas = (ctx.read.get(model, entry, k) for k in ("name", "store", "broker", "replicas"))
+        if INVALID in (name, store, broker, replicas):
+            continue
+        group = _Group(f"cluster.brokers[{i}]", name, store, broker, replicas)
+        problems += _v4_sync_master_alone(group) if version == V4 else _replica_counts(group)
+    return problems
+
+
+@dataclass(frozen=True)
+class _Group:
+    """A broker group as validated: where the file defines it, its name and settings."""
+
+    where: str
+    name: str
+    store: Any
+    broker: Any
+    replicas: Any  # list[ReplicaSpec] | None
+
+    @property
+    def size(self) -> int:
+        """Its replicas: the master and the slaves (one without `replicas`)."""
+        return 1 if self.replicas is None else len(self.replicas)
+
+    @property
+    def slaves(self) -> int:
+        return 0 if self.replicas is None else sum(1 for r in self.replicas if str(r.role) == SLAVE)
+
+    def master(self) -> tuple[str, str] | None:
+        """(role, key path) of its one master; None when it has none or several (`_check_roles`)."""
+        if self.replicas is None:
+            return str(self.store.broker_role), f"{self.where}.store.broker_role"
+        masters = [(str(r.role), f"{self.where}.replicas[{j}].role") for j, r in enumerate(self.replicas)
+                   if str(r.role) != SLAVE]
+        return masters[0] if len(masters) == 1 else None
+
+    def counted(self) -> str:
+        """`2 replicas (its master and 1 slave)`."""
+        detail = f" (its master and {self.slaves} slave{'s' if self.slaves != 1 else ''})" if self.master() else ""
+        return f"{self.size} replica{'s' if self.size != 1 else ''}{detail}"
+
+
+def _v4_sync_master_alone(g: _Group) -> list[str]:
+    master = g.master()
+    if master is None or master[0] != SYNC_MASTER or g.slaves:
+        return []
+    return [f"{master[1]}: a 4.x SYNC_MASTER without a slave answers every send SLAVE_NOT_AVAILABLE "
+            "(HAService.isSlaveOK: no slave connected; the message is stored but never acknowledged SEND_OK), "
+            f"so no send to {g.name!r} can succeed; give the group a slave (replicas: [{{role: SYNC_MASTER}}, "
+            "{role: SLAVE}]), or use ASYNC_MASTER"]
+
+
+def _replica_counts(g: _Group) -> list[str]:
+    """5.x: each count above the group's replicas, with what it does there: every send to the
+    group fails where the count acts; where 5.3.3 ignores it, no group of that size can meet it."""
+    problems = []
+    for key in ("in_sync_replicas", "min_in_sync_replicas"):
+        value = getattr(g.store, key)
+        if value > g.size:
+            effect = _isr_effect(g, value) if key == "in_sync_replicas" else _min_isr_effect(g, value)
+            problems.append(f"{g.where}.store.{key}: {value} is above the {g.counted()} of broker group {g.name!r}: "
+                            f"{effect}; {CONTAINER_RULE}: set it to at most {g.size}, or add slaves (replicas)")
+    return problems
+
+
+def _isr_effect(g: _Group, value: int) -> str:
+    """CommitLog.handleHA: a send waits for `inSyncReplicas` acknowledgements, the master's own
+    included — a SYNC_MASTER's, or an elected master's (always SYNC_MASTER) unless
+    allAckInSyncStateSet makes it wait for every SyncStateSet member instead."""
+    controller, master = g.broker.enable_controller_mode, g.master()
+    if controller and g.store.all_ack_in_sync_state_set:
+        return ("5.3.3 ignores it here (all_ack_in_sync_state_set makes a send wait for every SyncStateSet member "
+                f"instead), but no group of {g.size} can meet it")
+    if not controller and (master is None or master[0] != SYNC_MASTER):
+        return f"5.3.3 ignores it here (an ASYNC_MASTER waits for no slave), but no group of {g.size} can meet it"
+    seconds = g.store.slave_timeout_ms / 1000
+    wait = f"slave_timeout_ms ({seconds:g} s) for {value} acknowledgements that {g.size} replicas cannot give"
+    if controller and g.store.min_in_sync_replicas > g.size:  # refused before by minInSyncReplicas
+        return f"were min_in_sync_replicas met, every send to it would still wait {wait}, then answer FLUSH_SLAVE_TIMEOUT"
+    return f"every send to it waits {wait}, then answers FLUSH_SLAVE_TIMEOUT: no send to {g.name!r} can succeed"
+
+
+def _min_isr_effect(g: _Group, value: int) -> str:
+    """CommitLog.asyncPutMessage in controller mode: fewer SyncStateSet members than
+    minInSyncReplicas refuse the send before it is stored; outside it 5.3.3 reads the count only
+    with enableSlaveActingMaster (not modelled)."""
+    if not g.broker.enable_controller_mode:
+        return (f"5.3.3 reads it only in controller mode (broker.enable_controller_mode; or with enableSlaveActingMaster, "
+                f"not modelled), but no group of {g.size} can meet it")
+    return (f"its SyncStateSet never has {value} members, so every send to it is refused before it is stored "
+            f"(SYSTEM_ERROR, IN_SYNC_REPLICAS_NOT_ENOUGH): no send to {g.name!r} can succeed")
+
+
+def _impossible_sends(data: dict, ctx: Context) -> list[str]:
+    """A producer every send of which is refused: its topic hosted by no broker (`brokers: []`), its
+    smallest message above the client's or every host's maximum size, its half messages refused by
+    every host (reject_transaction_message), or (5.x) its timer messages by every host
+    (timer_wheel_enable false: HookUtils.handleScheduleMessage answers SYSTEM_ERROR)."""
+    hosting, brokers = _topic_hosting(data, ctx), _broker_settings(data, ctx)
+    version = ctx.read.get(ctx.root, data, "version")
+    if hosting is None or brokers is None or version is INVALID:
+        return []
+    model, problems = ctx.model("producers"), []
+    names = ("topic", "message_bytes", "batch_size", "client", "transaction", "deliver_time_ms", "delay_level")
+    for i, entry in _client_entries(data, ctx, "producers"):
+        values = [ctx.read.get(model, entry, n) for n in names]
+        if INVALID in values or values[0] not in hosting:
+            continue
+        topic, body, batch, client, transaction, deliver, delay = values
+        at, hosts = hosting[topic]
+        where = f"producers[{i}]"
+        if not hosts:
+            problems.append(f"{where}.topic: topic {topic!r} is hosted by no broker (cluster.topics[{at}].brokers is "
+                            "empty): the producer finds no route, so no send of it can succeed")
+            continue
+        settings = [(b, *brokers[b]) for b in hosts]
+        problems += _too_large(where, topic, _least_draw(body), batch, client, settings, version == V4)
+        if transaction is not None and all(broker.reject_transaction_message for _b, _s, broker in settings):
+            problems.append(f"{where}.transaction: every broker hosting {topic!r} ({listing(hosts)}) has "
+                            "broker.reject_transaction_message: true and answers each half message NO_PERMISSION: "
+                            "no send of this transactional producer can succeed")
+        if version != V4 and deliver is not None and not delay and \
+                not any(store.timer_wheel_enable for _b, store, _broker in settings):
+            problems.append(f"{where}.deliver_time_ms: every broker hosting {topic!r} ({listing(hosts)}) has "
+                            "store.timer_wheel_enable: false, and 5.3.3 then refuses every message with a delivery "
+                            "time (SYSTEM_ERROR 'accurate timer message is not enabled'): no send of this producer "
+                            "can succeed")
+    return problems
+
+
+def _topic_hosting(data: dict, ctx: Context) -> dict[str, tuple[int, list[str]]] | None:
+    """Declared topic → (its index in cluster.topics, the broker groups hosting it); a topic whose
+    `brokers` names none of the groups (a misspelt name: `_check_topic_brokers`) is left out."""
+    brokers, cluster = _broker_names(ctx), ctx.read.section(data, "cluster")
+    entries = ctx.read.entries(ctx.model("cluster"), cluster, "topics") if cluster is not INVALID else INVALID
+    if brokers is None or entries is INVALID:
+        return None
+    model = ctx.model("cluster", "topics")
+    out: dict[str, tuple[int, list[str]]] = {}
+    for at, entry in enumerate(entries):
+        name, hosts = ctx.read.get(model, entry, "name"), ctx.read.get(model, entry, "brokers")
+        if INVALID in (name, hosts):
+            return None
+        named = brokers if hosts is None else [b for b in brokers if b in hosts]
+        if named or not hosts:
+            out.setdefault(name, (at, named))
+    return out
+
+
+def _broker_settings(data: dict, ctx: Context) -> dict[str, tuple[Any, Any]] | None:
+    """Broker group name → (store, broker) settings; None when an entry is invalid."""
+    cluster = ctx.read.section(data, "cluster")
+    entries = ctx.read.entries(ctx.model("cluster"), cluster, "brokers") if cluster is not INVALID else INVALID
+    if entries is INVALID:
+        return None
+    model = ctx.model("cluster", "brokers")
+    out: dict[str, tuple[Any, Any]] = {}
+    for entry in entries:
+        name, store, broker = (ctx.read.get(model, entry, k) for k in ("name", "store", "broker"))
+        if INVALID in (name, store, broker):
+            return None
+        out.setdefault(name, (store, broker))
+    return out
+
+
+def _least_draw(dist: Any) -> int:
+    """A lower bound of the whole numbers `dist` draws (sim/dist.py rounds each draw, caps it at
+    DRAW_CAP): a constant's value, a uniform's low end, an empirical's least value; 0 otherwise."""
+    kind = getattr(dist, "dist", None)
+    values = [dist.value] if kind == "constant" else [dist.low] if kind == "uniform" else \
+        list(dist.values) if kind == "empirical" else [0]
+    return max(0, math.floor(min(min(values), DRAW_CAP)))
+
+
+def _too_large(where: str, topic: str, body: int, batch: int, client: Any,
+               settings: list[tuple[str, Any, Any]], v4: bool) -> list[str]:
+    """The producer's smallest send above its maxMessageSize (Validators.checkMessage: a message's
+    body, a batch's encoded messages, at least their bodies), or above every host's: 5.3.3
+    (MessageExtEncoder) measures a message's body and a batch's body, 4.9.8 a message's whole record
+    (CommitLog's encoder) and a batch's body (DefaultMessageStore.putMessages)."""
+    checked = body if batch == 1 else batch * body
+    send, measure = ("message", f"has a {body:,}-byte body") if batch == 1 else \
+        (f"batch ({batch} messages)", f"holds {checked:,} bytes of bodies")
+    if checked > client.max_message_size_bytes:
+        return [f"{where}.message_bytes: its smallest {send} {measure}, above client.max_message_size_bytes "
+                f"({client.max_message_size_bytes:,}): the client refuses every send (MESSAGE_ILLEGAL), so none can "
+                "succeed"]
+    if v4 and batch == 1:  # no tag, key or property: the least a record can be
+        checked, measure = record_bytes(topic, body), f"is a {record_bytes(topic, body):,}-byte record"
+    if all(checked > store.max_message_size_bytes for _b, store, _broker in settings):
+        limits = ", ".join(f"{b}: {store.max_message_size_bytes:,}" for b, store, _broker in settings[:LISTED_NODES])
+        return [f"{where}.message_bytes: its smallest {send} {measure}, above store.max_message_size_bytes of every "
+                f"broker hosting {topic!r} ({limits}): each refuses it (MESSAGE_ILLEGAL), so no send of this producer "
+                "can succeed"]
+    return []
 
 
 def _check_actions(data: dict, ctx: Context) -> list[str]:

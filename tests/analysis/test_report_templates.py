@@ -9,16 +9,13 @@ import fnmatch
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import jinja2
 import pytest
 
 from analysis.reports import html as report_html
 from analysis.reports import run_report
-from analysis.reports.focus import Focus
 from analysis.reports.run_data import RunData
-from analysis.sweeps.aggregate import METRICS
 from tests.conftest import ROOT
 
 EVIL = "<script>alert(1)</script>\"'&"
@@ -75,43 +72,3 @@ def test_run_page_escapes_user_input(tmp_path: Path) -> None:
         assert shown in page, shown
     assert f"<title>rmqsim run report: scenario {ESCAPED} seed 3</title>" in page
     assert '<a class="repro-card" href="../run%20%3Cscript%3Ealert%281%29%3C_script%3E%22%27%26/repro.md">' in page
-
-
-def _view() -> dict[str, Any]:
-    """A sweep's view as sweep_report.gather makes it, with user input in every place it can be."""
-    nothing = {"mean": None, "lo": None, "hi": None, "events": 0, "exposure": 0, "runs": 0,
-               "causes": {}}
-    overall = {name: dict(nothing) for name in METRICS}
-    overall["loss"] = {"mean": 0.1, "lo": 0.05, "hi": 0.2, "events": 2, "exposure": 20, "runs": 2,
-                       "causes": {"other": 2}}
-    stat = {"point": 0, "point_key": "k", "params": {"flush": "value " + EVIL}, "runs": 2, "failed": 0, "passed": 1,
-            "invalid": 1, "latency_ms": {"p50": 1.0}, "unquiet": 1, "loss": {**overall["loss"]}}
-    failing = {"run_id": "p0000-s1" + EVIL, "status": "ok", "verdict": "invalid", "verdict_failures": "lost " + EVIL,
-               "error": None, "repro": "rmqsim run " + EVIL, "card": None}
-    return {"totals": {"runs": 2, "ok": 2, "sent_ok": 20, "lost": 2, "duplicates": 0, "sim_time_ms": 60_000.0,
-                       "wall_s": 3.0},
-            "focus": Focus("loss", False, "inferred: " + EVIL), "drawn": ["loss"], "overall": overall,
-            "params": ["flush"], "stats": [stat],
-            "quiescence": {"runs": 2, "quiet": 1, "unquiet": 1, "unjudged": 0, "moving_runs": {"rebalances": 1},
-                           "unquiet_ids": ["p0000-s1" + EVIL]},
-            "coverage": {"runs": 2, "points": {"point " + EVIL: {"runs": 1, "times": 1},
-                                               "never " + EVIL: {"runs": 0, "times": 0}}},
-            "failed": [{"run_id": "p0000-s2" + EVIL, "error": "Traceback: " + EVIL, "repro": "rmqsim run " + EVIL}],
-            "failing": {"total": 1, "rows": [failing]}}
-
-
-def test_sweep_page_escapes_user_input(tmp_path: Path) -> None:
-    manifest = {"name": "sweep " + EVIL, "source": "file " + EVIL, "base": "base " + EVIL, "digest": "c" * 64,
-                "params": {"flush": "cluster.brokers[0].store." + EVIL}, "points": [0], "seeds": [1, 2]}
-    images = [("focus", "loss_by_cause", "Loss " + EVIL, "AAAA")]
-    page = report_html.page(manifest, _view(), images, tmp_path, tmp_path / "report")
-    assert "<script>alert" not in page and page.count("<script>") == 1  # only the page's own script
-    assert f"<title>rmqsim sweep report: sweep {ESCAPED}</title>" in page
-    for shown in ("file " + ESCAPED, "base " + ESCAPED, f"flush = <code>cluster.brokers[0].store.{ESCAPED}</code>",
-                  "<b>Focus: loss</b> — inferred: " + ESCAPED, "<td>value " + ESCAPED + "</td>",
-                  '<h3>Loss ' + ESCAPED + '</h3><img class="figure" alt="Loss ' + ESCAPED + '"',
-                  "p0000-s1" + ESCAPED + "): their counts", "<code>point " + ESCAPED + "</code>",
-                  "No run reached: <code>never " + ESCAPED + "</code>",
-                  "<pre>Traceback: " + ESCAPED + "</pre>", f'<tr id="failing-p0000-s1{ESCAPED}">',
-                  "<td>lost " + ESCAPED + "</td>", "<code>rmqsim run " + ESCAPED + "</code>"):
-        assert shown in page, shown

@@ -71,9 +71,18 @@ def _expected(run: Path) -> tuple[list[tuple[str, str]], list[str]]:
              if not (stem == "losses_by_cause" and "lost_by_cause" not in summary)
              and not (any(f[0] == stem for f in txn_figures.FIGURES) and summary.get("txn") is None)
              and not (stem == "lock_events" and summary.get("order_violations") is None)
-             and not (stem == "send_failures" and not summary["send_failed"])]
+             and not (stem == "send_failures" and not summary["send_failed"])
+             and not (stem == "pop" and not _pop(run))]
     missing = [title for stem, title, _f, _why in FIGURES if (stem, title) not in drawn]
     return drawn, missing
+
+
+def _pop(run: Path) -> bool:
+    """The run has a POP consumer group (a consumer entry with `pop:`): the POP panel is drawn."""
+    import json
+
+    consumers = json.loads((run / "scenario.resolved.json").read_text()).get("consumers", [])
+    return any(isinstance(c.get("pop"), dict) for c in consumers)
 
 
 def _assert_renders(run: Path, captions: tuple[str, ...], tmp_path: Path) -> str:

@@ -21,6 +21,17 @@ FAILOVER = {"failovers": 1, "unwritable_s": {"broker-a": 12.0, "broker-b": 0.0},
             "elections": [{"t_ms": 22_000.0, "broker_name": "broker-a", "master": "broker-a-s1",
                            "old_master": "broker-a", "epoch": 2, "reason": "master_inactive"}]}
 
+AVAILABILITY = {  # one fault: the producers of orders could not write for 43 s, billing back after 65 s
+    "sends": 1000, "acked": 600, "acked_ratio": 0.6,
+    "write_outage_s": {"max": 43.0, "by_topic": {"orders": 43.0}},
+    "read_outage_s": {"max": 22.5, "by_group": {"billing": 22.5}},
+    "recovery_s": {"max": 65.1, "by_group": {"billing": 65.1}}, "not_recovered": [],
+    "faults": [{"index": 0, "kind": "power_loss", "target": "broker-a", "start_ms": 20_000.0, "horizon_ms": 90_000.0,
+                "topics": {"orders": {"write_outage_s": 43.0, "from_ms": 20_000.0, "until_ms": 63_000.0,
+                                      "recovered": True, "failed_sends": 400, "send_timeouts": 30,
+                                      "failed_by_reason": {"call_timeout": 30, "connect_failed": 370}}},
+                "broker_groups": {}, "groups": {}, "back_ms": 85_100.0, "why": []}]}
+
 
 def _summary(**changes: object) -> dict:
     """A quiet single-group run's summary.json, with `changes` applied (dotted keys reach in)."""
@@ -61,7 +72,7 @@ def _full() -> dict:
            "checks_per_second": [[30, 400], [60, 500]], "checks_per_s_max": 500,
            "resolution_ms_p50": 60_000.0, "resolution_ms_p99": 90_000.0, "resolution_ms_max": 95_000.0}
     return _summary(txn=txn, txn_violations=0, timer=dict(TIMER), timer_delay_error_ms=dict(TIMER_ERROR),
-                    **FAILOVER,
+                    **FAILOVER, availability=AVAILABILITY,
                     quiescence={"reached": True, "at_ms": 2000, "window_ms": 60_000, "settle": "auto",
                                 "checked_at_ms": 80_000, "unsettled": {}},
                     coverage={"power_loss_unflushed_tail": 3, "recovery_truncated": 0, "pick_one_at_least": 12})
@@ -79,6 +90,23 @@ def _headers(text: str) -> list[str]:
 def test_sections_come_in_order_then_the_verdict() -> None:
     text = summary_text(_full())
     assert _headers(text) == [*SECTIONS, "verdict"]
+
+
+def test_availability_answers_the_operators_questions_on_the_first_screen() -> None:
+    lines = _lines(summary_text(_full()))
+    first = "\n".join(lines[:24])
+    assert "acknowledged           600 of 1,000 sends (60.0 %)" in first
+    assert "orders 43 s (fault 0: 20 s → 63 s, 400 failed sends)" in first
+    assert "billing 65.1 s (longest wait 22.5 s)" in first
+    failover = next(line for line in lines if line.startswith("failover:"))
+    assert "write outage 43 s (broker-a without a writable master 12 s)" in failover
+
+
+def test_availability_is_one_line_when_nothing_failed() -> None:
+    quiet = {"sends": 10, "acked": 10, "acked_ratio": 1.0, "write_outage_s": {"max": 0.0, "by_topic": {"t": 0.0}},
+             "read_outage_s": {"max": None, "by_group": {}}, "recovery_s": {"max": None, "by_group": {}},
+             "not_recovered": [], "faults": []}
+    assert "availability: every send acknowledged, no write outage" in summary_text(_summary(availability=quiet))
 
 
 def test_the_verdict_ends_with_its_failures() -> None:
@@ -182,7 +210,7 @@ def test_the_timer_line_only_with_timer_messages() -> None:
 
 
 def test_the_failover_line_only_with_a_controller_or_an_outage() -> None:
-    assert "failover: 1 failover, broker-a without a writable master 12 s, broker-a with two masters 250 ms" \
+    assert "failover: 1 failover, write outage 43 s (broker-a without a writable master 12 s)," \
         in _lines(summary_text(_full()))
     assert not any(line.startswith("failover") for line in _lines(summary_text(_summary())))  # classic, no outage
     classic = summary_text(_summary(**{"unwritable_s.broker-b": 15.0, "unwritable_at_end": ["broker-b"]}))

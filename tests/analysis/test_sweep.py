@@ -25,6 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -32,7 +33,7 @@ import pytest
 import yaml
 
 import rmqsim
-from analysis.checkers.run_rows import CAUSES, LATENCY_KEYS, SUMMARY_COUNTS
+from analysis.checkers.run_rows import CAUSES, LATENCY_KEYS, MAP_PREFIXES, SUMMARY_COUNTS
 from analysis.sweeps import directory as sweep_dir
 from analysis.sweeps import results_store as store
 from analysis.sweeps.spec import load_sweep, run_id
@@ -263,7 +264,9 @@ def test_sweep_rows_equal_direct_runs(quick):
     rows = read_runs(out)
     assert set(rows) == expected_ids
     for rid, row in rows.items():
-        assert pq.read_schema(out / store.RUNS / f"{rid}.parquet").equals(schema), rid
+        fields = list(pq.read_schema(out / store.RUNS / f"{rid}.parquet"))  # the fixed columns, then map columns
+        assert pa.schema(fields[:len(schema)]).equals(schema), rid
+        assert all(f.name.startswith(tuple(MAP_PREFIXES)) for f in fields[len(schema):]), rid
         point = sweep.points[row["point"]]
         assert rid == run_id(row["point"], row["seed"])
         assert row["status"] == "ok" and row["error"] is None, row["error"]

@@ -104,7 +104,8 @@ def test_loss_sweep_opens_with_loss_and_draws_no_zero_metric(swept: Path, spark,
     assert "<b>Focus: loss</b> — inferred: loss varies most across points" in page
     assert "Zero in every run: duplicates." in page
     assert "Not checked in any run: order violations (no orderly consumer group)" in page
-    assert "Loss rate [95% Wilson]" in page and "Duplicate-delivery rate" not in page  # no all-zero column
+    assert "Loss rate [95 % t over runs] (events)" in page and "Loss rate: per-message [95 % Wilson]" in page
+    assert "Duplicate-delivery rate" not in page  # no all-zero column
     assert "Latency over simulated time, run p0001-s2" in page  # the sweep's timeline run
     points = json.loads((tmp_path / "report" / "points.json").read_text())
     assert points[0]["loss"]["events"] == sum(30 + s for s in (1, 2, 3)) and points[2]["loss"]["events"] == 0
@@ -193,7 +194,8 @@ def test_report_focus_in_the_sweep_file_is_validated_with_its_key_path(tmp_path:
     code = cli.main(["sweep", str(path), "--dry-run"])
     err = capsys.readouterr().err
     assert code == 2
-    assert "report.focus: Input should be 'loss', 'duplicates', 'latency', 'order' or 'transactions'" in err
+    assert "report.focus: neither a focus word (loss, duplicates, latency, order, transactions)" in err
+    assert "nearest: loss" in err
     assert "report.colour: unknown key" in err
 
 
