@@ -188,11 +188,13 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from analysis.sweeps.directory import ForeignDirectory
     from analysis.sweeps.spec import load_sweep
-    from analysis.sweeps.sweep import SparkMasterError, SweepAborted, check_master, run_sweep
+    from analysis.sweeps.sweep import SparkMasterError, SweepAborted, check_master, check_reachable, run_sweep
 
     sweep = load_sweep(args.sweep, progress=sys.stderr)  # every problem reported before Spark starts
     try:
         check_master(args.master)
+        if not args.dry_run:  # an unreachable master before the lint's warnings and any work
+            check_reachable(args.master)
     except SparkMasterError as exc:
         print(f"rmqsim sweep: {exc}", file=sys.stderr)
         return 2

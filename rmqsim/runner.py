@@ -616,8 +616,10 @@ def summarize(world: World, seed: int, ledger: Ledger, digest: str, records: int
     windows_us = fault_windows_us(applied, now_us)
     not_quiet = quiescence is not None and quiescence.get("reached") is False
     # a run stopped at a bound, or ended before the cluster was quiet: what was not yet consumed is unconsumed
+    idle = idle_units(world)  # groups nobody was left to drain: their never-consumed messages are unconsumed
     metrics = judge_units(ledger, details, stopped=stopped_by is not None or not_quiet, windows_us=windows_us,
-                          idle=idle_units(world))
+                          idle=idle)
+    metrics["undrained_units"] = sorted(idle)
     reads = {name: g.pop("_read") for name, g in metrics["groups"].items()}
     metrics.update((txn_ledger or TxnLedger(world.producers)).results(ledger))  # txn, txn_violations
     if metrics["txn"] is not None:  # arrivals still waiting for an application thread (transaction_producer.py)

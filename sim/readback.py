@@ -289,6 +289,7 @@ SUMMARY = Record({
     "faults_applied": ListOf(FAULT_APPLIED),
     "groups": MapOf(Record({"lag_by_second": Nullable(ListOf(NUMBER))})),
     "availability": Record({"faults": ListOf(AVAILABILITY_FAULT)}, required=("faults",)),
+    "quiescence": Record({"reached": Nullable(FLAG)}), "undrained_units": ListOf(TEXT),
 })
 # what every reader of a run needs: without these it is no summary of rmqsim (`rmqsim diff` needs no more)
 SUMMARY_IDENTITY = ("trace_sha256",)

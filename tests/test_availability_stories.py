@@ -172,3 +172,17 @@ def test_expect_availability_names_are_the_scenarios() -> None:
     with pytest.raises(ConfigError) as err:
         spec.load(ROOT / "scenarios" / "baseline.yaml", ["expect.availability={min_acked_ratio: 1.5}"])
     assert "expect.availability.min_acked_ratio" in str(err.value)
+
+
+def test_a_late_group_whose_fault_window_closes_early_has_its_why_lines() -> None:
+    """Two brokers crash a second apart (consume_failures_dlq, the send-back story): the first
+    fault's window ends at the second's start with a write outage still open there, while a
+    late message is consumed; every fault gets its why lines and the section is whole."""
+    r = rmqsim.run(str(ROOT / "scenarios" / "consume_failures_dlq.yaml"), seed=1, overrides=[
+        "faults=[{at_ms: 5s, kind: process_crash, node: broker-a, duration_ms: 20s}, "
+        "{at_ms: 6s, kind: process_crash, node: broker-b, duration_ms: 3s}]",
+        "settle_ms=60s", "consumers[0].consume_time_ms=1500"])
+    a = r.summary["availability"]
+    assert len(a["faults"]) == 2 and all(f["why"] for f in a["faults"])
+    late = [g for f in a["faults"] for g in f["groups"].values() if g["last_late"] is not None]
+    assert late and all(g["last_late_ms"] is not None for g in late)

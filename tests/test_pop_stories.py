@@ -159,10 +159,12 @@ def test_an_orderly_batch_handed_out_again_in_place_is_invisible_time_expired() 
 
 
 def test_a_pop_group_with_no_member_left_settles() -> None:
-    """Both members shut down at 30 s: what they left behind is the verdict's business (lost), not
-    a cluster still moving."""
+    """Both members shut down at 30 s: the cluster settles (nobody is left to drain the group), and
+    what they left behind is `unconsumed`, not lost — stored and waiting for a consumer
+    (rmqsim/quiescence.py idle_units); the group is named in `undrained_units`."""
     s = run(str(CRASH), 1, ("consumers[0].stop_ms=30s", "faults=[]", "expect={}")).summary
-    assert s["quiescence"]["reached"] is True and s["lost"] > 0
+    assert s["quiescence"]["reached"] is True and s["unconsumed"] > 0 and s["lost"] == 0
+    assert s["undrained_units"] == ["billing"]
 
 
 def test_a_failed_message_of_a_pop_push_consumer_comes_back_after_its_pop_delay_level() -> None:

@@ -411,6 +411,7 @@ def _unit_window(inp: Inputs, unit: str, k: int, start: int, horizon: int,
             "recovered_ms": None if back is None else ms(back),
             "normal_wait_ms": ms(max(read.pre_wait_us, NORMAL_WAIT_FLOOR_US)),
             "last_late": None if late is None else _key(inp, late[2]),
+            "last_late_ms": None if late is None else ms(late[1]),
             "waiting": read.waiting, "first_waiting": None if read.waiting_id < 0 else _key(inp, read.waiting_id)}
 
 
@@ -450,7 +451,8 @@ def why_lines(inp: Inputs, entry: dict[str, Any], episodes: dict[str, Episodes],
             lines.append((round(t["from_ms"] * 1000), _write_line(inp, topic, t, episodes.get(topic))))
     for unit, g in entry["groups"].items():
         if g["last_late"] is not None or g["waiting"]:
-            lines.append((round((g["recovered_ms"] or entry["horizon_ms"]) * 1000), _read_line(inp, unit, g, start)))
+            at_ms = g["last_late_ms"] if g["last_late_ms"] is not None else entry["horizon_ms"]
+            lines.append((round(at_ms * 1000), _read_line(inp, unit, g, start)))
     lines.sort(key=lambda x: x[0])
     out = [text for _t, text in lines]
     return out[:MAX_WHY] + ([f"… {len(out) - MAX_WHY} more"] if len(out) > MAX_WHY else [])
@@ -516,8 +518,10 @@ def _read_line(inp: Inputs, unit: str, g: dict[str, Any], start: int) -> str:
         return (f"{unit}: {g['waiting']:,} stored message(s) were never consumed by the run's end "
                 f"(the first: {g['first_waiting']})")
     line = (f"{unit}: the last late message ({g['last_late']}, waited more than the normal "
-            f"{g['normal_wait_ms'] / 1000:g} s) was consumed at {g['recovered_ms'] / 1000:.3f} s")
-    pull = _pull_before(inp, unit, start, round(g["recovered_ms"] * 1000))
+            f"{g['normal_wait_ms'] / 1000:g} s) was consumed at {g['last_late_ms'] / 1000:.3f} s")
+    if g["recovered_ms"] is None:
+        line += "; not back: its topic's sends never succeeded again"
+    pull = _pull_before(inp, unit, start, round(g["last_late_ms"] * 1000))
     return f"{line}; {pull}" if pull else line
 
 

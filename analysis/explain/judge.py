@@ -110,7 +110,10 @@ def investigate(run: RunFiles, msg_id: int | None = None) -> Findings:
     collector = Collector(broker_nodes(sc), msg_id)
     source = stream(run, [ledger.feed, txn.feed, collector])
     details: dict[str, Any] = {}
-    metrics = judge_units(ledger, details, stopped=run.summary.get("stopped_by") is not None)
+    quiet = run.summary.get("quiescence")
+    not_quiet = isinstance(quiet, dict) and quiet.get("reached") is False  # unconsumed, not lost (metrics.py)
+    metrics = judge_units(ledger, details, stopped=run.summary.get("stopped_by") is not None or not_quiet,
+                          idle=frozenset(run.summary.get("undrained_units") or ()))
     for key in ("lost", "duplicates", "order_violations"):
         if metrics[key] != run.summary.get(key):
             raise ExplainError(f"judging this run's records again gives {key} = {metrics[key]}, not the summary's "
