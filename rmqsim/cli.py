@@ -193,7 +193,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     sweep = load_sweep(args.sweep, progress=sys.stderr)  # every problem reported before Spark starts
     try:
         check_master(args.master)
-        if not args.dry_run:  # an unreachable master before the lint's warnings and any work
+        if args.master and not args.dry_run:  # an unreachable master before the lint's warnings and any work
             check_reachable(args.master)
     except SparkMasterError as exc:
         print(f"rmqsim sweep: {exc}", file=sys.stderr)
