@@ -186,3 +186,14 @@ def test_a_late_group_whose_fault_window_closes_early_has_its_why_lines() -> Non
     assert len(a["faults"]) == 2 and all(f["why"] for f in a["faults"])
     late = [g for f in a["faults"] for g in f["groups"].values() if g["last_late"] is not None]
     assert late and all(g["last_late_ms"] is not None for g in late)
+
+
+def test_an_unended_episode_is_open_only_if_the_producers_went_on_sending_past_the_timeout() -> None:
+    """No later SEND_OK: not recovered when the producer kept calling send() for more than its send
+    timeout after the episode began; if it stopped within that timeout, the episode says nothing."""
+    stopped = Ledger([ProducerInfo("p-0", "T")], {})
+    stopped.feed([_sent(1_000, 1, 500), _failed(5_000_000, 2, 2_000_000), _failed(5_100_000, 3, 2_100_000)])
+    assert write_episodes(stopped, {"T": 3_000_000})["T"].open_.tolist() == [False]
+    kept_on = Ledger([ProducerInfo("p-0", "T")], {})
+    kept_on.feed([_sent(1_000, 1, 500), _failed(5_000_000, 2, 2_000_000), _failed(9_000_000, 3, 6_000_000)])
+    assert write_episodes(kept_on, {"T": 3_000_000})["T"].open_.tolist() == [True]

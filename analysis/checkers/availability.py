@@ -146,15 +146,15 @@ def write_episodes(ledger: Any, grace_us: dict[str, int] | None = None) -> dict[
         order = rows[np.argsort(cols["born_us"][rows], kind="stable")]
         born = cols["born_us"][order]
         ends, keys = np.full(len(born), NEVER, np.int64), np.full(len(born), -1, np.int64)
+        last_call = -1  # the topic's last send() call
         for p in mine:
-            end, key = _next_ok(ledger, p, born)
+            end, key, final_call = _next_ok(ledger, p, born)
             better = end < ends
             ends[better], keys[better] = end[better], key[better]
+            last_call = max(last_call, final_call)
         start, stop, last, heads = _merge(born, ends)
         end_key = [display_key(int(keys[i]), names) if ends[i] != NEVER else "" for i in last]
         last_fail = np.maximum.reduceat(cols["t_us"][order], heads)
-        last_call = max((int(ledger.born_us[p].view(ledger.top_seq[p] + 1).max()) for p in mine
-                         if ledger.top_seq[p]), default=-1)
         grace = (grace_us or {}).get(topic, DEFAULT_SEND_TIMEOUT_US)
         open_ = (stop == NEVER) & (last_call - start > grace)
         out[topic] = Episodes(start, stop, end_key, cols["t_us"][rows], cols["reason"][rows], cols["broker"][rows],
@@ -162,13 +162,12 @@ def write_episodes(ledger: Any, grace_us: dict[str, int] | None = None) -> dict[
     return out
 
 
-def _next_ok(ledger: Any, p: int, born_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _next_ok(ledger: Any, p: int, born_q: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """For each time in `born_q`: the result time of producer p's first SEND_OK send issued after
-    it (NEVER if none), and that message's id (-1)."""
+    it (NEVER if none), and that message's id (-1); and p's last send() call (-1: none)."""
     n = ledger.top_seq[p] + 1 if ledger.top_seq[p] else 0
-    none = np.full(len(born_q), NEVER, np.int64), np.full(len(born_q), -1, np.int64)
     if not n:
-        return none
+        return np.full(len(born_q), NEVER, np.int64), np.full(len(born_q), -1, np.int64), -1
     born = np.maximum.accumulate(ledger.born_us[p].view(n))  # unset (-1): a send with no result yet
     ok = (np.frombuffer(ledger.state[p], np.uint8)[:n] & ACKED) != 0
     first = np.searchsorted(born, born_q, side="right")
@@ -177,7 +176,7 @@ def _next_ok(ledger: Any, p: int, born_q: np.ndarray) -> tuple[np.ndarray, np.nd
     at = np.minimum(nxt, n - 1)
     rt = np.frombuffer(ledger.rt_us[p], np.uint32)[:n].astype(np.int64)
     end = np.where(has, born[at] + rt[at], NEVER)
-    return end, np.where(has, (np.int64(p) << SEQ_BITS) | at.astype(np.int64), -1)
+    return end, np.where(has, (np.int64(p) << SEQ_BITS) | at.astype(np.int64), -1), int(born[-1])
 
 
 def _next_true(flags: np.ndarray, first: np.ndarray) -> np.ndarray:
@@ -380,7 +379,7 @@ def _writes_back(ep: Episodes | None, k: int, start: int) -> int | None:
     return max([start, *np.where(ended, ep.end_us[rows], ep.last_fail_us[rows]).tolist()])
 
 
-def _broker_groups(inp: Inputs, episodes: dict[str, Episodes], start: int, horizon: int) -> dict[str, Any]:
+def _broker_groups(inp: Inputs, start: int, horizon: int) -> dict[str, Any]:
     log = inp.ledger.failed_sends
     out: dict[str, Any] = {}
     for name, unwritable in inp.broker_view.unwritable_in(start, horizon).items():
@@ -425,7 +424,7 @@ def _fault(inp: Inputs, f: dict[str, Any], window: tuple[int, int], k: int, epis
     entry: dict[str, Any] = {"index": f["index"], "kind": f["kind"], "target": f["target"], "start_ms": ms(start),
                              "horizon_ms": ms(horizon)}
     entry["topics"] = {t: _topic_window(inp, episodes.get(t), k, start, horizon) for t in topics}
-    entry["broker_groups"] = _broker_groups(inp, episodes, start, horizon)
+    entry["broker_groups"] = _broker_groups(inp, start, horizon)
     entry["groups"] = {u: _unit_window(inp, u, k, start, horizon, episodes) for u in sorted(inp.units)}
     ends = [w["until_ms"] for w in entry["topics"].values() if w["from_ms"] is not None]
     ends += [g["recovered_ms"] for g in entry["groups"].values()]
@@ -442,9 +441,9 @@ def why_lines(inp: Inputs, entry: dict[str, Any], episodes: dict[str, Episodes],
     lines: list[tuple[int, str]] = []
     w = inp.witness
     if w is not None:
-        lines += [(r[0], _record_line(r)) for kind in (CONTROLLER_ELECTED, NODE_CRASHED, NODE_RESTARTED,
-                                                     NAMESRV_BROKER_UNREGISTERED)
-                  for r in w.of(kind) if start <= r[0] < horizon and _record_line(r)]
+        lines += [(r[0], text) for kind in (CONTROLLER_ELECTED, NODE_CRASHED, NODE_RESTARTED,
+                                            NAMESRV_BROKER_UNREGISTERED)
+                  for r in w.of(kind) if start <= r[0] < horizon and (text := _record_line(r))]
         lines += _role_lines(w, start, horizon)
     for topic, t in entry["topics"].items():
         if t["from_ms"] is not None:

@@ -148,11 +148,15 @@ def _judge_guarantee(summary: dict[str, Any], promise: dict[str, str]) -> dict[s
 
 def _judge_expectation(summary: dict[str, Any], path: str, spec: dict[str, float]) -> dict[str, Any]:
     """`spec`: {"min": x, "max": y}, either may be absent (an exact value has both equal)."""
-    actual = metric_value(summary, path)
+    return _bounded(path, spec, metric_value(summary, path), "was not measured in this run")
+
+
+def _bounded(path: str, spec: dict[str, float], actual: Any, missing: str) -> dict[str, Any]:
+    """The expectation entry of `actual` against `spec`; `missing`: why a null `actual` is unknown."""
     low, high = spec.get("min"), spec.get("max")
     entry = {"metric": path, "expect": spec, "actual": actual}
     if actual is None:
-        entry["ok"], entry["why"] = None, f"{path} was not measured in this run"
+        entry["ok"], entry["why"] = None, f"{path} {missing}"
         return entry
     ok = (low is None or actual >= low) and (high is None or actual <= high)
     entry["ok"] = ok
@@ -272,15 +276,15 @@ def judge_availability(summary: dict[str, Any], bounds: dict[str, Any]) -> list[
     a = summary.get("availability") or {}
     out = []
     if "min_acked_ratio" in bounds:
-        out.append(_entry("availability.acked_ratio", {"min": bounds["min_acked_ratio"]}, a.get("acked_ratio"),
-                          "no send had a result"))
+        out.append(_bounded("availability.acked_ratio", {"min": bounds["min_acked_ratio"]}, a.get("acked_ratio"),
+                            "was not measured: no send had a result"))
     outage = bounds.get("max_write_outage_s")
     if outage is not None:
         by_topic = (a.get("write_outage_s") or {}).get("by_topic", {})
         limits = outage if isinstance(outage, dict) else dict.fromkeys(by_topic, outage)
         for topic, limit in sorted(limits.items()):
-            out.append(_entry(f"availability.write_outage_s.by_topic.{topic}", {"max": limit}, by_topic.get(topic),
-                              "no producer sent to it"))
+            out.append(_bounded(f"availability.write_outage_s.by_topic.{topic}", {"max": limit}, by_topic.get(topic),
+                                "was not measured: no producer sent to it"))
     recovery = bounds.get("max_recovery_s")
     if recovery is not None:
         out += _recovery_entries(a, recovery)
@@ -299,26 +303,14 @@ def _recovery_entries(a: dict[str, Any], recovery: Any) -> list[dict[str, Any]]:
     for unit, limit in sorted(limits.items()):
         path = f"availability.recovery_s.by_group.{unit}"
         if not faults:
-            out.append(_entry(path, {"max": limit}, None, "the run had no fault: nothing to recover from"))
+            out.append(_bounded(path, {"max": limit}, None, "was not measured: the run had no fault, nothing to recover from"))
         elif unit in by_unit and by_unit[unit] is None:
             out.append({"metric": path, "expect": {"max": limit}, "actual": None, "ok": False,
                         "why": f"{unit} never recovered (availability.not_recovered)"})
         else:
-            out.append(_entry(path, {"max": limit}, by_unit.get(unit), "not measured"))
+            out.append(_bounded(path, {"max": limit}, by_unit.get(unit), "was not measured in this run"))
     return out
 
 
 def _units(by_unit: dict[str, Any], group: str) -> list[str]:
     return [u for u in by_unit if u == group or u.startswith(f"{group}/")]
-
-
-def _entry(path: str, spec: dict[str, float], actual: Any, missing: str) -> dict[str, Any]:
-    if actual is None:
-        return {"metric": path, "expect": spec, "actual": None, "ok": None, "why": f"{path}: {missing}"}
-    return _judge_expectation({"_": actual}, "_", spec) | {"metric": path, "why": "" if _ok(actual, spec) else
-                                                           f"{path} = {actual}, expected {_describe(spec.get('min'), spec.get('max'))}"}
-
-
-def _ok(actual: Any, spec: dict[str, float]) -> bool:
-    low, high = spec.get("min"), spec.get("max")
-    return (low is None or actual >= low) and (high is None or actual <= high)
