@@ -5,9 +5,11 @@
 
 cdef class MQClientInstance:
     cdef public object _heartbeat_running
+    cdef public object _transmit
     cdef public dict _watched
     cdef public object api_timeout_us
     cdef public dict broker_addr_table
+    cdef public object channel_event_listener
     cdef public object client_id
     cdef public dict consumers
     cdef public object heartbeat_interval_us

@@ -35,6 +35,25 @@ Channels: `channel_open(addr)` says whether the client holds a live connection t
 (learnt from a response on it; lost when the peer process dies). ONEWAY sends need it: a oneway
 request on a closed channel first reconnects, which a dead process refuses.
 
+Channel events (5.x, `ClientConfig.enableHeartbeatChannelEventListener`, default true; 4.9.8 has no
+such listener): every request goes through the remoting client's channel table
+(NettyRemotingClient.getAndCreateChannel), so the first request to an address without a live
+connection — the first ever, or the first after the peer process died or answered a stale
+connection with a RST — opens one, which becomes active (NettyConnectManageHandler.channelActive)
+when the peer accepts it: the peer process serves and no partition is in the way (sim/network.py
+`connected`); a refused or unreachable connect opens nothing, and the next request tries again.
+When a connection to a broker address of the broker address table becomes active, the listener
+(MQClientInstance's onChannelActive) sends that broker a heartbeat — sendHeartbeatToBroker with the
+heartbeat lock's tryLock: skipped while a heartbeat round holds it, as when the round's own
+heartbeat opened the connection, and holding it, so that a round starting meanwhile is skipped —
+and, if the broker answered SUCCESS, rebalances at once (rebalanceImmediately: every consumer of
+the client that rebalances). So a restarted broker learns the client's groups within about one
+round trip of the client's first request to it (a pull retried within pullTimeDelayMillsWhenException),
+not at the next 30 s heartbeat. Simplified: the handshake takes no time (the heartbeat goes out right
+after the request that opened the connection, both on it); a connection closes only when the peer
+process dies or answers with a RST, not when a request to it times out
+(`clientCloseSocketIfTimeout`).
+
 Simplified (5.3.3 and 4.9.8 alike): the `lockNamesrv` lock is not modelled (an on-demand route
 fetch runs beside a polling round); no TBW102 default-route fallback (a topic without a route
 fails the send); heartbeat V2 fingerprints are not modelled; NameServer address fetching (only
@@ -50,10 +69,11 @@ from typing import Any
 
 from models.message import MessageQueue
 from models.perm_name import PERM_READ, PERM_WRITE
-from models.protocol import GetRouteInfo, Heartbeat, TopicRouteData
+from models.protocol import SUCCESS, CodeResponse, GetRouteInfo, Heartbeat, TopicRouteData
 from models.records import CLIENT_ROUTE_UPDATED
 from models.topic_publish_info import QueueData as PublishQueueData
 from models.topic_publish_info import TopicPublishInfo
+from models.version import V4
 from sim.env import ms
 from sim.node import CONNECT_FAILED
 
@@ -62,6 +82,14 @@ HEARTBEAT_INITIAL_DELAY_US = 1_000_000  # cleanOfflineBroker + sendHeartbeatToAl
 PERSIST_INITIAL_DELAY_US = 10_000_000  # persistAllConsumerOffset first after 10 s
 NAMESRV_INDEX_BOUND = 999  # NettyRemotingClient.initValueIndex: Random.nextInt(999)
 MASTER_ID = 0  # MixAll.MASTER_ID
+
+
+def heartbeat_channel_listener_enabled(setting: bool | None, client_version: str) -> bool:
+    """ClientConfig.enableHeartbeatChannelEventListener: the setting, true when not set (5.3.3's
+    default); a 4.9.8 client has no such listener whatever the setting."""
+    if client_version == V4:
+        return False
+    return True if setting is None else setting
 
 
 def topic_route_data_to_publish_info(route: TopicRouteData, rng: Any, client_version: str) -> TopicPublishInfo:
@@ -86,13 +114,16 @@ def topic_route_data_to_subscribe_info(route: TopicRouteData) -> list[MessageQue
 
 class MQClientInstance:
     # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
-    __slots__ = ("_heartbeat_running", "_watched", "api_timeout_us", "broker_addr_table", "client_id", "consumers",
-                 "heartbeat_interval_us", "namesrv_chosen", "namesrv_index", "namesrvs", "node", "open_channels",
-                 "persist_interval_us", "poll_interval_us", "producers", "publish_addr", "stream", "subscribe_addr",
-                 "topic_route_table")
+    __slots__ = ("_heartbeat_running", "_transmit", "_watched", "api_timeout_us", "broker_addr_table",
+                 "channel_event_listener", "client_id", "consumers", "heartbeat_interval_us", "namesrv_chosen",
+                 "namesrv_index", "namesrvs", "node", "open_channels", "persist_interval_us", "poll_interval_us",
+                 "producers", "publish_addr", "stream", "subscribe_addr", "topic_route_table")
 
     def __init__(self, node: Any, namesrvs: list[str], poll_name_server_interval_ms: int,
-                 heartbeat_broker_interval_ms: int, mq_client_api_timeout_ms: int) -> None:
+                 heartbeat_broker_interval_ms: int, mq_client_api_timeout_ms: int,
+                 enable_heartbeat_channel_event_listener: bool = False) -> None:
+        """`enable_heartbeat_channel_event_listener`: resolved already
+        (`heartbeat_channel_listener_enabled`: false for a 4.9.8 client)."""
         self.node = node
         self.client_id = node.name  # <clientIP>@<instanceName>; the node name plays both
         self.namesrvs = list(namesrvs)
@@ -113,6 +144,11 @@ class MQClientInstance:
         self.open_channels: dict[str, None] = {}
         self._watched: dict[str, None] = {}
         self._heartbeat_running = False
+        self.channel_event_listener = enable_heartbeat_channel_event_listener
+        self._transmit: Any = None  # the node's own request transmission, behind the channel table
+        if enable_heartbeat_channel_event_listener:
+            self._transmit = node._request
+            node._request = self._request_on_channel  # every request passes getAndCreateChannel
         node.on_start(self._start)
         node.on_crash(self._lose_heap)
         node.add_service(self.poll_name_server_loop)
@@ -252,14 +288,17 @@ class MQClientInstance:
             yield from self._heartbeat_round()
             yield node.sleep_us(max(0, started + self.heartbeat_interval_us - node.env._now))
 
-    def send_heartbeat_to_all_broker_with_lock(self, then: Callable[[], None]) -> None:
+    def send_heartbeat_to_all_broker_with_lock(self, then: Callable[[], None], always: bool = False) -> None:
         """sendHeartbeatToAllBrokerWithLock from a callback (consumer start), then `then()` if it
         returned true: the Java caller blocks until the round is over (each heartbeat waits for
         its answer) and only then rebalances. It returns false, and `then()` is not called, when
         a round already holds the lock (tryLock fails), when the client has no producer and no
         consumer, or when the broker address table is empty (no route known yet: nothing was
-        sent); a round that sent heartbeats returns true whatever their answers."""
+        sent); a round that sent heartbeats returns true whatever their answers. `always`:
+        `then()` whatever it returned (4.9.8's start rebalances after it regardless)."""
         if self._heartbeat_running or (not self.producers and not self.consumers) or not self.broker_addr_table:
+            if always:
+                then()
             return
         self.node.env.process(self._heartbeat_then(then))
 
@@ -269,13 +308,17 @@ class MQClientInstance:
         if self.node.epoch == epoch:
             then()
 
+    def _heartbeat_data(self) -> Heartbeat:
+        """prepareHeartbeatData: the client's consumer groups with their subscriptions, its producer groups."""
+        return Heartbeat(self.client_id, tuple((g, tuple(c.subscriptions)) for g, c in self.consumers.items()),
+                         tuple(self.producers))
+
     def _heartbeat_round(self) -> Generator:
         if self._heartbeat_running or (not self.producers and not self.consumers):
             return
         self._heartbeat_running = True
         epoch = self.node.epoch
-        beat = Heartbeat(self.client_id, tuple((g, tuple(c.subscriptions)) for g, c in self.consumers.items()),
-                         tuple(self.producers))
+        beat = self._heartbeat_data()
         producer_only = not self.consumers
         targets = [addr for addrs in self.broker_addr_table.values() for bid, addr in addrs.items()
                    if addr is not None and not (producer_only and bid != MASTER_ID)]
@@ -289,6 +332,37 @@ class MQClientInstance:
     # --- channels -------------------------------------------------------------------------------
     def channel_open(self, addr: str) -> bool:
         return addr in self.open_channels
+
+    def _request_on_channel(self, dst: str, req_id: int, payload: Any) -> None:
+        """The node's requests with the channel event listener on (module docstring): sent as
+        before; one that found no live connection to `dst` opens it, if `dst` accepts."""
+        self._transmit(dst, req_id, payload)
+        if dst not in self.open_channels and self.node.env.network.connected(self.node.name, dst):
+            self.channel_opened(dst)
+            self.on_channel_active(dst)
+
+    def on_channel_active(self, addr: str) -> None:
+        """ChannelEventListener.onChannelActive: a heartbeat to a broker address of the table
+        (sendHeartbeatToBroker with the lock's tryLock), then rebalanceImmediately if it succeeded."""
+        if not any(addr in addrs.values() for addrs in self.broker_addr_table.values()):
+            return  # a NameServer's, or a broker the table does not hold
+        if self._heartbeat_running or (not self.producers and not self.consumers):
+            return  # tryLock failed, or nothing to send
+        self._heartbeat_running = True
+        self.node.rpc(addr, self._heartbeat_data(), self.api_timeout_us, self._channel_heartbeat_answered)
+
+    def _channel_heartbeat_answered(self, response: Any) -> None:
+        self._heartbeat_running = False  # the lock is released whatever the answer
+        if isinstance(response, CodeResponse) and response.code == SUCCESS:
+            self.rebalance_immediately()
+
+    def rebalance_immediately(self) -> None:
+        """rebalanceImmediately: the RebalanceService wakes up for every consumer that rebalances
+        (a POP consumer does not)."""
+        for consumer in self.consumers.values():
+            rebalancer = getattr(consumer, "rebalancer", None)
+            if rebalancer is not None:
+                rebalancer.wakeup()
 
     def channel_opened(self, addr: str) -> None:
         if addr not in self.open_channels:

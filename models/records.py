@@ -172,3 +172,8 @@ HA_APPENDED = declare_detail("ha.appended", from_position=int, to_position=int)
 # handle's pop time and invisible time (the ground truth of the POP stories)
 POP_RECEIVED = declare_detail("pop.received", group=str, msg_id=int, topic=str, queue_id=int, queue_offset=int,
                               pop_time_us=int, invisible_us=int)
+# POP (models/broker/pop_message_processor.py): each message a broker handed out to a pop, on the
+# broker, with the client whose request it answered (`client`: the node that sent the pop) — the
+# ground truth of who popped it, also when no consumer received it (a dead client's parked receive)
+POP_POPPED = declare_detail("pop.popped", group=str, msg_id=int, topic=str, queue_id=int, queue_offset=int,
+                            client=str, pop_time_us=int, invisible_us=int)

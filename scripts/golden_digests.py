@@ -50,6 +50,23 @@ RUNS: list[dict[str, Any]] = [
      "covers": "transactional half/op topics, lost endTransaction, check-back"},
     {"id": "orderly_broker_failure", "scenario": "scenarios/orderly_broker_failure.yaml", "seed": 1,
      "overrides": [], "covers": "orderly consumption, broker locks, broker crash and restart"},
+    # 5.x features (issue 40)
+    {"id": "controller_master_power_loss", "scenario": "scenarios/controller_master_power_loss.yaml", "seed": 1,
+     "overrides": [], "covers": "controller election, SyncStateSet, epochs, failover truncation, route poll"},
+    {"id": "pop_consumer_crash", "scenario": "scenarios/pop_consumer_crash.yaml", "seed": 1, "overrides": [],
+     "covers": "POP: pop, ack, invisible time, revive, consumer crash"},
+    {"id": "pop_slow_consumer_invisible_time", "scenario": "scenarios/pop_slow_consumer_invisible_time.yaml",
+     "seed": 1, "overrides": [], "covers": "POP: a listener slower than the invisible time, late acks"},
+    {"id": "timer_messages_power_loss", "scenario": "scenarios/timer_messages_power_loss.yaml", "seed": 1,
+     "overrides": [], "covers": "5.x timer wheel, checkpoint, power loss and recovery"},
+    {"id": "retention_lagging_consumer", "scenario": "scenarios/retention_lagging_consumer.yaml", "seed": 1,
+     "overrides": [], "covers": "retention: expired and forced CommitLog deletion under a lagging consumer"},
+    {"id": "disk_full", "scenario": "scenarios/disk_full.yaml", "seed": 1, "overrides": [],
+     "covers": "disk usage thresholds, writes refused when full"},
+    {"id": "lite_pull_consumer_crash", "scenario": "scenarios/lite_pull_consumer_crash.yaml", "seed": 1,
+     "overrides": [], "covers": "DefaultLitePullConsumer: pull tasks, poll, auto-commit, crash"},
+    {"id": "batch_consume_failures", "scenario": "scenarios/batch_consume_failures.yaml", "seed": 1,
+     "overrides": [], "covers": "concurrent batch consumption, ackIndex, send-back of the failed part"},
 ]
 
 

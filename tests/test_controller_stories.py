@@ -39,6 +39,7 @@ from models.protocol import (
     CONTROLLER_FENCED_MASTER_EPOCH,
     CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
     CONTROLLER_INVALID_MASTER,
+    CONTROLLER_INVALID_REPLICAS,
     CONTROLLER_MASTER_NOT_AVAILABLE,
     CONTROLLER_MASTER_STILL_EXIST,
     SUCCESS,
@@ -379,7 +380,8 @@ def test_replicas_info_first_election_and_the_sync_state_set() -> None:
     assert m.alter("g", 2, 0, (1, 2), 1, everyone) == CONTROLLER_FENCED_MASTER_EPOCH
     assert m.alter("g", 2, 1, (1, 2), 0, everyone) == CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH
     assert m.alter("g", 2, 1, (1, 2), 1, _live({"b2": (1, 0, 0)})) == CONTROLLER_BROKER_NOT_ALIVE
-    assert m.alter("g", 2, 1, (2, 9), 1, everyone) == CONTROLLER_BROKER_NOT_ALIVE  # not registered
+    # not registered: ReplicasInfoManager.alterSyncStateSet answers CONTROLLER_INVALID_REPLICAS (5.3.3)
+    assert m.alter("g", 2, 1, (2, 9), 1, everyone) == CONTROLLER_INVALID_REPLICAS
     assert m.alter("g", 2, 1, (1, 3), 1, everyone) == CONTROLLER_ALTER_SYNC_STATE_SET_FAILED  # without the master
     assert (group.members, group.ss_epoch) == ((2,), 1), "refusals change nothing"
     assert m.alter("g", 2, 1, (3, 1, 2), 1, everyone) == SUCCESS

@@ -16,6 +16,7 @@ from tests.conftest import ROOT
 SCENARIO = ROOT / "scenarios" / "timer_messages_power_loss.yaml"
 SEEDS = (1, 2, 3)
 PRECISION_US = 1_000_000  # timer_precision_ms
+POLL_US = 100_000  # TimerDequeueGetService: waitForRunning(100L * timerPrecisionMs / 1000)
 CHECKPOINT_US = 1_000_000  # timer_flush_interval_ms
 
 
@@ -52,11 +53,11 @@ def test_without_faults_every_message_comes_once_within_the_precision(seed: int)
     assert want and set(got) == set(want), "every timer message is delivered"
     assert all(len(times) == 1 for times in got.values())
     errors = [got[m][0] - want[m] for m in want]
-    assert min(errors) >= 0 and max(errors) < PRECISION_US, (min(errors), max(errors))
+    assert min(errors) >= 0 and max(errors) < PRECISION_US + POLL_US, (min(errors), max(errors))
     assert r.summary["lost"] == 0 and r.summary["duplicates"] == 0
     # each delivery happens when its slot is read: one precision after the slot starts
     slots = {r_[3]: r_[6] for r_ in kind(r, "timer.enqueued")}
-    assert all(got[m][0] == slots[m] + PRECISION_US for m in want)
+    assert all(slots[m] + PRECISION_US <= got[m][0] < slots[m] + PRECISION_US + POLL_US for m in want)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -79,9 +80,13 @@ def test_power_loss_delivers_again_only_what_followed_the_checkpoint_and_loses_n
     destroyed = {x[3] for x in kind(r, "commit_log.destroyed")}
     undelivered = set(requested(r)) - set(got)
     assert undelivered <= destroyed, sorted(undelivered - destroyed)[:5]
-    # what came due while the broker was down comes late, not lost
-    late = [m for m, times in got.items() if requested(r)[m] < end_us <= times[0]]
-    assert all(got[m][0] >= end_us for m in late)
+    # what came due while the broker was down comes late, not lost: each is delivered, first after the restart
+    due_down = [m for m, due in requested(r).items() if start_us <= due < end_us and m not in destroyed]
+    assert due_down, "some timer messages came due while the broker was down"
+    missing = [m for m in due_down if m not in got]
+    assert not missing, f"due while the broker was down and never delivered: {missing[:5]}"
+    early = [(m, got[m][0]) for m in due_down if got[m][0] < end_us]
+    assert not early, f"delivered while the broker was down: {early[:5]}"
 
 
 def test_the_checkpoint_decides_the_redelivery_on_some_seed() -> None:

@@ -27,7 +27,7 @@ from analysis.checkers.ledger_codes import SEQ_BITS, SEQ_MASK
 from analysis.checkers.metrics import LOSS_CAUSES
 from analysis.checkers.order import CAUSES as ORDER_CAUSES
 from analysis.checkers.txn_checker import CAUSES_LOST as TXN_CAUSES
-from analysis.explain.facts import Context, message_facts, seconds
+from analysis.explain.facts import Context, message_facts
 from analysis.explain.fault import NO_FAULT, attribution
 from analysis.explain.judge import Findings, investigate
 from analysis.explain.reasons import (
@@ -39,6 +39,8 @@ from analysis.explain.reasons import (
     violation_verdict,
 )
 from analysis.explain.source import ExplainError, RunFiles, read_run
+from analysis.explain.stories import seconds
+from rmqsim.scenario.validate import instance_names
 from sim.files import some
 from sim.inputs import short
 from sim.readback import missing
@@ -101,14 +103,26 @@ def explain_message(run: RunFiles, msg: str | int) -> dict[str, Any]:
                            f"{f.ledger.top_seq[p]} messages)")
     records = f.collector.message_records()
     topic = f.ledger.producers[p].topic
-    groups = tuple(u.group for u in f.ledger.units.values() if u.topic == topic)
-    ctx = Context(msg_id, f.names, f.collector.broker_of, f.collector.watched, f.run.summary["sim_time_ms"] * 1000,
-                  groups)
-    facts = message_facts(records, ctx)
+    facts = message_facts(records, _context(f, msg_id, topic))
     verdicts = message_verdicts(f, msg_id, records)
     return {"msg_id": msg_id, "key": f.key(msg_id), "producer": f.names[p], "topic": topic,
             "facts": [fact.as_json() for fact in facts],
             "verdicts": [v.as_json(f.key(v.msg_id)) for v in verdicts]}
+
+
+def _context(f: Findings, msg_id: int, topic: str) -> Context:
+    """What the fact builder needs besides the records: the run's groups, POP clients, timer checkpoints."""
+    sc = f.run.scenario
+    groups = tuple(dict.fromkeys(u.group for u in f.ledger.units.values() if u.topic == topic))
+    members: dict[str, tuple[str, ...]] = {}
+    pop_clients: dict[str, str] = {}
+    for c in sc.consumers:
+        members[c.group] = members.get(c.group, ()) + tuple(instance_names(c.name, c.count))
+        if c.pop is not None:
+            pop_clients[c.group] = c.pop.client
+    timer_flush_ms = {b.name: b.store.timer_flush_interval_ms for b in sc.cluster.brokers}
+    return Context(msg_id, f.names, f.collector.broker_of, f.collector.watched, f.run.summary["sim_time_ms"] * 1000,
+                   groups, pop_clients, members, timer_flush_ms)
 
 
 def known_causes() -> dict[str, list[str]]:
@@ -180,7 +194,8 @@ def explain_fault(run: RunFiles, index: int) -> dict[str, Any]:
     w = next(w for w in faults if w.index == index)
     mine = [v for v, owner in attributed if owner == index]
     return {"fault": {"index": w.index, "kind": w.kind, "target": w.target, "start_us": w.start_us,
-                      "end_us": w.end_us, "back_to_normal_us": w.back_us,
+                      "end_us": w.end_us, "back_to_normal_us": w.back_us, "restart_us": w.restart_us,
+                      "until_us": w.until_us,
                       "recovery_s": None if w.back_us is None else round((w.back_us - w.start_us) / 1e6, 3),
                       "recovery": w.recovery, "why": w.why},
             "effects": _plain(counts[index]),
@@ -232,7 +247,8 @@ def _render_cause(a: dict[str, Any]) -> str:
 def _render_fault(a: dict[str, Any]) -> str:
     w = a["fault"]
     end = seconds(w["end_us"])
-    lines = [f"fault {w['index']}: {w['kind']} of {w['target']}, {seconds(w['start_us'])} → {end}"]
+    lines = [f"fault {w['index']}: {w['kind']} of {w['target']}, {seconds(w['start_us'])} → {end}"
+             + (f" (attributed until {seconds(w['until_us'])})" if w["until_us"] != w["end_us"] else "")]
     orderly = a["summary"]["order_violations"] is not None
     lines += [f"  {kind.replace('_', ' ')}: {c['total'] if orderly or kind != 'order_violations' else 'n/a'}"
               + _by(c) for kind, c in a["effects"].items()]
@@ -241,10 +257,14 @@ def _render_fault(a: dict[str, Any]) -> str:
         lines.append("  not back to normal by the end of the run")
     else:
         lines.append(f"  back to normal at {seconds(w['back_to_normal_us'])}, {w['recovery_s']:.3f} s after it began")
-    lines.append("    sends succeed from " + _at(r["sends_succeed_us"]) + "; every group back at "
-                 + _at(r["groups_back_us"]) + " (the summary's availability section)")
-    lines.append("    every queue that lost its owner had one again at " + _at(r["queues_owned_us"])
-                 + " (a rebalance shorter than the normal wait is not an outage)")
+    sends = "sends succeed from " + _at(r["sends_succeed_us"]) if r["sends_succeed_us"] is not None else \
+        "sends do not succeed again"
+    groups = "every group back at " + _at(r["groups_back_us"]) if r["groups_back_us"] is not None else \
+        "not every group back"
+    lines.append(f"    {sends}; {groups} (the summary's availability section)")
+    owned = "every queue that lost its owner had one again at " + _at(r["queues_owned_us"]) \
+        if r["queues_owned_us"] is not None else "a queue that lost its owner had none again"
+    lines.append(f"    {owned} (a rebalance shorter than the normal wait is not an outage)")
     lines += [f"    why: {line}" for line in w.get("why", [])]
     for v in a["examples"]:
         lines.append(f"  {v['key']} [{v['unit']}] {v['verdict']}: {v['cause']} — {v['reason']}")

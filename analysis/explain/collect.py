@@ -2,16 +2,19 @@
 
 A `Collector` is a chunk observer fed every record of the run (from its trace or a replay,
 analysis/explain/source.py). It always keeps the *rare* records whole — faults, crashes and
-restarts, recoveries, destroyed copies and reused offsets, elections, role changes and truncations
-of controller mode, queue ownership, rebalances, locks,
-offset rollbacks and resets, membership and route changes — and the send outcomes that were not
-SEND_OK (with every failed attempt): a run has few of them, and they are the facts behind every
-cause and behind a fault's recovery time. Asked about one message (`msg_id`), it also keeps:
+restarts, recoveries, destroyed copies and reused offsets, elections, SyncStateSets, role changes
+and truncations of controller mode, queue ownership, rebalances, locks, offset rollbacks and
+resets, membership and route changes — the send outcomes that were not SEND_OK (with every failed
+attempt), and the timer's deliveries from a slot read again (`replay`): a run has few of them, and
+they are the facts behind every cause and behind a fault's recovery time. Asked about one message
+(`msg_id`), it also keeps:
 
 - every record that names the message (sent, stored, consumed, sent back, checked, ...);
 - where its copies went next: per node holding a copy (a master's store, a slave's `ha.appended`
   range), the first `commit_log.flushed` reaching the copy's end, the first dispatched range
-  holding it (a truncation in between cancels the wait: the copy is gone);
+  holding it (a truncation in between — a recovery's, or a replica's to the consistent point of
+  its epochs — cancels the wait: the copy is gone); a slave's range counts as the copy only while
+  the group's master holds it (a new master that never had it appends its own records there);
 - the offset records of the queues its copies were stored in (committed by a client, written to
   consumerOffset.json, loaded, copied to a slave), each only when its value changed, and once a
   value passed the copy only the change that passed it (or a later fall below it); before a
@@ -40,13 +43,14 @@ RARE = frozenset((
     rec.BROKER_OFFSET_ROLLED_BACK, rec.BROKER_OFFSET_BEHIND_REPLICA, rec.TXN_DISCARDED, rec.TXN_HALF_LOST,
     rec.CONSUMER_OFFSET_RESET, rec.PRODUCER_ROUTE_UPDATED, rec.CLIENT_ROUTE_UPDATED, rec.BROKER_CLIENT_REGISTERED,
     rec.BROKER_CLIENT_UNREGISTERED, rec.PRODUCER_ATTEMPT_FAILED, rec.PRODUCER_SEND_FAILED,
-    rec.CONTROLLER_ELECTED, rec.BROKER_ROLE, rec.HA_TRUNCATED))
+    rec.CONTROLLER_ELECTED, rec.CONTROLLER_SYNC_STATE_SET, rec.BROKER_ROLE, rec.HA_TRUNCATED))
 OFFSET_KINDS = frozenset((rec.BROKER_OFFSET_COMMITTED, rec.BROKER_OFFSET_FILE_WRITTEN, rec.BROKER_OFFSET_LOADED,
                           rec.BROKER_OFFSET_SYNCED))
 # position of `msg_id` in a record tuple, per kind that has one
 MSG_FIELD = {kind: len(trace.ENVELOPE) + fields.index("msg_id") for kind, fields in trace.KINDS.items()
              if "msg_id" in fields}
 _STATUS = trace.field_index(rec.PRODUCER_SENT, "status")
+_REPLAY = trace.field_index(rec.TIMER_DELIVERED, "replay")
 
 
 class Collector:
@@ -73,7 +77,8 @@ class Collector:
         self.seen += len(chunk)
         for i, r in enumerate(chunk):
             kind = r[2]
-            rare = kind in RARE or (kind == rec.PRODUCER_SENT and r[_STATUS] != "SEND_OK")
+            rare = kind in RARE or (kind == rec.PRODUCER_SENT and r[_STATUS] != "SEND_OK") or \
+                (kind == rec.TIMER_DELIVERED and r[_REPLAY])
             if rare:
                 self.rare.append(r)
                 self.rare_seq.append(base + i)
@@ -94,8 +99,10 @@ class Collector:
                     self.mine.append((base + i, r))
             elif kind == rec.HA_APPENDED:
                 self._appended(base + i, r)
-            elif kind == rec.COMMIT_LOG_TRUNCATED:
+            elif kind in (rec.COMMIT_LOG_TRUNCATED, rec.HA_TRUNCATED):
                 self._truncated(r)
+            elif kind == rec.BROKER_ROLE and r[4] == "master":
+                self._new_master(r[1])
             if kind == trace.NODE_CRASHED:  # its table is gone: a commit of the same value is news again
                 self._last = {k: v for k, v in self._last.items() if k[1] != r[1]}
 
@@ -131,6 +138,15 @@ class Collector:
             del self._copies[node]
             self._flush.discard(node)
             self._dispatch.discard(node)
+
+    def _new_master(self, node: str) -> None:
+        """A node of a group holding a copy became master: if it does not hold the copy, the ranges
+        its slaves append from now on are its own records (the positions may be the copy's, its data
+        not): stop waiting for a slave to append the copy."""
+        broker = self.broker_of.get(node, node)
+        copy = self._replica.get(broker)
+        if copy is not None and self._copies.get(node) != copy:
+            del self._replica[broker]
 
     def _offset(self, seq: int, r: tuple) -> None:
         """(t, node, kind, group, topic, queue id, offset, ...): kept when its value changed; in a

@@ -5,11 +5,14 @@ actual start and end. Every lost message, duplicate delivery and order violation
 (analysis/checkers/message_causes.py) is attributed to one fault or to "no fault", so that the counts of
 all faults and "no fault" add up to the summary's. A finding's mechanism has a time and often a
 node (analysis/explain/reasons.py `event_us`, `node`: the copy a power loss destroyed, the
-consumer whose crash ended its ownership, the broker that restarted with older offsets, the
-overtaking message's send for a `send_side` violation, ...). It goes to the fault whose window
-holds that time — from its start to the later of its end and the moment the cluster was back to
-normal — preferring a fault on that node (or its broker group), then the latest to start; a
-finding without a time, or outside every window, is "no fault".
+consumer whose crash ended its ownership, the crash before the broker restarted with older
+offsets or read a timer slot again, the election before a rejoining replica's truncation, the
+first reuse of an offset, the overtaking message's send for a `send_side` violation, ...). It
+goes to the fault whose window holds that time — from its start to the latest of its end, its
+target's restart after it (a node it took down is back) and the moment the cluster was back to
+normal (the run's end if it never was) — preferring a fault on that node or its broker group (a
+broker group's nodes stand for each other), then the latest to start; a finding without a time,
+or outside every window, is "no fault".
 
 Back to normal is the summary's (analysis/checkers/availability.py: the same numbers the summary
 prints): the fault's `back_ms`, the latest of every topic's write outage end (sends succeed again)
@@ -42,10 +45,15 @@ class Window:
     back_us: int | None = None  # back to normal (None: not by the end of the run)
     recovery: dict[str, int | None] = field(default_factory=dict)
     why: list[str] = field(default_factory=list)  # the summary's why lines (analysis/checkers/availability.py)
+    restart_us: int | None = None  # its target's restart after it ended (a node it took down: up again)
+    run_end_us: int = 0  # the run's end: the window of a fault the cluster never recovered from
 
     @property
     def until_us(self) -> int:
-        return max(self.end_us, self.back_us if self.back_us is not None else self.end_us)
+        """The end of its window: the latest of its end, its target's restart and back to normal
+        (the run's end when the cluster was not back by then)."""
+        back = self.back_us if self.back_us is not None else max(self.run_end_us, self.end_us)
+        return max(self.end_us, back, self.restart_us or 0)
 
     def title(self) -> str:
         return f"fault {self.index}: {self.kind} of {self.target}"
@@ -61,7 +69,8 @@ def windows(f: Any) -> list[Window]:
     end_us = f.run.summary["sim_time_ms"] * 1000
     by_index = {a["index"]: a for a in availability["faults"]}
     out = [Window(a["index"], a["kind"], a["target"], round(a["start_ms"] * 1000),
-                  round(a["end_ms"] * 1000) if a["end_ms"] is not None else end_us) for a in applied]
+                  round(a["end_ms"] * 1000) if a["end_ms"] is not None else end_us, run_end_us=end_us)
+           for a in applied]
     phase_end = round(f.run.scenario.duration_ms * 1000)
     starts = sorted(w.start_us for w in out)
     for w in out:
@@ -73,6 +82,8 @@ def windows(f: Any) -> list[Window]:
         w.why = list(summary_fault["why"])
         back = summary_fault["back_ms"]
         w.back_us = None if back is None else round(back * 1000)
+        w.restart_us = next((r[0] for r in f.collector.rare if r[2] == trace.NODE_RESTARTED and r[1] == w.target
+                             and r[0] >= w.end_us), None)
     return out
 
 
@@ -137,8 +148,8 @@ def attribute(v: Verdict, faults: list[Window], broker_of: dict[str, str]) -> in
     if not holding:
         return None
     if v.node is not None:
-        mine = [w for w in holding if v.node in (w.target, broker_of.get(w.target))
-                or broker_of.get(v.node) == w.target]
+        where = broker_of.get(v.node, v.node)  # a broker node stands for its group, the group for itself
+        mine = [w for w in holding if broker_of.get(w.target, w.target) == where]
         holding = mine or holding
     return max(holding, key=lambda w: (w.start_us, w.index)).index
 

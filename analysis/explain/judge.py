@@ -72,12 +72,14 @@ class Findings:
         return out
 
     @cached_property
-    def destroyed_at(self) -> dict[tuple, list[tuple]]:
-        """(node, topic, queue id, queue offset) → the commit_log.destroyed records of that position."""
+    def destroyed_in_group(self) -> dict[tuple, list[tuple]]:
+        """(broker group, topic, queue id, queue offset) → the commit_log.destroyed records of that
+        position on any node of the group, in time order (a position is the group's: its replicas
+        give the same offsets)."""
         out: dict[tuple, list[tuple]] = {}
         for r in self.collector.rare:
             if r[2] == COMMIT_LOG_DESTROYED:
-                out.setdefault((r[1], r[4], r[5], r[6]), []).append(r)
+                out.setdefault((self.run_broker(r[1]), r[4], r[5], r[6]), []).append(r)
         return out
 
     def born_us(self, msg_id: int) -> int | None:

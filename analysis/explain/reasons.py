@@ -18,7 +18,8 @@ from typing import Any
 import models.records as rec
 from analysis.checkers.duplicates import cause_and_evidence
 from analysis.checkers.ledger_codes import ACKED, FAILED, ONEWAY, SEQ_BITS, SEQ_MASK
-from analysis.explain.facts import seconds
+from analysis.explain.stories import seconds
+from sim import trace
 
 RULES = {
     "unflushed_at_power_loss": "a power loss destroyed the acknowledged copy on its master beyond the last flush "
@@ -38,7 +39,8 @@ RULES = {
     "txn_double_commit": "another stored copy was delivered: its half was committed twice",
     "timer_redelivered": "another stored copy was delivered: the 5.x timer put the message back into its real "
                          "topic more than once (a wheel slot read again after a broker restart, from its last "
-                         "checkpoint), its send having parked it once",
+                         "checkpoint, or by a promoted slave, from the checkpoint it last copied from the old "
+                         "master), its send having parked it once",
     "send_back": "another stored copy was delivered and one of them came through the retry path",
     "invisible_time_expired": "POP: the broker put it back into the group's POP retry topic because the listener "
                               "call that consumed it ended after its invisible time, so its ack came too late",
@@ -122,6 +124,13 @@ def _outcome(f: Any, unit: Any, p: int, seq: int, msg_id: int, records: list[tup
              "pending_delay": "a delayed or timer message still waiting in SCHEDULE_TOPIC_XXXX or "
                               "rmq_sys_wheel_timer when the run ended",
              "dlq": "moved to the dead-letter queue after its retries"}
+    if state == "dlq":
+        moved = [r for r in records or () if r[2] == rec.BROKER_STORED and r[3] == msg_id
+                 and r[4] == f"%DLQ%{unit.group}"]
+        if moved:
+            r = moved[-1]
+            texts["dlq"] = f"moved to the dead-letter queue {r[4]} on {r[1]} at {seconds(r[0])} after its retries " \
+                           f"(reconsume {r[9]})"
     if state in texts:
         return Verdict(unit.name, msg_id, state, None, texts[state])
     return Verdict(unit.name, msg_id, "unconsumed", None, "not consumed when the run stopped at its bound")
@@ -179,30 +188,46 @@ def _failover_truncated(f: Any, unit: str, msg_id: int, destroyed: list[tuple],
                and r[4] != d[1] and r[0] <= d[0]]
     after = f" after the controller elected {elected[-1][4]} master of {group} at {seconds(elected[-1][0])} " \
             f"(epoch {elected[-1][6]}, {elected[-1][7]})" if elected else ""
+    # the failover is the mechanism: the election that gave the group another master (the truncation
+    # comes when the old master rejoins, after its fault has ended)
     return Verdict(unit, msg_id, "lost", "truncated_on_failover",
                    f"stored{when} as {group} {d[4]} q{d[5]} @{d[6]} on {d[1]}; {d[1]} rejoined as a slave{after} and "
                    f"at {seconds(d[0])} truncated its CommitLog to the consistent point of its epochs, destroying "
-                   f"{what}: the new master never had it", d[0], d[1])
+                   f"{what}: the new master never had it", elected[-1][0] if elected else d[0], d[1])
 
 
 def _skipped(f: Any, unit: str, msg_id: int, records: list[tuple] | None) -> Verdict:
+    """A message stored at a reused queue offset its group had passed. The first reuse record is the
+    one that made it unreachable (its store at that offset); a later one of the same message is a
+    replica cutting the old record at that offset on rejoining (models/broker/replicas_manager.py)."""
     reused = f.rare_by_msg.get((rec.OFFSET_REUSED, msg_id), [])
     if not reused:
         return Verdict(unit, msg_id, "lost", "offset_skipped_after_recovery", "stored at a reused queue offset")
-    r = reused[-1]
+    r = reused[0]
     t, node, topic, qid, qoff = r[0], r[1], r[4], r[5], r[6]
-    before = [d for d in f.destroyed_at.get((node, topic, qid, qoff), ()) if d[0] <= t]
-    text = f"stored at {seconds(t)} as {f.run_broker(node)} {topic} q{qid} @{qoff}"
+    group = f.run_broker(node)
+    held = f.destroyed_in_group.get((group, topic, qid, qoff), [])
+    before = [d for d in held if d[0] <= t]
+    text = f"stored at {seconds(t)} as {group} {topic} q{qid} @{qoff}"
     event, where = t, node
+    elected = [e for e in f.collector.rare if e[2] == rec.CONTROLLER_ELECTED and e[3] == group and e[4] == node
+               and e[0] <= t]
     if before:
         d = before[-1]
-        text += f", an offset the broker assigned again: it first held {f.key(d[3])}, which the {d[7]} of {node} at " \
+        text += f", an offset the broker assigned again: it first held {f.key(d[3])}, which the {d[7]} of {d[1]} at " \
                 f"{seconds(d[0])} destroyed"
-        event, where = d[0], d[1]
-    group = unit.split("/")[0]
-    passed = [c for c in records or () if c[2] == rec.BROKER_OFFSET_COMMITTED and c[3] == group and c[4] == topic
-              and c[5] == qid and c[6] > qoff and c[0] <= t]
-    text += f"; {group} had already passed it"
+        event, where = _destroyed_event(f, d), d[1]
+    elif elected:
+        e = elected[-1]
+        cut = [d for d in held if d[0] > t]
+        old = f"{f.key(cut[0][3])}, which {cut[0][1]}'s truncation on rejoining cut at {seconds(cut[0][0])}" if cut \
+            else "another message"
+        text += f" on {node}, master since the election at {seconds(e[0])} (epoch {e[6]}, {e[7]}): an offset the " \
+                f"old master {e[5] or '(none)'} had already given to {old}, which {node} never had"
+    group_name = unit.split("/")[0]
+    passed = [c for c in records or () if c[2] == rec.BROKER_OFFSET_COMMITTED and c[3] == group_name
+              and f.run_broker(c[1]) == group and c[4] == topic and c[5] == qid and c[6] > qoff and c[0] <= t]
+    text += f"; {group_name} had already passed it"
     if passed:
         c = passed[-1]
         text += f" ({c[7]} had committed {c[6]} at {seconds(c[0])})"
@@ -224,8 +249,8 @@ def duplicate_verdict(f: Any, d: Any, records: list[tuple] | None = None) -> Ver
                                   f"producer did not get); {first}, {again} from {broker} q{qid} @{offset}",
                 "txn_double_commit": f"its half was committed {why['copies']} times; {first}, {again}",
                 "timer_redelivered": f"the timer put it back into its topic more than once (a slot read again "
-                                     f"after a broker restart): {why['copies']} stored copies; {first}, {again} "
-                                     f"from {broker} q{qid} @{offset}",
+                                     f"after a broker restart or failover): {why['copies']} stored copies; {first}, "
+                                     f"{again} from {broker} q{qid} @{offset}",
                 "send_back": f"{first}; {again} from a retry-path copy (reconsume {reconsume})",
                 "invisible_time_expired": (f"{first}, after its invisible time had ended at "
                                            f"{seconds(why['ack_late'][1])}; the broker revived it at "
@@ -244,11 +269,14 @@ def duplicate_verdict(f: Any, d: Any, records: list[tuple] | None = None) -> Ver
                                if why.get("ack_failed") else "")
                             + f"; the broker revived it at {seconds(why.get('revived_us', 0))}; {again}"}.get(
                     cause, f"{first}; {again} from another stored copy")
-        if cause == "timer_redelivered":  # the timer's re-read follows its broker's restart: on that broker
-            return Verdict(d.unit, d.msg_id, "duplicate", cause, text, t_us, broker)
+        if cause == "timer_redelivered":  # the timer's re-read follows its broker's restart or promotion
+            event, where = _timer_reread(f, d.msg_id)
+            return Verdict(d.unit, d.msg_id, "duplicate", cause, text, event or t_us, where or broker)
+        if cause in ("invisible_time_expired", "ack_lost", "broker_offset_rollback"):
+            event, where = _pop_event(f, cause, why, broker)
+            return Verdict(d.unit, d.msg_id, "duplicate", cause, text, event or t_us, where)
         born = f.born_us(d.msg_id)
-        return Verdict(d.unit, d.msg_id, "duplicate", cause, text,
-                       born if cause not in ("send_back", "invisible_time_expired", "ack_lost") else t_us)
+        return Verdict(d.unit, d.msg_id, "duplicate", cause, text, born if cause != "send_back" else t_us)
     text = f"{first}; {again} from the same copy ({broker} q{qid} @{offset}) in an ownership that started at " \
            f"{seconds(why['t0'])}" if why.get("t0") is not None else f"{first}; {again}"
     event, where = why.get("t0") or t_us, None
@@ -259,7 +287,7 @@ def duplicate_verdict(f: Any, d: Any, records: list[tuple] | None = None) -> Ver
         t, before, after = why["rolled_back"]
         text += f"; {broker} restarted at {seconds(t)} from an older consumerOffset.json: {unit.group}'s offset went " \
                 f"from {before} back to {after}, at or below {offset}"
-        event, where = t, broker
+        event, where = _went_down(f, broker, t) or t, broker
     elif "behind" in why:
         t, answered, held = why["behind"]
         text += f"; its offset query was answered {answered} at {seconds(t)} by a replica behind another that held {held}"
@@ -272,6 +300,59 @@ def duplicate_verdict(f: Any, d: Any, records: list[tuple] | None = None) -> Ver
     elif cause == "rebalance":
         text += f"; {why['first_node']} still owned the queue then (two owners during a rebalance)"
     return Verdict(d.unit, d.msg_id, "duplicate", cause, text, event, where)
+
+
+def _destroyed_event(f: Any, d: tuple) -> int:
+    """When the mechanism behind a destroyed copy happened: the fault's moment, or for a rejoining
+    replica's truncation (`failover_truncated`) the election that gave its group another master
+    (the truncation itself comes when the old master is back, after its fault)."""
+    if d[7] != "failover_truncated":
+        return d[0]
+    elected = [r[0] for r in f.collector.rare if r[2] == rec.CONTROLLER_ELECTED and r[3] == f.run_broker(d[1])
+               and r[4] and r[4] != d[1] and r[0] <= d[0]]
+    return elected[-1] if elected else d[0]
+
+
+def _pop_event(f: Any, cause: str, why: dict, broker: str) -> tuple[int | None, str | None]:
+    """(when, where) a POP redelivery's mechanism happened: the late listener call; the failed ack,
+    or the crash of a broker between the first consumption and the revive (the ack lost with it);
+    the crash before the restart that took the broker's offsets back."""
+    if cause == "invisible_time_expired":
+        return why.get("t_first"), why.get("first_node")
+    if cause == "ack_lost":
+        if why.get("ack_failed"):
+            return why["ack_failed"][0], why.get("first_node")
+        revived = why.get("revived_us")
+        downs = [r for r in f.collector.rare if r[2] == trace.NODE_CRASHED and r[1] in f.collector.broker_of
+                 and why.get("t_first", 0) <= r[0] <= (revived if revived is not None else r[0])]
+        return (downs[-1][0], downs[-1][1]) if downs else (revived, broker)
+    at = why.get("revive_replayed", (None,))[0] or why.get("rolled_back", (None,))[0]
+    if at is None:
+        return None, broker
+    return _went_down(f, broker, at) or at, broker
+
+
+def _went_down(f: Any, broker: str, t_us: int) -> int | None:
+    """When a node of broker group `broker` last crashed or lost power at or before `t_us` (a
+    restart's cause: what a finding made at the restart is attributed to)."""
+    downs = [r[0] for r in f.collector.rare if r[2] == trace.NODE_CRASHED and f.run_broker(r[1]) == broker
+             and r[0] <= t_us]
+    return downs[-1] if downs else None
+
+
+def _timer_reread(f: Any, msg_id: int) -> tuple[int | None, str | None]:
+    """(when, where) the timer came to read the message's slot again: the crash or power loss
+    before the restart of the broker that delivered it again, or the election that made it master."""
+    replays = f.rare_by_msg.get((rec.TIMER_DELIVERED, msg_id), [])
+    if not replays:
+        return None, None
+    t, node = replays[0][0], replays[0][1]
+    down = [r[0] for r in f.collector.rare if r[2] == trace.NODE_CRASHED and r[1] == node and r[0] <= t]
+    up = [r[0] for r in f.collector.rare if r[2] == trace.NODE_RESTARTED and r[1] == node and r[0] <= t]
+    elected = [r[0] for r in f.collector.rare if r[2] == rec.CONTROLLER_ELECTED and r[4] == node and r[0] <= t]
+    if elected and (not up or elected[-1] > up[-1]):
+        return elected[-1], node
+    return (down[-1], node) if down else (None, node)
 
 
 def _last_commit(records: list[tuple] | None, group: str, broker: str, qid: int, why: dict, t_end: int,

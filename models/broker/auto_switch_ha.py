@@ -15,13 +15,24 @@ handshake fails and is tried again. What the cut destroys is recorded with fault
 member of the new master's SyncStateSet held, and a slave's records the new master never had.
 
 Master (AutoSwitchHAService + AutoSwitchHAConnection):
-- SyncStateSet: the master and the slaves the controller accepted. A slave's caught-up time is
-  set on each acknowledgement that reaches the master's max offset at its last transfer (now if
-  it reaches the current max, else the transfer's time) and when there is nothing left to send. A
-  slave joins (AlterSyncStateSet at once) when its acknowledged offset reaches the confirm offset
-  and the current epoch's start; it leaves when its connection closes (at once) or, at the 5 s
-  check, when it has not caught up for `haMaxTimeSlaveNotCatchup` (15 s). While an alteration is
-  in flight the set is the union of the old and the requested one.
+- SyncStateSet: the master and the slaves the controller accepted. A slave's caught-up time
+  (updateConnectionLastCaughtUpTime: it only moves forward) is set on each acknowledgement that
+  reaches the master's max offset at the connection's last transfer (now if it equals the current
+  max, else the transfer's time; before the connection's first transfer, the epoch 0), and by the
+  writer whenever it has nothing left to send (now, whatever the slave acknowledged:
+  AutoSwitchHAConnection.transferToSlave's `size == 0` branch, at each 100 ms wait). A slave joins
+  (AlterSyncStateSet at once) when its acknowledged offset reaches the confirm offset and the
+  current epoch's start; it leaves when its connection closes (at once, removeConnection: also
+  when the slave closes its side to follow another master) or, at the 5 s check, when its
+  caught-up time is more than `haMaxTimeSlaveNotCatchup` (15 s) old, or it has none
+  (`shrink_sync_state_set`, maybeShrinkSyncStateSet, in whole ms). While an alteration is in
+  flight the set is the union of the old and the requested one.
+- The writer stalls (Java: a socket write that does not complete, `lastWriteOver` false) while
+  `HA_SOCKET_BUFFER_BYTES` sent to a slave are not acknowledged: a slave that stops reading (a
+  pause, a partition) under traffic is left with something to send, its caught-up time stops,
+  and it is shrunk out at the first check more than `haMaxTimeSlaveNotCatchup` later (unless the
+  master's housekeeping closed the silent connection first). An idle or merely slow one keeps
+  being caught up. The writer resumes on the slave's next acknowledgement.
 - Sends (CommitLog.asyncPutMessage in controller mode; the master is a SYNC_MASTER): refused
   before the write (SYSTEM_ERROR, IN_SYNC_REPLICAS_NOT_ENOUGH) while the set has fewer than
   `minInSyncReplicas` members; with `allAckInSyncStateSet` a send waits for every member's
@@ -31,22 +42,88 @@ Master (AutoSwitchHAService + AutoSwitchHAConnection):
   offset of the connected members (unchanged while a member has no connection); consumers read
   only up to it (the master's dispatch stops there). Otherwise the max offset.
 
+Pure functions (exported by models/broker/__init__.py, used by the classes here):
+`find_consistent_point` and `truncate_epochs` (EpochFileCache.findConsistentPoint as
+AutoSwitchHAClient.doTruncate prepares it, truncateSuffixByOffset) and `shrink_sync_state_set`
+(AutoSwitchHAService.maybeShrinkSyncStateSet).
+
 Simplified: the epoch file is on disk and survives every fault; a slave's dispatch is not held
 at the master's confirm offset (it matters for slave reads only); a new slave is sent everything
-from the master's first file (isSyncFromLastFile false), as a reconnecting one is.
+from the master's first file (isSyncFromLastFile false), as a reconnecting one is. The socket's
+room is the slave's acknowledged offset (TCP's own acknowledgements come a little earlier) and a
+fixed size: Linux's tcp_wmem maximum, which autotuning reaches under sustained load (the slave's
+receive buffer is not added).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 from models.broker.commit_log import QUEUE_ID_BITS, CommitLog
 from models.broker.config import HA_CONNECT_RETRY_US, MessageStoreConfig
 from models.broker.ha_client import HAClient
 from models.broker.ha_service import HAConnection, HAService
 from models.coverage_points import COV_HA_TRUNCATED_AT_CONSISTENT_POINT, COV_SYNC_STATE_SET_SHRUNK
-from models.protocol import SUCCESS, SYSTEM_ERROR, CodeResponse, HaConnect, HaHandshake, HaTransfer
+from models.protocol import SUCCESS, SYSTEM_ERROR, CodeResponse, HaClose, HaConnect, HaHandshake, HaTransfer
 from models.records import HA_TRUNCATED
+
+T = TypeVar("T")  # a broker's identity in a SyncStateSet: its controller id (Java), its node name (the model)
+HA_SOCKET_BUFFER_BYTES = 4 * 1024 * 1024  # Linux net.ipv4.tcp_wmem max (NettySystemConfig.socketSndbufSize 0: the OS's)
+LONG_MAX_VALUE = (1 << 63) - 1  # Long.MAX_VALUE: an EpochEntry's endOffset until it is set
+
+
+def _epoch_cache(epochs: Iterable[tuple[int, int]], max_offset: int) -> dict[int, list[int]]:
+    """initCacheFromEntries + setLastEpochEntryEndOffset(max offset): epoch → [start, end]. Each
+    entry ends where the next in the list starts; the highest epoch's end is the max offset if it
+    starts at or below it, else Long.MAX_VALUE. A repeated epoch keeps its last entry (TreeMap.put)."""
+    cache: dict[int, list[int]] = {}
+    previous: list[int] | None = None
+    for epoch, start in epochs:
+        entry = [start, LONG_MAX_VALUE]
+        cache[epoch] = entry
+        if previous is not None:
+            previous[1] = start
+        previous = entry
+    if cache:
+        last = cache[max(cache)]
+        if last[0] <= max_offset:
+            last[1] = max_offset
+    return cache
+
+
+def find_consistent_point(local_epochs: Iterable[tuple[int, int]], local_max_offset: int,
+                          master_epochs: Iterable[tuple[int, int]], master_max_offset: int) -> int:
+    """EpochFileCache.findConsistentPoint on the caches AutoSwitchHAClient.doTruncate builds: from
+    the highest local epoch down, the first the master holds with the same start gives the smaller
+    of the two ends; -1 when none does (an empty local file included: doTruncate skips it)."""
+    local = _epoch_cache(local_epochs, local_max_offset)
+    master = _epoch_cache(master_epochs, master_max_offset)
+    for epoch in sorted(local, reverse=True):
+        start, end = local[epoch]
+        theirs = master.get(epoch)
+        if theirs is not None and theirs[0] == start:
+            return min(end, theirs[1])
+    return -1
+
+
+def truncate_epochs(epochs: Iterable[tuple[int, int]], offset: int) -> list[tuple[int, int]]:
+    """EpochFileCache.truncateSuffixByOffset: the entries (epoch order) that start below `offset`."""
+    by_epoch = {epoch: start for epoch, start in epochs}
+    return [(epoch, by_epoch[epoch]) for epoch in sorted(by_epoch) if by_epoch[epoch] < offset]
+
+
+def shrink_sync_state_set(sync_state_set: Iterable[T], master_id: T | None, last_caught_up_ms: Mapping[T, int],
+                          now_ms: int, ha_max_time_slave_not_catchup_ms: int) -> set[T]:
+    """AutoSwitchHAService.maybeShrinkSyncStateSet: drop each member whose last caught-up time is
+    more than `ha_max_time_slave_not_catchup_ms` before `now_ms` (strictly: exactly the limit
+    stays), then each member other than the master (`localBrokerId`) without a caught-up time
+    (never connected)."""
+    members = set(sync_state_set)
+    for broker_id, caught_up_ms in last_caught_up_ms.items():
+        if broker_id in members and now_ms - caught_up_ms > ha_max_time_slave_not_catchup_ms:
+            members.discard(broker_id)
+    return {m for m in members if m == master_id or m in last_caught_up_ms}
 
 
 class EpochFile:
@@ -78,20 +155,11 @@ class EpochFile:
 
     def truncate_suffix_by_offset(self, offset: int) -> None:
         """truncateSuffixByOffset: drop the entries starting at or past `offset`."""
-        self.entries = [e for e in self.entries if e[1] < offset]
+        self.entries = truncate_epochs(self.entries, offset)
 
     def consistent_point(self, local_max: int, master: tuple[tuple[int, int], ...], master_max: int) -> int:
         """findConsistentPoint: -1 when no epoch has the same start in both files."""
-        theirs = {epoch: i for i, (epoch, _s) in enumerate(master)}
-        for i in range(len(self.entries) - 1, -1, -1):
-            epoch, start = self.entries[i]
-            j = theirs.get(epoch)
-            if j is None or master[j][1] != start:
-                continue
-            local_end = self.entries[i + 1][1] if i + 1 < len(self.entries) else local_max
-            master_end = master[j + 1][1] if j + 1 < len(master) else master_max
-            return min(local_end, master_end)
-        return -1
+        return find_consistent_point(self.entries, local_max, master, master_max)
 
 
 def queue_ranges_past(log: CommitLog, position: int) -> dict[int, tuple[int, int]]:
@@ -120,8 +188,9 @@ class AutoSwitchHAService(HAService):
         self.active = False
         self.members: set[str] = set()  # the SyncStateSet as node names, the master's own included
         self.remote: set[str] | None = None  # the set an AlterSyncStateSet in flight asks for
-        self.caught_up_us: dict[str, int] = {}
-        self.last_transfer: dict[str, tuple[int, int]] = {}  # slave → (master max offset, time)
+        self.caught_up_us: dict[str, int] = {}  # connectionCaughtUpTimeTable (µs; compared in whole ms)
+        self.last_transfer: dict[str, tuple[int, int]] = {}  # slave → this connection's (lastMasterMaxOffset, µs)
+        self.stalled: set[str] = set()  # slaves whose writer waits for room in the socket
         self.confirm = -1
         self.all_ack = cfg.all_ack_in_sync_state_set
         node.on_crash(self._lose_sets)
@@ -131,6 +200,7 @@ class AutoSwitchHAService(HAService):
         self.members, self.remote = set(), None
         self.caught_up_us.clear()
         self.last_transfer.clear()
+        self.stalled.clear()
         self.confirm = -1
 
     # --- role ---------------------------------------------------------------------------------
@@ -168,20 +238,28 @@ class AutoSwitchHAService(HAService):
         self.on_set_changed(members)
 
     def maybe_shrink(self) -> set[str]:
-        """maybeShrinkSyncStateSet: members caught up within haMaxTimeSlaveNotCatchup."""
-        now, limit = self.node.env._now, self.cfg.ha_max_time_slave_not_catchup_ms * 1000
-        keep = {self.node.name}
-        for slave in self.members:
-            caught = self.caught_up_us.get(slave)
-            if slave != self.node.name and caught is not None and now - caught <= limit:
-                keep.add(slave)
+        """maybeShrinkSyncStateSet (`shrink_sync_state_set`, on System.currentTimeMillis's whole ms),
+        plus the master itself, as ReplicasManager.checkSyncStateSetAndDoReport adds it."""
+        caught_up_ms = {slave: us // 1000 for slave, us in self.caught_up_us.items()}
+        keep = shrink_sync_state_set(self.members, self.node.name, caught_up_ms, self.node.env._now // 1000,
+                                     self.cfg.ha_max_time_slave_not_catchup_ms)
+        keep.add(self.node.name)
         return keep
+
+    def _caught_up(self, slave: str, at_us: int) -> None:
+        """updateConnectionLastCaughtUpTime: the later of the recorded time and `at_us`."""
+        if at_us > self.caught_up_us.get(slave, 0):
+            self.caught_up_us[slave] = at_us
+        else:
+            self.caught_up_us.setdefault(slave, 0)
 
     # --- connections --------------------------------------------------------------------------
     def on_connect(self, src: str, req_id: int, req: HaConnect) -> None:
         if not self.active:
             self.node.reply(src, req_id, CodeResponse(SYSTEM_ERROR))
             return
+        self.last_transfer.pop(src, None)  # a new AutoSwitchHAConnection: lastMasterMaxOffset -1, time 0
+        self.stalled.discard(src)
         super().on_connect(src, req_id, req)
 
     def connect_answer(self) -> HaHandshake:
@@ -190,6 +268,7 @@ class AutoSwitchHAService(HAService):
 
     def _close(self, slave: str, reason: str, tell: bool = False) -> None:
         was_open = slave in self.connections
+        self.stalled.discard(slave)
         super()._close(slave, reason, tell)
         if was_open and self.active and slave in self.members:  # removeConnection: shrink at once
             self.propose(self.members - {slave})
@@ -199,14 +278,17 @@ class AutoSwitchHAService(HAService):
         if conn is None or not self.active:
             return
         now, ack = self.node.env._now, report.offset
-        last_max, last_us = self.last_transfer.get(src, (0, now))
-        if ack >= last_max:
-            self.caught_up_us[src] = now if ack >= self.log.wrote_position else last_us
+        last_max, last_us = self.last_transfer.get(src, (-1, 0))
+        if ack >= last_max:  # AutoSwitchHAConnection.maybeExpandInSyncStateSet
+            self._caught_up(src, now if ack == self.log.wrote_position else last_us)
         super().on_report(src, req_id, report)
         if src not in self.members and (self.remote is None or src not in self.remote) and \
                 ack >= self._confirm_offset() and ack >= self.epochs.last_start():
             self.propose(self.sync_state_set() | {src})
         self._update_confirm()
+        if src in self.stalled:  # the socket has room again: the writer goes on
+            self.stalled.discard(src)
+            self._write(conn)
 
     # --- transfer -----------------------------------------------------------------------------
     def _write(self, conn: HAConnection) -> None:
@@ -219,14 +301,17 @@ class AutoSwitchHAService(HAService):
 
     def frame(self, conn: HAConnection, records: list, first: int) -> tuple[list, tuple]:
         """Frames stop at the next epoch's start and carry their epoch and the confirm offset; with
-        nothing left to send, the slave is caught up."""
+        nothing left to send, the slave is caught up (whatever it acknowledged); with the socket
+        full, nothing is sent and it is not (module docstring)."""
+        if not records:
+            self._caught_up(conn.slave, self.node.env._now)
+            return records, ()
+        if conn.next_transfer - conn.ack_offset >= HA_SOCKET_BUFFER_BYTES:
+            self.stalled.add(conn.slave)
+            return [], ()
         epoch, start, boundary = self.epochs.covering(max(first, conn.next_transfer))
         if boundary >= 0:
             records = [r for r in records if r[0] < boundary]
-        if not records:
-            if conn.ack_offset >= self.log.readable_position():
-                self.caught_up_us[conn.slave] = self.node.env._now
-            return records, ()
         self.last_transfer[conn.slave] = (self.log.wrote_position, self.node.env._now)
         return records, (epoch, start, self._confirm_offset())
 
@@ -274,10 +359,14 @@ class AutoSwitchHAService(HAService):
 
 
 class AutoSwitchHAClient(HAClient):
-    """The slave's side: follows the master the controller named (none: idle)."""
+    """The slave's side: follows the master the controller named (none: idle). A controller-mode
+    broker has both sides on its node, so a close (HaClose) from a broker that is not its master
+    is a slave of its own AutoSwitchHAService closing: the service's (Java: the master's reader
+    fails on the closed socket and removeConnection shrinks the SyncStateSet at once)."""
 
     def __init__(self, node: Any, log: CommitLog, reput: Any, cfg: MessageStoreConfig, on_append: Any,
                  epochs: EpochFile) -> None:
+        self.master_side_close = node.handlers.get(HaClose)  # the AutoSwitchHAService's, built before
         super().__init__(node, log, reput, cfg, "", on_append)
         self.epochs = epochs
         self.master = ""
@@ -286,6 +375,12 @@ class AutoSwitchHAClient(HAClient):
 
     def _forget_master(self) -> None:
         self.master = ""  # the restarted broker waits for the controller's word
+
+    def on_close(self, src: str, req_id: int, req: HaClose) -> None:
+        if src == self.master:
+            super().on_close(src, req_id, req)
+        elif self.master_side_close is not None:
+            self.master_side_close(src, req_id, req)
 
     def connect(self) -> None:
         if self.master and not self.connected:

@@ -408,6 +408,8 @@ class Broker:
         if props is not None and PROPERTY_TRANSACTION_PREPARED in props:
             self.transaction.on_half_send(src, req_id, req)  # type: ignore[union-attr]  # a master's
             return None
+        if props is not None and self.timer is not None and self.timer.refused(src, req_id, msg, props, delay_level):
+            return None  # HookUtils: a delivery time beyond timerMaxDelaySec (timer_store.py)
         if delay_level > 0:
             props = dict(props or {}, **{PROPERTY_DELAY_TIME_LEVEL: delay_level})
         phys, queue_offset = self.put_message(msg_id, topic, queue_id, size, body_bytes, tags, reconsume_times, props)

@@ -37,6 +37,8 @@ INTEGER_MAX_VALUE = 2**31 - 1  # Java int: RocketMQ's sizes and counts
 MAX_DELAY_LEVELS = 64  # delay levels are queue ids of SCHEDULE_TOPIC_XXXX
 DELAY_LEVEL_RE = re.compile(r"(\d{1,12})([smhd])")  # ScheduleMessageService.parseDelayLevel units
 DELAY_UNIT_MS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+TIMER_PRECISION_CANDIDATES_MS = (100, 200, 500, 1000)  # MessageStoreConfig.setTimerPrecisionMs's candidates
+TIMER_MAX_DELAY_SEC = 3600 * 24 * 3  # MessageStoreConfig.timerMaxDelaySec default (timer_max_delay_sec below)
 
 
 class FlushDiskType(StrEnum):
@@ -151,6 +153,17 @@ class MessageStoreConfig(BaseModel):
         "width of a timer wheel slot: a message is delivered within one of its time (timerPrecisionMs)"))
     timer_flush_interval_ms: PositiveIntMs = Field(1_000, description=(
         "period of the timer checkpoint (timerFlushIntervalMs): what a restart delivers again"))
+    timer_max_delay_sec: Int = Field(TIMER_MAX_DELAY_SEC, gt=0, le=MAX_TIME_MS // 1000, description=(
+        "longest delay a timer message may ask for, seconds; a send asking for more is refused "
+        "MESSAGE_ILLEGAL (timerMaxDelaySec, WHEEL_TIMER_MSG_ILLEGAL)"))
+
+    @field_validator("timer_precision_ms")
+    @classmethod
+    def _timer_precision(cls, value: int) -> int:
+        if value not in TIMER_PRECISION_CANDIDATES_MS:
+            raise ValueError("timerPrecisionMs is one of 100, 200, 500 or 1000 (MessageStoreConfig."
+                             "setTimerPrecisionMs rounds any other value down to one of them)")
+        return value
 
     @field_validator("delete_when")
     @classmethod
@@ -243,6 +256,9 @@ class BrokerConfig(BaseModel):
         "controllerHeartBeatTimeoutMills (a broker silent this long is inactive at the controller)"))
     sync_broker_metadata_period_ms: PositiveIntMs = Field(5_000, description=(
         "syncBrokerMetadataPeriod (ms between GetReplicaInfo polls of the controller leader)"))
+    sync_controller_metadata_period_ms: PositiveIntMs = Field(10_000, description=(
+        "syncControllerMetadataPeriod (ms between GetMetaData rounds that refresh the controller "
+        "leader's address; the first 3 s after the first success)"))
     check_sync_state_set_period_ms: PositiveIntMs = Field(5_000, description=(
         "checkSyncStateSetPeriod (ms between the master's SyncStateSet shrink checks)"))
     broker_election_priority: Int = Field(INTEGER_MAX_VALUE, ge=0, le=INTEGER_MAX_VALUE, description=(

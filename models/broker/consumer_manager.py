@@ -4,6 +4,22 @@ Members are learnt from heartbeats. A new member, a closed connection (the clien
 the OS resets the socket) or an expired channel (no heartbeat for 120 s, scanned every 10 s)
 changes the group, and the broker then sends NOTIFY_CONSUMER_IDS_CHANGED oneway to every
 member, which makes them rebalance at once. The table lives in heap memory.
+
+registerConsumer (5.3.3 and 4.9.8) notifies only when the heartbeat's channel is new to the group
+(ConsumerGroupInfo.updateChannel) or it adds or drops a topic of the group's subscriptions
+(updateSubscription; a newer subVersion alone replaces the subscription silently): a member's later
+heartbeats on its channel notify nobody. Each broker keeps its own table and notifies for itself,
+so a join reaches every member once from every broker it heartbeats to — two notifications a
+fraction of a millisecond apart with two brokers, which a 5.2.0+ client answers with two rounds a
+second apart and a 4.9.8 client with two rounds at once (models/consumer/rebalance.py).
+
+Simplified: a member is its client id, not its channel, and the group's subscriptions are not kept.
+So a group whose members subscribe to different topics — which Java sees as a subscription change at
+every heartbeat of a member whose topics differ from the last one's (updateSubscription drops the
+topics a heartbeat does not name), notifying the group each time — notifies only at joins and
+leaves; and a client whose host lost power and came back heartbeats on a new channel while the
+broker still holds the old, stale one: Java notifies for the new channel (and again when the old
+one expires), the model for neither.
 """
 
 from __future__ import annotations

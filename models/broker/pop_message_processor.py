@@ -16,7 +16,12 @@ offset too (addCkMock). Orderly pops: consumer_order_info.py. Each message goes 
 receipt handle (ExtraInfoUtil: checkpoint start offset, popTime, invisibleTime, reviveQid, retry).
 
 Nothing found and `pollTime` > 0: the request is parked (pop_long_polling.py); nothing found at the
-end: POLLING_TIMEOUT (an immediate pop: PULL_NOT_FOUND, NO_NEW_MSG).
+end: POLLING_TIMEOUT (an immediate pop: PULL_NOT_FOUND, NO_NEW_MSG). A parked request of a client
+whose connection has closed (its process died) is dropped when woken, unanswered: what arrives goes to
+the next parked pop (PopLongPollingService; pop_long_polling.py). A SimpleConsumer's request, parked
+by the proxy on its in-process channel, is not: its result is popped and written to a gRPC stream
+that is gone, and the proxy's nack on a failed write (processThrowableWhenWriteMessage) does not
+happen, the first write (the status) failing before any message's (pop_long_polling.py).
 
 The proxy (requests from a SimpleConsumer, `proxy` true) is modelled in its LOCAL mode, inside the
 broker's process: no hop of its own, it lives and dies with the broker. Its receive filter
@@ -40,7 +45,14 @@ from models.broker.message_store import FOUND, NO_MATCHED_MESSAGE, OFFSET_OVERFL
 from models.broker.pop_long_polling import PopLongPollingService
 from models.broker.pop_revive_service import ORDER_REVIVE_QID, PopReviveService, pop_retry_topic
 from models.coverage_points import COV_POP_ORDER_QUEUE_BLOCKED
-from models.message import PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC, MessageExt, dlq_topic, record_bytes
+from models.message import (
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RETRY_TOPIC,
+    RETRY_GROUP_TOPIC_PREFIX,
+    MessageExt,
+    dlq_topic,
+    record_bytes,
+)
 from models.protocol import (
     POLLING_FULL,
     POLLING_TIMEOUT,
@@ -51,7 +63,7 @@ from models.protocol import (
     PopResponse,
     ReceiptHandle,
 )
-from models.records import POP_ORDER_REDELIVERED
+from models.records import POP_ORDER_REDELIVERED, POP_POPPED
 
 if TYPE_CHECKING:  # broker.py builds this processor: imported for the annotations only
     from models.broker.broker import Broker
@@ -59,6 +71,25 @@ if TYPE_CHECKING:  # broker.py builds this processor: imported for the annotatio
 POP_FROM_RETRY_PROBABILITY = 20  # BrokerConfig.popFromRetryProbability (%)
 PROXY_MAX_ATTEMPTS = 17  # the proxy's maxAttempts: SubscriptionGroupConfig.retryMaxTimes (16) + 1
 DLQ_NUMS_PER_GROUP = 1  # MixAll.DLQ_NUMS_PER_GROUP
+INIT_POP_OFFSET_BY_CHECK_MSG_IN_MEM = True  # BrokerConfig.initPopOffsetByCheckMsgInMem
+# the pop's initMode: the proxy's ReceiveMessageActivity asks MAX, and so does a POP-mode push consumer
+# unless it consumes from the first offset (RebalancePushImpl.getConsumeInitMode: MIN); PopMessage
+# carries no initMode here, so every first pop is MAX
+POP_INIT_MODE = "MAX"
+
+
+def pop_init_offset(topic: str, init_mode: str, min_offset: int, max_offset: int,
+                    init_pop_offset_by_check_msg_in_mem: bool, offset_zero_in_memory: bool) -> int:
+    """PopMessageProcessor.getInitOffset (5.3.3): a group's first offset in a queue it never popped.
+    `init_mode` "MIN", or a retry topic (`%RETRY%` prefix): the queue's min offset. "MAX": 0 when
+    initPopOffsetByCheckMsgInMem is on, the min offset is ≤ 0 and the message at offset 0 is in
+    memory (checkInMemByConsumeOffset(topic, queueId, 0, 1)); else the max offset − 1 (pop the last
+    one), not below 0."""
+    if init_mode == "MIN" or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return min_offset
+    if init_pop_offset_by_check_msg_in_mem and min_offset <= 0 and offset_zero_in_memory:
+        return 0
+    return max(max_offset - 1, 0)
 
 
 class PopMessageProcessor:
@@ -68,6 +99,7 @@ class PopMessageProcessor:
         self.broker = broker
         self.node = broker.node
         self.clock = self.node.env.clock
+        self.detail = self.node.env.tracer.detail  # pop.popped: a detail kind (who popped what), for explain
         self.cov: list[int] = self.node.env.coverage
         self.stream = self.node.env.rng.stream(f"{self.node.name}.pop")  # PopMessageProcessor's random
         self.revive = PopReviveService(broker)
@@ -104,6 +136,10 @@ class PopMessageProcessor:
             return
         found = self.pop(req)
         if found:
+            if self.detail:
+                for m, h in found:
+                    self.node.trace(POP_POPPED, req.group, m.msg_id, m.topic, m.queue_id, m.queue_offset, src,
+                                    h.pop_time_us, h.invisible_us)
             self.node.reply(src, req_id, PopResponse(SUCCESS, tuple(found)))
         elif req.poll_us <= 0:
             self.node.reply(src, req_id, PopResponse(PULL_NOT_FOUND))
@@ -172,16 +208,13 @@ class PopMessageProcessor:
                                          m.queue_offset)))
 
     def _pop_offset(self, group: str, topic: str, queue_id: int, cq: ConsumeQueue, retry: bool) -> int:
-        """getPopOffset: the committed offset; a first pop initialises it (initMode MAX) and commits it."""
+        """getPopOffset: the committed offset; a first pop initialises it (`pop_init_offset`, initMode
+        MAX; a retry topic from its min offset) and commits it."""
         offset = self.broker.offsets.table.get((group, topic, queue_id), -1)
         if offset >= 0:
             return offset
-        if retry:
-            offset = cq.min_offset
-        elif cq.min_offset <= 0 and self.broker.store.head_in_memory(topic, queue_id):
-            offset = 0  # initPopOffsetByCheckMsgInMem
-        else:
-            offset = max(0, cq.max_offset - 1)
+        offset = pop_init_offset(topic, POP_INIT_MODE, cq.min_offset, cq.max_offset, INIT_POP_OFFSET_BY_CHECK_MSG_IN_MEM,
+                                 self.broker.store.head_in_memory(topic, queue_id))
         self.commit(group, topic, queue_id, offset)
         return offset
 

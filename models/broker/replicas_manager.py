@@ -1,30 +1,52 @@
 """broker.controller.ReplicasManager (5.3.3): a controller-mode broker's side of elections.
 
 Start (every process start): the broker is fenced — it takes no writes (a send is refused as a
-slave's is) and does not register with the NameServers — while startBasicService runs: find the
-controller leader (GetMetaData), register (the answer names the master if it is alive; then the
-broker becomes its slave, or master again), one heartbeat, and if there is no master, ask for an
-election (the first election of a group makes the asker master). A failed step starts again after
-5 s. Then it runs: heartbeats to every controller each `brokerHeartbeatInterval` (1 s), the leader
-looked up again each `syncControllerMetadataPeriod` (10 s) and whenever a request finds it gone,
-GetReplicaInfo each `syncBrokerMetadataPeriod` (5 s; a higher master epoch changes the role, a
-higher epoch without a master makes the broker ask for an election), and NOTIFY_BROKER_ROLE_CHANGED
-from the controller. A role change is applied only for a master epoch above the broker's.
+slave's is) and does not register with the NameServers — while startBasicService runs, a state
+machine whose finished steps are not repeated:
+1. schedulingSyncControllerMetadata: GetMetaData (the controllers in turn) until one names the
+   leader, at most 3 tries 1 s apart; on success updateControllerMetadata is scheduled (first
+   3 s later, then every `syncControllerMetadataPeriod`, 10 s, at a fixed rate) — the only
+   thing that ever changes the leader's address: a request that fails on a stale leader
+   (CONTROLLER_NOT_LEADER, a timeout) leaves it as it is until that task runs;
+2. register, at most 5 tries, each failure followed by a random sleep of 0–999 ms (`random.
+   nextInt(1000)`, against concurrent registrations; the broker's own stream); the answer names
+   the master if it is alive: then the broker becomes its slave, or master again;
+3. one heartbeat, and if no master is known, brokerElect (the first election of a group makes
+   the asker master); no master after it: the step is tried again.
+A failed step waits RETRY_INTERVAL_SECOND (5 s) and startBasicService runs again from it. Then
+it runs: GetReplicaInfo from the leader (schedulingSyncBrokerMetadata: 3 s, then every
+`syncBrokerMetadataPeriod`, 5 s, fixed rate; a higher master epoch changes the role, a higher
+epoch without a master makes the broker ask for an election) and NOTIFY_BROKER_ROLE_CHANGED from
+the controller. Heartbeats to every controller (BrokerController.scheduleSendHeartbeat: from the
+process start, 1 s then every `brokerHeartbeatInterval`, skipped while fenced). A role change is
+applied only for a master epoch above the broker's.
 
 changeToMaster: the SyncStateSet, the slave sync stopped, AutoSwitchHAService.changeToMaster (an
 epoch entry at the max offset; dispatch caught up; the queue offsets rebuilt), brokerId 0, role
-SYNC_MASTER, the schedule, transaction check and timer services started, the SyncStateSet check
-every `checkSyncStateSetPeriod` (5 s), DataVersion's stateVersion = the epoch, registerBrokerAll.
-changeToSlave: role SLAVE, those services stopped, brokerId = the controller id, the slave sync and
-the HA client pointed at the new master (which truncates at the handshake), registerBrokerAll.
+SYNC_MASTER, the schedule, transaction check and timer services started (the timer reads from
+the checkpoint last copied from the old master: timer_store.py), DataVersion's stateVersion =
+the epoch, a SyncStateSet check at once (checkSyncStateSetAndDoReport: the slaves not yet
+connected to the new master leave the set) and every `checkSyncStateSetPeriod` (5 s, first 3 s),
+registerBrokerAll. A master named again with a higher epoch (changeToMasterWhenLastRoleIsMaster)
+only appends the epoch entry and takes the set.
+changeToSlave: role SLAVE, those services stopped, brokerId = the controller id, the slave sync
+and the HA client pointed at the new master (which truncates at the handshake), registerBrokerAll;
+handleSlaveSynchronize's task (3 s, then every 3 s) copies the master's timer checkpoint
+(SlaveSynchronize.syncTimerCheckPoint). The same master with a higher epoch
+(changeToSlaveWhenMasterNotChange) changes nothing but the epoch: the HA connection, and the
+slave sync's task, go on as they were (the HA client reconnects by itself if its connection
+had closed).
 A master that cannot reach the controllers keeps its role and its writes until it sees a higher
 epoch (there is no lease in 5.3.3).
 
 Simplified: the brokers of a group start one after another in list order, 1 s apart (an operator's
 rolling start), so the first listed wins the group's first election; the slave's HA client takes
 the master's address from the controller's answer, not from a NameServer registration result;
-the timer wheel's state is not carried across a failover (timer_store.py runs where it was built,
-and a new master's timer starts from its own, empty, checkpoint).
+GetMetaData asks the controllers in the configured order (Java: those its 3 s reachability scan
+found, in a hash map's order); register is one request (the getNextBrokerId / applyBrokerId
+metadata-file steps of a first registration are not modelled: controller ids are fixed); the
+other half of handleSlaveSynchronize's task (syncAll more than 10 s after the last) is
+SlaveSynchronize's own loop (ha_client.py), on the same period but from the process start.
 """
 
 from __future__ import annotations
@@ -34,6 +56,7 @@ from typing import Any
 
 from models.broker.commit_log import QUEUE_ID_BITS
 from models.broker.config import MASTER_ID, BrokerRole
+from models.broker.timer_store import GetTimerCheckPoint, TimerCheckPointAnswer, no_timer_checkpoint
 from models.coverage_points import COV_IN_SYNC_REPLICAS_NOT_ENOUGH
 from models.protocol import (
     CONTROLLER_MASTER_STILL_EXIST,
@@ -56,9 +79,19 @@ from sim.env import ms
 RPC_TIMEOUT_US = 3_000_000  # BrokerOuterAPI controller requests: 3 s
 RETRY_US = 5_000_000  # ReplicasManager.RETRY_INTERVAL_SECOND
 STAGGER_US = 1_000_000  # simulator: a group's brokers start 1 s apart, in list order
-FIRST_SYNC_US = 3_000_000  # schedulingSyncBrokerMetadata / updateControllerMetadata initial delay
-CONTROLLER_METADATA_PERIOD_US = 10_000_000  # syncControllerMetadataPeriod
+FIRST_SYNC_US = 3_000_000  # schedulingSyncBrokerMetadata / updateControllerMetadata / checkSyncStateSet initial delay
+METADATA_TRIES = 3  # schedulingSyncControllerMetadata: tryTimes < 3
+METADATA_RETRY_US = 1_000_000  # ... TimeUnit.SECONDS.sleep(1) after a failed try
+REGISTER_TRIES = 5  # startBasicService: retryTimes < 5
+REGISTER_JITTER_MS = 1_000  # ... Thread.sleep(random.nextInt(1000)) after a failed register
+HEARTBEAT_FIRST_US = 1_000_000  # BrokerController.scheduleSendHeartbeat initial delay
+SLAVE_SYNC_PERIOD_US = 3_000_000  # handleSlaveSynchronize: scheduleAtFixedRate(..., 3000, 3000, ms)
+TIMER_CHECKPOINT_TIMEOUT_US = 3_000_000  # BrokerOuterAPI.getTimerCheckPoint: invokeSync(..., 3000)
 QUEUE_MASK = (1 << QUEUE_ID_BITS) - 1
+
+# startBasicService's states (ReplicasManager.State)
+INITIAL, METADATA_SYNCED, REGISTERED, RUNNING = "INITIAL", "FIRST_TIME_SYNC_CONTROLLER_METADATA_DONE", \
+    "REGISTER_TO_CONTROLLER_DONE", "RUNNING"
 
 
 class ReplicasManager:
@@ -70,52 +103,80 @@ class ReplicasManager:
         self.peers = dict(peers)  # node name → controller id (the group's brokers)
         self.names = {i: n for n, i in peers.items()}
         self.controller_id = peers[broker.name]
-        self.leader = ""
+        self.leader = ""  # controllerLeaderAddress
         self.master_epoch = 0
         self.master_addr = ""
         self.ss_epoch = 0
+        self.state = INITIAL
         self.running = False
         self.started_once = False
+        self.slave_sync_task = 0  # handleSlaveSynchronize's scheduled future: bumped to cancel it
+        self.check_task = 0  # checkSyncStateSetTaskFuture: bumped to cancel it
+        self.random = self.node.env.rng.stream(f"{self.node.name}.replicas_manager")  # ReplicasManager.random
         self.truth_peers: tuple = ()  # the group's other brokers, for ground truth only (rmqsim/runner.py)
         self.node.on_start(self._start)
         self.node.handle(NotifyBrokerRoleChanged, self.on_notify)
         broker.ha_client.on_truncating = self.reused_by_master
+        if broker.timer is not None:
+            broker.timer.master_at_start = False  # the role comes from the controller
+        else:
+            no_timer_checkpoint(self.node)
 
     # --- start --------------------------------------------------------------------------------
     def _start(self) -> None:
         self.master_epoch, self.master_addr, self.ss_epoch, self.leader = 0, "", 0, ""
-        self.running = False
+        self.state, self.running = INITIAL, False
         self._fence()
         delay = 0 if self.started_once else STAGGER_US * (self.controller_id - 1)
         self.started_once = True
         self.node.env.process(self._basic_service(delay))  # this incarnation's: it dies with it
+        self.node.env.process(self._heartbeat_loop())
 
     def _basic_service(self, delay_us: int) -> Generator[Any, Any, None]:
-        """startBasicService, retried every 5 s until it succeeds."""
+        """start: startBasicService, again 5 s after each failure, from the step that failed."""
         node = self.node
         yield node.sleep_us(delay_us)
         while True:
-            if (yield from self._find_leader()):
-                info = yield node.rpc_event(self.leader, RegisterBrokerToController(
-                    self.broker.broker_name, self.controller_id, node.name), RPC_TIMEOUT_US)
-                if isinstance(info, ReplicaInfo) and info.code == SUCCESS:
-                    if info.master_addr:
-                        self.apply(info)
-                    self.heartbeat()
-                    if not info.master_addr:
-                        yield from self._elect()
-                    if self.master_addr:  # startBasicService needs a master (itself or another)
-                        break
+            yield from self._start_basic_service()
+            if self.state == RUNNING:
+                break
             yield node.sleep_us(RETRY_US)
         self.running = True
         self.broker.isolated = False
         self.broker.register_all()
-        node.env.process(self._heartbeat_loop())
         node.env.process(self._sync_metadata_loop())
-        node.env.process(self._controller_metadata_loop())
+
+    def _start_basic_service(self) -> Generator[Any, Any, None]:
+        """startBasicService: the state machine of the module docstring (one pass)."""
+        if self.state == INITIAL:
+            if not (yield from self._sync_controller_metadata_first()):
+                return
+            self.state = METADATA_SYNCED
+        if self.state == METADATA_SYNCED:
+            for _try in range(REGISTER_TRIES):
+                if (yield from self._register()):
+                    self.state = REGISTERED
+                    break
+                yield self.node.sleep_us(self.random.randrange(REGISTER_JITTER_MS) * 1000)
+            else:
+                return  # "Register to broker failed 5 times"
+        self.heartbeat()  # the scheduled heartbeats skip a fenced broker
+        if self.master_addr or (yield from self._elect()):
+            self.state = RUNNING
+
+    def _sync_controller_metadata_first(self) -> Generator[Any, Any, bool]:
+        """schedulingSyncControllerMetadata: 3 tries 1 s apart; the first success schedules
+        updateControllerMetadata for the rest of this process's life."""
+        for _try in range(METADATA_TRIES):
+            if (yield from self._find_leader()):
+                self.node.env.process(self._controller_metadata_loop())
+                return True
+            yield self.node.sleep_us(METADATA_RETRY_US)
+        return False
 
     def _find_leader(self) -> Generator[Any, Any, bool]:
-        """updateControllerMetadata: ask the controllers in turn which one leads."""
+        """updateControllerMetadata: ask the controllers in turn which one leads (none answering
+        with a leader: the address stays as it was)."""
         for controller in self.controllers:
             answer = yield self.node.rpc_event(controller, GetControllerMetadata(), RPC_TIMEOUT_US)
             if isinstance(answer, ControllerMetadata) and answer.leader:
@@ -123,14 +184,26 @@ class ReplicasManager:
                 return True
         return False
 
-    def _elect(self) -> Generator[Any, Any, None]:
-        """brokerElect: CONTROLLER_MASTER_STILL_EXIST counts as success."""
+    def _register(self) -> Generator[Any, Any, bool]:
+        """register → registerBrokerToController: the answer's master (if any) sets the role."""
+        info = yield self.node.rpc_event(self.leader, RegisterBrokerToController(
+            self.broker.broker_name, self.controller_id, self.node.name), RPC_TIMEOUT_US)
+        if not isinstance(info, ReplicaInfo) or info.code != SUCCESS:
+            return False
+        if info.master_addr:
+            self.apply(info)
+        return True
+
+    def _elect(self) -> Generator[Any, Any, bool]:
+        """brokerElect: CONTROLLER_MASTER_STILL_EXIST counts as success; True when the answer
+        names a master (the role is then applied)."""
         info = yield self.node.rpc_event(self.leader, ElectMaster(self.broker.broker_name, self.controller_id),
                                          RPC_TIMEOUT_US)
-        if isinstance(info, ReplicaInfo) and info.code in (SUCCESS, CONTROLLER_MASTER_STILL_EXIST):
+        if isinstance(info, ReplicaInfo) and info.code in (SUCCESS, CONTROLLER_MASTER_STILL_EXIST) \
+                and info.master_addr:
             self.apply(info)
-        elif not isinstance(info, ReplicaInfo):  # timed out, or another answer: look the leader up again
-            self.leader = ""
+            return True
+        return False
 
     # --- running ------------------------------------------------------------------------------
     def heartbeat(self) -> None:
@@ -143,38 +216,61 @@ class ReplicasManager:
         for controller in self.controllers:
             self.node.send(controller, hb)
 
+    def _until(self, planned_us: int) -> Any:
+        """scheduleAtFixedRate's wait for a run planned at `planned_us` (each run is planned one
+        period after the last one's plan; a run that overran its period is followed at once)."""
+        return self.node.sleep_us(max(0, planned_us - self.node.env._now))
+
     def _heartbeat_loop(self) -> Generator[Any, Any, None]:
-        period = ms(self.cfg.broker_heartbeat_interval_ms)
+        """BrokerController.scheduleSendHeartbeat: from the process start, skipped while fenced."""
+        planned, period = self.node.env._now + HEARTBEAT_FIRST_US, ms(self.cfg.broker_heartbeat_interval_ms)
         while True:
-            yield self.node.sleep_us(period)
-            self.heartbeat()
+            yield self._until(planned)
+            planned += period
+            if not self.broker.isolated:
+                self.heartbeat()
 
     def _controller_metadata_loop(self) -> Generator[Any, Any, None]:
-        yield self.node.sleep_us(FIRST_SYNC_US)
+        """updateControllerMetadata's schedule (3 s, then every syncControllerMetadataPeriod)."""
+        planned, period = self.node.env._now + FIRST_SYNC_US, ms(self.cfg.sync_controller_metadata_period_ms)
         while True:
+            yield self._until(planned)
+            planned += period
             yield from self._find_leader()
-            yield self.node.sleep_us(CONTROLLER_METADATA_PERIOD_US)
 
     def _sync_metadata_loop(self) -> Generator[Any, Any, None]:
-        """schedulingSyncBrokerMetadata: GetReplicaInfo from the leader."""
+        """schedulingSyncBrokerMetadata: GetReplicaInfo from the leader's address as last known."""
         node = self.node
-        yield node.sleep_us(FIRST_SYNC_US)
+        planned, period = node.env._now + FIRST_SYNC_US, ms(self.cfg.sync_broker_metadata_period_ms)
         while True:
-            if not self.leader:
-                yield from self._find_leader()
-            if self.leader:
-                info = yield node.rpc_event(self.leader, GetReplicaInfo(self.broker.broker_name), RPC_TIMEOUT_US)
-                if isinstance(info, ReplicaInfo) and info.code == SUCCESS:
-                    if info.master_epoch > self.master_epoch and not info.master_addr:
-                        yield from self._elect()
-                    else:
-                        self.apply(info)
+            yield self._until(planned)
+            planned += period
+            info = yield node.rpc_event(self.leader, GetReplicaInfo(self.broker.broker_name), RPC_TIMEOUT_US)
+            if isinstance(info, ReplicaInfo) and info.code == SUCCESS:
+                if info.master_epoch > self.master_epoch and not info.master_addr:
+                    yield from self._elect()
                 else:
-                    self.leader = ""  # timed out or not the leader: look it up again
-            yield node.sleep_us(ms(self.cfg.sync_broker_metadata_period_ms))
+                    self.apply(info)
 
     def on_notify(self, src: str, req_id: int, req: NotifyBrokerRoleChanged) -> None:
         self.apply(req.info)
+
+    # --- the slave's sync (handleSlaveSynchronize) ----------------------------------------------
+    def _slave_synchronize(self, task: int, master: str) -> Generator[Any, Any, None]:
+        """handleSlaveSynchronize(SLAVE)'s task: every 3 s (first after 3 s) the master's timer
+        checkpoint (SlaveSynchronize.syncTimerCheckPoint), while the timer does not dequeue."""
+        node, timer = self.node, self.broker.timer
+        planned = node.env._now + SLAVE_SYNC_PERIOD_US
+        while True:
+            yield self._until(planned)
+            planned += SLAVE_SYNC_PERIOD_US
+            if task != self.slave_sync_task:
+                return  # cancelled
+            if timer is None or timer.should_running_dequeue:
+                continue
+            answer = yield node.rpc_event(master, GetTimerCheckPoint(), TIMER_CHECKPOINT_TIMEOUT_US)
+            if task == self.slave_sync_task and isinstance(answer, TimerCheckPointAnswer) and answer.code == SUCCESS:
+                timer.synced(answer.last_read_us, answer.master_timer_queue_offset)
 
     # --- role changes -------------------------------------------------------------------------
     def apply(self, info: ReplicaInfo) -> None:
@@ -207,12 +303,13 @@ class ReplicasManager:
             self.ss_epoch = info.sync_state_set_epoch
             ha.epochs.append(info.master_epoch, broker.commit_log.wrote_position)
             ha.set_members(members)
-            self.node.env.process(self._check_sync_state_set(self.master_epoch))  # the old one ends with its epoch
+            self.check_sync_state_set()
             self.node.trace(BROKER_ROLE, broker.broker_name, "master", self.master_epoch)
             broker.register_all()
             return
         self.master_addr = self.node.name
         self.ss_epoch = info.sync_state_set_epoch
+        self.slave_sync_task += 1  # handleSlaveSynchronize(SYNC_MASTER): the slave's task cancelled
         broker.slave_sync.master = ""
         broker.ha_client.stop()
         broker.reput.dispatch(broker.commit_log.wrote_position)  # changeToMaster waits until dispatch caught up
@@ -230,8 +327,11 @@ class ReplicasManager:
         broker.waits = broker._waits_for_store()
         broker._compose = broker._suggest_compose if broker.cfg.slave_read_enable else None
         broker.register_master_handlers()
+        self._carry_timer_truth()
         self._special_services(True)
-        self.node.env.process(self._check_sync_state_set(self.master_epoch))
+        self.check_task += 1  # schedulingCheckSyncStateSet: the periodic check (re)started
+        self.node.env.process(self._check_sync_state_set_loop(self.check_task))
+        self.check_sync_state_set()
         self.node.trace(BROKER_ROLE, broker.broker_name, "master", self.master_epoch)
         broker.register_all()
 
@@ -268,10 +368,26 @@ class ReplicasManager:
                     peer.commit_log.reused_below[key] = high + 1  # and the ones it has yet to give
             peer.commit_log._update_slow_append()
 
+    def _carry_timer_truth(self) -> None:
+        """Ground truth, not behaviour: the slots this group's timers read before (a promoted
+        slave's reads of them are `replay`s: timer_store.py)."""
+        timer = self.broker.timer
+        if timer is None:
+            return
+        for peer in self.truth_peers:
+            if peer.timer is not None:
+                timer.read_high_us = max(timer.read_high_us, peer.timer.read_high_us)
+
     def change_to_slave(self, master: str) -> None:
+        """changeToSlave; the same master again (a higher epoch): changeToSlaveWhenMasterNotChange,
+        nothing but the epoch changes (the HA connection and the slave's task go on)."""
         broker = self.broker
-        self.master_addr = master
-        self._become_slave_side(master)
+        if master != self.master_addr:
+            self.master_addr = master
+            self.check_task += 1  # stopCheckSyncStateSet
+            self._become_slave_side(master)
+            self.slave_sync_task += 1  # handleSlaveSynchronize(SLAVE): the task (re)scheduled
+            self.node.env.process(self._slave_synchronize(self.slave_sync_task, master))
         self.node.trace(BROKER_ROLE, broker.broker_name, "slave", self.master_epoch)
         broker.register_all()
 
@@ -297,22 +413,32 @@ class ReplicasManager:
             broker.ha_client.stop()
 
     def _special_services(self, start: bool) -> None:
-        """changeSpecialServiceStatus: schedule, timer dequeue (transaction checks read `slave`)."""
+        """changeSpecialServiceStatus: schedule and (changeScheduleServiceStatus) the timer's
+        dequeue (transaction checks read `slave`)."""
         broker = self.broker
         broker.schedule.set_running(start)
         if broker.timer is not None:
-            broker.timer.running = start
+            broker.timer.set_role(start)
 
     # --- SyncStateSet -------------------------------------------------------------------------
-    def _check_sync_state_set(self, epoch: int) -> Generator[Any, Any, None]:
-        """schedulingCheckSyncStateSet: shrink by haMaxTimeSlaveNotCatchup, every 5 s (first 3 s)."""
-        yield self.node.sleep_us(FIRST_SYNC_US)
-        while self.master_epoch == epoch and self.master_addr == self.node.name:
-            ha = self.broker.ha
-            keep = ha.maybe_shrink()
-            if keep != ha.members:
-                ha.propose(keep)
-            yield self.node.sleep_us(ms(self.cfg.check_sync_state_set_period_ms))
+    def _check_sync_state_set_loop(self, task: int) -> Generator[Any, Any, None]:
+        """schedulingCheckSyncStateSet: checkSyncStateSetAndDoReport every 5 s (first 3 s) until
+        stopCheckSyncStateSet or another schedulingCheckSyncStateSet."""
+        planned, period = self.node.env._now + FIRST_SYNC_US, ms(self.cfg.check_sync_state_set_period_ms)
+        while True:
+            yield self._until(planned)
+            planned += period
+            if task != self.check_task:
+                return
+            self.check_sync_state_set()
+
+    def check_sync_state_set(self) -> None:
+        """checkSyncStateSetAndDoReport: shrink by haMaxTimeSlaveNotCatchup (a slave with no
+        connection leaves at once), report a changed set."""
+        ha = self.broker.ha
+        keep = ha.maybe_shrink()
+        if keep != ha.members:
+            ha.propose(keep)
 
     def alter_sync_state_set(self, members: set[str]) -> None:
         """doReportSyncStateSetChanged: AlterSyncStateSet to the leader (3 s)."""
@@ -330,10 +456,8 @@ class ReplicasManager:
             return
         if isinstance(info, ReplicaInfo) and info.code == SUCCESS:
             self._accept_set(info)
-        else:
-            ha.remote = None  # the alteration failed: the local set stays
-            if not isinstance(info, ReplicaInfo):
-                self.leader = ""
+        else:  # the alteration failed (the leader's address stays until updateControllerMetadata)
+            ha.remote = None  # the local set stays
 
     # --- sends --------------------------------------------------------------------------------
     def gate(self, handler: Callable[[str, int, Any], None]) -> Callable[[str, int, Any], None]:

@@ -156,6 +156,10 @@ class PushConsumerConfig(BaseModel):
         "ms between route refreshes (pollNameServerInterval)"))
     mq_client_api_timeout_ms: PositiveIntMs = Field(3_000, description=(
         "ms timeout of name-server and broker requests (mqClientApiTimeout)"))
+    enable_heartbeat_channel_event_listener: bool | None = Field(None, description=(
+        "heartbeat a broker and rebalance at once when a connection to it becomes active, e.g. after the "
+        "broker restarted (enableHeartbeatChannelEventListener); null: the client version's default, true "
+        "for 5.x; a 4.x client has no such listener"))
     # AllocateMessageQueueConsistentHash.virtualNodeCnt
     virtual_node_cnt: Int = Field(10, ge=0, le=10_000, description=(
         "CONSISTENT_HASH: virtual nodes per member (virtualNodeCnt)"))

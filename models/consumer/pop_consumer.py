@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.client_instance import MQClientInstance
+from models.client_instance import MQClientInstance, heartbeat_channel_listener_enabled
 from models.consumer.config import PopSpec, PushConsumerConfig
 from models.message import java_string_hash
 from models.perm_name import PERM_READ
@@ -60,6 +60,7 @@ from models.protocol import (
     TopicRouteData,
 )
 from models.records import CONSUMER_CONSUMED, POP_ACK_FAILED, POP_ACK_LATE, POP_RECEIVED
+from models.version import V5
 from sim.dist import Dist
 from sim.env import ms
 from sim.node import CONNECT_FAILED, Node
@@ -109,7 +110,9 @@ class PopConsumer:
             self.poll_us, self.rpc_timeout_us = PUSH_POLL_US, PUSH_POP_TIMEOUT_US
             self.threads = cfg.consume_thread_max
         self.client = MQClientInstance(node, namesrvs, cfg.poll_name_server_interval_ms,
-                                       cfg.heartbeat_broker_interval_ms, cfg.mq_client_api_timeout_ms)
+                                       cfg.heartbeat_broker_interval_ms, cfg.mq_client_api_timeout_ms,
+                                       heartbeat_channel_listener_enabled(cfg.enable_heartbeat_channel_event_listener,
+                                                                          V5))
         self.client.register_consumer(group, self, cfg.persist_consumer_offset_interval_ms)
         self.stream = env.rng.stream(f"{name}.listener")
         self._time_block = consume_time.block_sampler(self.stream, 1000)
@@ -162,7 +165,8 @@ class PopConsumer:
         self.queue.clear()
 
     def _start(self) -> None:
-        self.node.stopped = False
+        """start(), also when a `restart` relaunches a process that was shut down."""
+        self.stopped = self.node.stopped = False
         self.client.fetch_route(self.topic, self._route_fetched)
 
     def _route_fetched(self, known: bool) -> None:

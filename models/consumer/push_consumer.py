@@ -4,9 +4,10 @@ One PushConsumer is one client process (node) with one consumer group, registere
 process's MQClientInstance (models/client_instance.py), which polls the routes, keeps the broker
 address table, heartbeats and persists offsets. Start-up: fetch routes of the subscribed topics
 (plus `%RETRY%<group>` in CLUSTERING), heartbeat to every broker, then rebalance at once if
-the heartbeat round went out (not when no broker address was known yet). A new queue's first
-pull is dispatched 500 ms after the rebalance (5.x `dispatchPullRequest(..., 500)`), at once for a
-4.9.8 client (`client_version` 4.x: `executePullRequestImmediately`).
+the heartbeat round went out (5.x: not when no broker address was known yet; 4.9.8: whatever it
+returned). A new queue's first pull is dispatched 500 ms after the rebalance (5.x
+`dispatchPullRequest(..., 500)`), at once for a 4.9.8 client (`client_version` 4.x:
+`executePullRequestImmediately`).
 Timers of the client instance: route poll every 30 s (first after 10 ms), heartbeat every 30 s
 (first after 1 s), offset persist every 5 s (first after 10 s); rebalance every 20 s.
 
@@ -29,7 +30,11 @@ from typing import Any
 
 import cython
 
-from models.client_instance import MQClientInstance, topic_route_data_to_subscribe_info
+from models.client_instance import (
+    MQClientInstance,
+    heartbeat_channel_listener_enabled,
+    topic_route_data_to_subscribe_info,
+)
 from models.consumer.allocate_setup import allocate_strategy
 from models.consumer.config import (
     BROKER_SUSPEND_MAX_TIME_US,
@@ -100,8 +105,10 @@ class PushConsumer:
         self._pull_interval_us = ms(cfg.pull_interval_ms)
         self._flow_limits = (cfg.pull_threshold_for_queue, cfg.pull_threshold_size_for_queue_mib,
                              cfg.consume_concurrently_max_span)
-        self.client: MQClientInstance = MQClientInstance(node, namesrvs, cfg.poll_name_server_interval_ms,
-                                                         cfg.heartbeat_broker_interval_ms, cfg.mq_client_api_timeout_ms)
+        self.client: MQClientInstance = MQClientInstance(
+            node, namesrvs, cfg.poll_name_server_interval_ms, cfg.heartbeat_broker_interval_ms,
+            cfg.mq_client_api_timeout_ms,
+            heartbeat_channel_listener_enabled(cfg.enable_heartbeat_channel_event_listener, client_version))
         self.broadcasting = cfg.message_model is MessageModel.BROADCASTING
         self.subscriptions: dict[str, frozenset | None] = {topic: frozenset(tags) if tags else None}
         if not self.broadcasting:
@@ -141,9 +148,10 @@ class PushConsumer:
         """start(): fetch every subscription's route (each answer or failure counts), then
         heartbeat to every broker and rebalance at once, as the Java start() does after its
         synchronous route updates (a topic without a route yet, like a new %RETRY% topic, does
-        not hold the heartbeat back). With no broker address known yet (no route found), the
+        not hold the heartbeat back). 5.x: with no broker address known yet (no route found), the
         heartbeat returns false and start() wakes nobody up: the first round waits for a
-        broker's notification after the scheduled heartbeat, or the 20 s timer."""
+        broker's notification after the scheduled heartbeat, or the 20 s timer. 4.9.8 calls
+        rebalanceImmediately() whatever the heartbeat returned."""
         self._routes_pending = len(self.subscriptions)
         self.node.stopped = False
         self.rebalancer.start()
@@ -154,7 +162,7 @@ class PushConsumer:
     def _route_fetched(self, _known: bool) -> None:
         self._routes_pending -= 1
         if self._routes_pending == 0:
-            self.client.send_heartbeat_to_all_broker_with_lock(self.rebalancer.wakeup)
+            self.client.send_heartbeat_to_all_broker_with_lock(self.rebalancer.wakeup, always=self.v4)
 
     def update_topic_subscribe_info(self, topic: str, route: TopicRouteData) -> None:
         """MQConsumerInner.updateTopicSubscribeInfo: only for subscribed topics. The client

@@ -11,15 +11,16 @@ broker's searchOffset; the max offset for a retry topic)), and their first pull 
 no pull for 120 s are dropped and re-added. An empty or missing member list changes nothing.
 
 RebalanceService runs every 20 s on its own timer, started with the client whatever else
-happens, and on wake-ups (start, if its heartbeat round went out; NOTIFY_CONSUMER_IDS_CHANGED; an
-OFFSET_ILLEGAL correction), at least 1 s apart (5.2.0+; `lastRebalanceTimestamp` starts at
-construction, so a wake-up within the client's first second waits for it to pass; a wake-up is
-deferred, never dropped). 5.2.0+: a round that is not balanced — an allocated queue it could not
-start, its offset lookup failed — is followed by the next one after minInterval (1 s), not 20 s
-(RebalanceService.run; an orderly lock refused also calls rebalanceLater(500 ms):
-orderly_push_consumer.py); 4.x clients and 5.x before 5.2.0 wait the 20 s. Not modelled: 5.x's
-heartbeat-and-wake-up on a newly active broker channel (`enableHeartbeatChannelEventListener`;
-the broker's notification after the same heartbeat wakes the service at about the same time).
+happens, and on wake-ups (start: 5.x if its heartbeat round went out, 4.9.8 always;
+NOTIFY_CONSUMER_IDS_CHANGED, one from every broker the group's membership changed on; an
+OFFSET_ILLEGAL correction; 5.x: a heartbeat on a newly active broker channel, models/client_instance.py),
+at least 1 s apart (5.2.0+; `lastRebalanceTimestamp` starts at construction, so a wake-up within the
+client's first second waits for it to pass; a wake-up is deferred, never dropped). 4.9.8's service has
+no minInterval: a wake-up runs a round at once, so the second broker's notification of one join is a
+second round right after the first, not one a second later. 5.2.0+: a round that is not balanced —
+an allocated queue it could not start, its offset lookup failed — is followed by the next one after
+minInterval (1 s), not 20 s (RebalanceService.run; an orderly lock refused also calls
+rebalanceLater(500 ms): orderly_push_consumer.py); 4.x clients and 5.x before 5.2.0 wait the 20 s.
 """
 
 from __future__ import annotations
@@ -76,6 +77,12 @@ class Rebalancer:
         self.timer = self.node.timer(delay_us, self.run_round)
 
     def wakeup(self) -> None:
+        """rebalanceImmediately. 5.2.0+: the round comes at least minInterval (1 s) after the last
+        one. 4.9.8 has no minInterval: the round runs at once (a wake-up during a round makes
+        ServiceThread.waitForRunning return at once after it)."""
+        if self.consumer.v4:
+            self.schedule(0)
+            return
         gap = self.node.env._now - self.last_round_us
         self.schedule(max(0, REBALANCE_MIN_INTERVAL_US - gap))
 

@@ -19,6 +19,8 @@ DLEDGER_MAX_HEARTBEAT_LEAK = 3  # maxHeartBeatLeak
 DLEDGER_VOTE_INTERVAL_US = (300_000, 1_000_000)  # minVoteIntervalMs, maxVoteIntervalMs
 WRITE_TIMEOUT_US = 5_000_000  # DLedgerController appendToDLedgerAndWait: 5 s, then SYSTEM_ERROR
 FIRST_SCAN_US = 2_000_000  # DefaultBrokerHeartbeatManager: scanNotActiveBroker's initial delay
+ELECT_MASTER_MAX_RETRY_COUNT = 3  # ControllerConfig.electMasterMaxRetryCount
+ELECT_TRY_TIMEOUT_US = 3_000_000  # ControllerManager.triggerElectMaster: each try's get(3, TimeUnit.SECONDS)
 
 
 class ControllerNodeSpec(BaseModel):

@@ -16,10 +16,19 @@ DefaultBrokerHeartbeatManager (5.3.3, DLedger mode).
   that named a new master the leader sends NOTIFY_BROKER_ROLE_CHANGED to the group's alive
   brokers (`notifyBrokerRoleChanged`, oneway, no retry).
 - GetMetaData is answered by any peer with the leader it knows (the quorum's).
+- A controller-triggered election (ControllerManager.triggerElectMaster) makes up to
+  `electMasterMaxRetryCount` (3) tries, the next as soon as one answers anything but SUCCESS:
+  an election that finds no candidate writes its masterless event each time (master epoch + 1
+  per try), one that keeps the old master (CONTROLLER_MASTER_STILL_EXIST) changes nothing; a
+  try on a controller that is no longer the leader is refused at once (CONTROLLER_NOT_LEADER);
+  a try whose write cannot reach a quorum is given up after 3 s (`get(3, SECONDS)`) and the
+  next is made then.
 
 Simplified: controller ids equal the replica's position in the group + 1 (getNextBrokerId and
-applyBrokerId's temp-file protocol are not modelled); electMasterMaxRetryCount's 3 tries are one
-(an election here cannot fail for a Raft reason the next try would not meet again at once).
+applyBrokerId's temp-file protocol are not modelled). A try without a quorum writes nothing
+(DLedger's append waits 5 s; a quorum back within those 5 s would commit it late, and the
+event scheduler runs the next try only after that wait ends): the next try checks the quorum
+3 s later.
 """
 
 from __future__ import annotations
@@ -27,7 +36,13 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from models.controller.config import FIRST_SCAN_US, WRITE_TIMEOUT_US, ControllerConfig
+from models.controller.config import (
+    ELECT_MASTER_MAX_RETRY_COUNT,
+    ELECT_TRY_TIMEOUT_US,
+    FIRST_SCAN_US,
+    WRITE_TIMEOUT_US,
+    ControllerConfig,
+)
 from models.controller.replicas_info import NO_MASTER, ReplicasInfoManager
 from models.coverage_points import (
     COV_CONTROLLER_ELECTED_NEW_MASTER,
@@ -114,7 +129,7 @@ class Controller:
             return
         group = self.replicas.sets.get(name)
         if group is not None and group.master_id != NO_MASTER and group.addrs.get(group.master_id) == addr:
-            self._write(lambda: self._elect(name, -1, "master_inactive"))
+            self.trigger_elect_master(name, "master_inactive")
 
     def scan_inactive_master(self) -> Generator[Any, Any, None]:
         """DLedgerController.scanInactiveMasterAndTriggerReelect (leader only, every 5 s)."""
@@ -126,7 +141,7 @@ class Controller:
                 if group.master_id == NO_MASTER or self.alive(group.addrs.get(group.master_id, "")):
                     continue
                 if any(self.alive(a) for a in group.addrs.values()):
-                    self._write(lambda n=name: self._elect(n, -1, "master_inactive"))
+                    self.trigger_elect_master(name, "master_inactive")
 
     # --- requests -----------------------------------------------------------------------------
     def on_metadata(self, src: str, req_id: int, req: GetControllerMetadata) -> None:
@@ -146,9 +161,19 @@ class Controller:
             return True
         return False
 
-    def _write(self, apply: Any) -> None:
-        if self.quorum.can_write(self):
-            apply()
+    def trigger_elect_master(self, name: str, reason: str, tries_left: int = ELECT_MASTER_MAX_RETRY_COUNT) -> None:
+        """ControllerManager.triggerElectMaster: up to electMasterMaxRetryCount tries (module docstring)."""
+        while tries_left > 0:
+            tries_left -= 1
+            if self.quorum.leader is not self:
+                return  # CONTROLLER_NOT_LEADER at once: every try left fails the same way
+            if not self.quorum.can_write(self):
+                if tries_left > 0:
+                    self.node.call_later(ELECT_TRY_TIMEOUT_US, self.trigger_elect_master, name, reason, tries_left)
+                return
+            code, _group = self._elect(name, -1, reason)
+            if code == SUCCESS:
+                return
 
     def on_register(self, src: str, req_id: int, req: RegisterBrokerToController) -> None:
         if self._serve(src, req_id, True):

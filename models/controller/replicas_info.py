@@ -1,31 +1,35 @@
-"""controller.impl.manager.ReplicasInfoManager and elect.impl.DefaultElectPolicy (5.3.3).
+"""controller.impl.manager.ReplicasInfoManager (5.3.3), electing through elect_policy.py's
+DefaultElectPolicy.elect.
 
 Per broker group (broker set): the registered brokers (controller-assigned id → address), the
 master (its id, or none), the master epoch, the SyncStateSet and its epoch. This is the state
 machine the controllers replicate (raft.py); the request checks are the real ones, in order:
 
 - electMaster: the first election of a group (master epoch 0) makes the requester master;
-  afterwards DefaultElectPolicy picks among the *alive* SyncStateSet members (alive by the leader's
-  heartbeat table, controller.py): the old master if it is among them, else the highest reported
-  epoch, then the highest reported max offset, then the lowest brokerElectionPriority, then the
-  lowest id (a TreeSet keeps the first inserted of equals; Java's insertion order is a HashSet's,
-  usually the lowest id). With `enableElectUncleanMaster` any alive registered broker may be
-  picked when no member is alive. A new master gets master epoch + 1 and a SyncStateSet of itself
-  only (SyncStateSet epoch + 1). No candidate: a controller-triggered election still writes the
-  event — master none, master epoch + 1, the SyncStateSet kept — and a broker-triggered one fails
+  afterwards `elect_master` (DefaultElectPolicy.elect, elect_policy.py) picks among the *alive*
+  SyncStateSet members (alive by the leader's heartbeat table, controller.py): the old master if
+  it is among them, else the first by the policy's comparator (epoch, then the `(int)` cast of the
+  max-offset difference, then brokerElectionPriority; equals: the first in HashSet order, the
+  lowest id). With `enableElectUncleanMaster` every registered broker is the second pool. A new
+  master gets master epoch + 1 and a SyncStateSet of itself only (SyncStateSet epoch + 1). No
+  candidate: a controller-triggered election still writes the event — master none, master
+  epoch + 1, the SyncStateSet kept — and a broker-triggered one fails
   (CONTROLLER_ELECT_MASTER_FAILED) and changes nothing. The same master again:
   CONTROLLER_MASTER_STILL_EXIST, nothing changes.
 - alterSyncStateSet: refused unless the requester is the current master with the current master
-  epoch and SyncStateSet epoch, every member is registered and alive, and the master is in it.
+  epoch and SyncStateSet epoch, every member is registered (else CONTROLLER_INVALID_REPLICAS) and
+  alive (else CONTROLLER_BROKER_NOT_ALIVE) — the first offending member in the request set's
+  HashSet order decides —, and the master is in it.
 
-Not modelled: 5.3.3's `(int)` cast of the max-offset difference in the comparator (wrong order
-only for offsets more than 2 GiB apart), the admin's designated election.
+Not modelled: the admin's designated election (`preferBrokerId`; elect_master takes it, no
+request here carries it).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from models.controller.elect_policy import elect_master, java_long_hash_set_order
 from models.protocol import (
     CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
     CONTROLLER_BROKER_NOT_ALIVE,
@@ -33,6 +37,7 @@ from models.protocol import (
     CONTROLLER_FENCED_MASTER_EPOCH,
     CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
     CONTROLLER_INVALID_MASTER,
+    CONTROLLER_INVALID_REPLICAS,
     CONTROLLER_MASTER_NOT_AVAILABLE,
     CONTROLLER_MASTER_STILL_EXIST,
     SUCCESS,
@@ -101,21 +106,20 @@ class ReplicasInfoManager:
         return SUCCESS, group, old
 
     def _policy(self, group: BrokerSet, live: Any) -> int:
-        """DefaultElectPolicy.elect: the SyncStateSet first, then (unclean) every registered broker."""
-        for pool in (group.members, tuple(sorted(group.addrs)) if self.unclean else ()):
-            alive = [(i, live(group.addrs[i])) for i in pool if i in group.addrs and live(group.addrs[i]) is not None]
-            if not alive:
-                continue
-            if any(i == group.master_id for i, _ in alive):
-                return group.master_id
-            # epoch desc, max offset desc, priority asc, then id (the first inserted of equals)
-            return min(alive, key=lambda e: (-e[1][0], -e[1][1], e[1][2], e[0]))[0]
-        return NO_MASTER
+        """DefaultElectPolicy.elect over the group (`live(addr)`: the heartbeat entry or None)."""
+        brokers = {}
+        for broker_id, addr in group.addrs.items():
+            entry = live(addr)
+            if entry is not None:
+                brokers[broker_id] = {"alive": True, "epoch": entry[0], "max_offset": entry[1], "priority": entry[2]}
+        old = None if group.master_id == NO_MASTER else group.master_id
+        new = elect_master(group.members, tuple(group.addrs), old, None, brokers, self.unclean)
+        return NO_MASTER if new is None else new
 
     def alter(self, name: str, master_id: int, master_epoch: int, members: tuple[int, ...], ss_epoch: int,
               live: Any) -> int:
         group = self.sets.get(name)
-        if group is None or tuple(sorted(members)) == group.members:
+        if group is None or set(members) == set(group.members):
             return CONTROLLER_ALTER_SYNC_STATE_SET_FAILED
         if master_id != group.master_id:
             return CONTROLLER_INVALID_MASTER
@@ -123,8 +127,11 @@ class ReplicasInfoManager:
             return CONTROLLER_FENCED_MASTER_EPOCH
         if ss_epoch != group.ss_epoch:
             return CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH
-        if any(i not in group.addrs or live(group.addrs[i]) is None for i in members):
-            return CONTROLLER_BROKER_NOT_ALIVE
+        for broker_id in java_long_hash_set_order(set(members)):
+            if broker_id not in group.addrs:
+                return CONTROLLER_INVALID_REPLICAS
+            if live(group.addrs[broker_id]) is None:
+                return CONTROLLER_BROKER_NOT_ALIVE
         if master_id not in members:
             return CONTROLLER_ALTER_SYNC_STATE_SET_FAILED
         group.members = tuple(sorted(members))

@@ -68,6 +68,10 @@ class ProducerConfig(BaseModel):
     heartbeat_broker_interval_ms: PositiveIntMs = Field(30_000, description="ClientConfig.heartbeatBrokerInterval")
     mq_client_api_timeout_ms: PositiveIntMs = Field(3_000, description=(
         "ms timeout of name-server requests (ClientConfig.mqClientApiTimeout)"))
+    enable_heartbeat_channel_event_listener: bool | None = Field(None, description=(
+        "heartbeat a broker when a connection to it becomes active, e.g. after the broker restarted "
+        "(ClientConfig.enableHeartbeatChannelEventListener); null: the client version's default, true for "
+        "5.x; a 4.x client has no such listener"))
     max_message_size_bytes: IntBytes = Field(4 * MIB, gt=0, le=INTEGER_MAX_VALUE, description=(
         "largest body the client accepts, bytes (maxMessageSize)"))
 

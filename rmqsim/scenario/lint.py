@@ -519,14 +519,14 @@ LINT_CHECKS: tuple[LintCheck, ...] = (
               "consumes", "start it before duration_ms + settle_ms", useless.consumers_never_starting),
     LintCheck("fault-after-run", "a scripted fault at or after duration_ms is never injected",
               "move at_ms before duration_ms, or lengthen duration_ms", useless.faults_after_run),
-    LintCheck("restart-of-up-node", "a restart of a node that is up (no crash or power loss before it) does "
-              "nothing", "crash or power off the node before restarting it, or drop the restart",
+    LintCheck("restart-of-up-node", "a restart of a node that is up (no crash, power loss or shutdown before "
+              "it) does nothing", "crash, power off or shut down the node before restarting it, or drop the restart",
               useless.restarts_of_up_nodes),
     LintCheck("warmup-covers-run", "the warm-up is as long as the run: no message is measured for latency",
               "make warmup_ms shorter than duration_ms", useless.warmup_covering_run),
-    LintCheck("fault-on-down-node", "a fault hits a node that is down (crashed, not yet started, stopped) for "
-              "as long as the fault lasts: it does nothing", "schedule it while the node is up, or target a node "
-              "that is up", useless.faults_on_down_nodes),
+    LintCheck("fault-on-down-node", "a fault hits a node that is down (crashed, not yet started, stopped or shut "
+              "down and not restarted since) for as long as the fault lasts: it does nothing",
+              "schedule it while the node is up, or target a node that is up", useless.faults_on_down_nodes),
     LintCheck("random-fault-never-fires", "a random fault can (almost) never fire within the run: its mean "
               "interval or min_up_ms is beyond duration_ms, or its target starts after the fault phase",
               "raise rate_per_hour (about 3600 / duration in s per hour for one fault a run), lower min_up_ms, or "

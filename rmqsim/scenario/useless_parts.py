@@ -61,22 +61,33 @@ def faults_after_run(sc: Any) -> list[Finding]:
 
 
 def restarts_of_up_nodes(sc: Any) -> list[Finding]:
+    """A `restart` of a node that is up does nothing (Node.restart). A node is down after a crash or
+    power loss (until its `duration_ms` or a restart), before a consumer's `start_ms` (the restart
+    launches it early), and after a graceful shutdown — a `shutdown` fault or `stop_ms` — until a
+    restart relaunches it (the end of the fault phase does not: sim/faults.py heal_all)."""
     out = []
     starts = {name: c.start_ms for c in sc.consumers for name in instance_names(c.name, c.count)}
+    stops = sorted((stop, name) for name, (_start, stop) in client_windows(sc).items() if stop is not None)
     down_until: dict[str, float | None] = {}  # node → when it comes back (None: at a `restart`)
+    k = 0
     for i in _in_time_order(sc):
         f = sc.faults[i]
+        while k < len(stops) and stops[k][0] <= f.at_ms:  # stop_ms: the same graceful shutdown
+            down_until[stops[k][1]] = None
+            k += 1
         if f.node is None:
             continue
         back = down_until.get(f.node, 0.0)
         is_down = back is None or back > f.at_ms or starts.get(f.node, 0.0) > f.at_ms
         if f.kind == "restart":
             if not is_down:
-                out.append((f"faults[{i}]", f"restart of {f.node!r} at {_s(f.at_ms)}, which is up then (no crash "
-                            "or power loss before it): it does nothing"))
+                out.append((f"faults[{i}]", f"restart of {f.node!r} at {_s(f.at_ms)}, which is up then (no crash, "
+                            "power loss or shutdown before it): it does nothing"))
             down_until[f.node] = 0.0
         elif f.kind in DOWN:
             down_until[f.node] = f.at_ms + f.duration_ms if f.duration_ms is not None else None
+        elif f.kind == "shutdown" and not is_down:
+            down_until[f.node] = None
     return out
 
 
@@ -123,6 +134,11 @@ def client_windows(sc: Any) -> dict[str, tuple[float, float | None]]:
             for name in instance_names(c.name, c.count)}
 
 
+def _until_restart(back_ms: float) -> str:
+    """`, restarted at 20 s` for a graceful shutdown a `restart` ends; nothing when none does."""
+    return "" if back_ms == math.inf else f", restarted at {_s(back_ms)}"
+
+
 def _next_at(times: list[tuple[float, int]], at_ms: float, pos: int, default: float) -> float:
     """The time of the first (time, position) entry after (at_ms, pos), else `default`."""
     k = bisect.bisect_right(times, (at_ms, pos))
@@ -130,10 +146,11 @@ def _next_at(times: list[tuple[float, int]], at_ms: float, pos: int, default: fl
 
 
 class Timeline:
-    """When each node is down in the fault phase: before a client starts, after it stops or is
-    shut down, and from each scripted crash or power loss of an up node until it is back (its
-    `duration_ms`, the next `restart` of it, or the end of the fault phase, FaultInjector.heal_all).
-    Lookups bisect, so a file of many faults is read in O(n log n)."""
+    """When each node is down in the fault phase: before a client starts; after it stops or is
+    shut down until the next `restart` of it (the end of the fault phase does not relaunch a
+    stopped process, FaultInjector.heal_all); and from each scripted crash or power loss of an up
+    node until it is back (its `duration_ms`, the next `restart` of it, or the end of the fault
+    phase). Lookups bisect, so a file of many faults is read in O(n log n)."""
 
     def __init__(self, sc: Any) -> None:
         self.sc = sc
@@ -153,15 +170,18 @@ class Timeline:
             if start > 0:
                 self.clients.setdefault(name, []).append(Outage(0.0, start, f"it starts at {_s(start)}"))
             if stop is not None:
-                self.clients.setdefault(name, []).append(Outage(stop, math.inf, f"it stops at {_s(stop)} (stop_ms)"))
+                back = _next_at(self._restarts.get(name, []), stop, -1, math.inf)  # a restart at stop_ms is after it
+                self.clients.setdefault(name, []).append(Outage(stop, back, f"it stops at {_s(stop)} (stop_ms)"
+                                                                + _until_restart(back)))
         for pos, i in enumerate(self.order):
             f = sc.faults[i]
             if f.kind in INSTANT_KINDS and self.down(f.node, f.at_ms) is None:
                 self._add(f.node, self._outage(f, i, pos))
 
     def _outage(self, f: Any, i: int, pos: int) -> Outage:
-        if f.kind == "shutdown":
-            return Outage(f.at_ms, math.inf, f"faults[{i}] shut it down at {_s(f.at_ms)}", i)
+        if f.kind == "shutdown":  # down until a restart relaunches it: the end of the fault phase does not
+            back = _next_at(self._restarts.get(f.node, []), f.at_ms, pos, math.inf)
+            return Outage(f.at_ms, back, f"faults[{i}] shut it down at {_s(f.at_ms)}" + _until_restart(back), i)
         end = self.sc.duration_ms
         back = min(f.at_ms + f.duration_ms if f.duration_ms is not None else end, end,
                    _next_at(self._restarts.get(f.node, []), f.at_ms, pos, end))

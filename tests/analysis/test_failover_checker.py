@@ -158,7 +158,7 @@ def test_explain_names_the_truncation_and_the_election_before_it() -> None:
                         run_broker=lambda node: node.rsplit("-s", 1)[0])
     stored = (9 * S, "broker-a", BROKER_STORED, msg, "orders", 2, 40, 4096, 150, 0)
     v = lost_verdict(f, "billing", msg, "truncated_on_failover", [stored])
-    assert (v.verdict, v.cause, v.event_us, v.node) == ("lost", "truncated_on_failover", 31 * S, "broker-a")
+    assert (v.verdict, v.cause, v.event_us, v.node) == ("lost", "truncated_on_failover", 22 * S, "broker-a")
     assert v.reason == ("stored at 9.000 s as broker-a orders q2 @40 on broker-a; broker-a rejoined as a slave after "
                         "the controller elected broker-a-s1 master of broker-a at 22.000 s (epoch 2, master_inactive) "
                         "and at 31.000 s truncated its CommitLog to the consistent point of its epochs, destroying it: "

@@ -25,7 +25,7 @@ CALL_US = 200_000  # each listener call (constant)
 SCENARIO = """
 name: orderly_handover
 version: "{version}"
-duration_ms: 45s
+duration_ms: 60s
 settle_ms: 5s
 network: {{latency_ms: {{dist: constant, value: 0.5}}}}
 cluster:
@@ -71,10 +71,13 @@ def test_4x_unlocks_20_s_after_the_removal_when_messages_are_cached(tmp_path: Pa
     unlocked = t["broker.unlocked:c1"][0][0]
     assert 20 * S < unlocked - dropped <= 20 * S + CALL_US + 1_000  # removal when the call ends, unlock 20 s on
     refused = t["broker.lock_refused:c2"]
-    assert len(refused) == 1 and refused[0][0] < unlocked  # asked once: no rebalanceLater(500)
+    # asked once per round (no rebalanceLater(500) in 4.9.8), every refusal before the unlock; 4.9.8's
+    # RebalanceService has no minInterval, so c2's rounds are its start and every 20 s after
+    assert refused and all(r[0] < unlocked for r in refused)
+    assert all(b[0] - a[0] == pytest.approx(20 * S, abs=1_000) for a, b in zip(refused, refused[1:]))
     granted = t["broker.lock_granted:c2"][0][0]
     assert unlocked < granted <= unlocked + 20 * S  # at c2's next 20 s rebalance round
-    assert granted - refused[0][0] == pytest.approx(20 * S, abs=1_000)
+    assert granted - refused[-1][0] == pytest.approx(20 * S, abs=1_000)
     assert t["consumer.queue_started:c2"][0][0] > granted
 
 
@@ -97,7 +100,8 @@ def test_concurrent_consumer_first_pull_of_a_new_queue_follows_the_version(clien
     started = r.frame("consumer.queue_started")
     consumed = r.frame("consumer.consumed")
     gaps = []
-    for row in started[started.topic == "orders"].itertuples():
+    last = started[started.topic == "orders"].drop_duplicates(["broker", "queue_id"], keep="last")  # a queue's final owner
+    for row in last.itertuples():
         mine = consumed[(consumed.node == row.node) & (consumed.broker == row.broker)
                         & (consumed.queue_id == row.queue_id) & (consumed.t_us >= row.t_us)]
         gaps.append((int(mine.t_us.min()) - row.t_us) / 1000)
