@@ -69,14 +69,16 @@ def test_an_unbalanced_round_is_retried_after_1_s_from_5_2_0(seed: int) -> None:
     rounds = {}
     for version in ("5.x", "4.x"):
         r = run("baseline", seed, (f"client_version={version}", *CUT_OFF))
-        rounds[version] = [x[0] for x in recs(r, "consumer.rebalanced") if x[1] == "c-3" and x[0] < 30 * S]
-    five, four = rounds["5.x"], rounds["4.x"]
+        rounds[version] = [x[0] for x in recs(r, "consumer.rebalanced") if x[1] == "c-3"]
+    five = [t for t in rounds["5.x"] if t < 30 * S]
+    four = [t for t in rounds["4.x"] if t < 30 * S]  # a 4.x round that fails leaves c-3 none or one or two
     gaps5 = [b - a for a, b in zip(five, five[1:], strict=False) if b - a > 0]
     gaps4 = [b - a for a, b in zip(four, four[1:], strict=False) if b - a > 0]
     # a retry 3 s (the offset lookup's timeout) + at most 1 s later; a round whose member list came from
     # broker-b fails without becoming unbalanced, so the chain may stop there
     assert gaps5 and min(gaps5) <= 4 * S + 100_000, five
-    assert gaps4 and min(gaps4) >= 19 * S, four
+    assert len(four) <= 2, (four, five)  # 1 s retries would give a chain like 5.x's
+    assert all(g >= 19 * S for g in gaps4), four  # 4.9.8 RebalanceService: only its 20 s wait, never 1 s
 
 
 # --- the transactional producer's threads ------------------------------------------------------------

@@ -31,7 +31,12 @@ def test_orderly_without_faults_keeps_every_key_in_order(seed: int, version: str
     s = rmqsim.run(SCENARIO, seed=seed, overrides=["faults=[]", f"version={version}", "expect.guarantees.per_key_order=hold"]).summary
     assert s["order_violations"] == 0
     assert s["order_violations_by_cause"] == dict.fromkeys(s["order_violations_by_cause"], 0)
-    assert s["lost"] == 0 and s["duplicates"] == 0 and s["verdict"] == "valid"
+    assert s["lost"] == 0 and s["verdict"] == "valid"
+    # 4.9.8 rebalances at start at once, so consumers starting apart hand queues over: a batch that was
+    # in its listener when its queue was dropped keeps its offset uncommitted (processConsumeResult skips
+    # a dropped queue) and the next owner consumes it again, at most one batch (1 message) per queue
+    assert s["duplicates"] == s["duplicates_by_cause"]["rebalance"], s["duplicates_by_cause"]
+    assert s["duplicates"] <= (8 if version == "4.x" else 0)
 
 
 def _stranded_behind_route_changes(records: list[tuple]) -> int:
