@@ -145,6 +145,8 @@ POINTS: tuple[Point, ...] = (
           "AutoSwitchHAService.maybeShrinkSyncStateSet / removeConnection"),
     Point("ha_truncated_at_consistent_point", "a slave cut records past the epochs' consistent point",
           "AutoSwitchHAClient.doTruncate (EpochFileCache.findConsistentPoint)"),
+    Point("ha_no_consistent_point", "a slave's handshake found no epoch starting where its master's does: retried",
+          "AutoSwitchHAClient.doTruncate (findConsistentPoint -1; a master re-confirmed at its own epoch moved its start)"),
     Point("in_sync_replicas_not_enough", "a send was refused: the SyncStateSet below minInSyncReplicas",
           "CommitLog.asyncPutMessage (IN_SYNC_REPLICAS_NOT_ENOUGH)"),
     # --- POP consumption (5.x)
@@ -213,11 +215,12 @@ COV_CONTROLLER_NO_CANDIDATE = 51
 COV_CONTROLLER_WRITE_WITHOUT_QUORUM = 52
 COV_SYNC_STATE_SET_SHRUNK = 53
 COV_HA_TRUNCATED_AT_CONSISTENT_POINT = 54
-COV_IN_SYNC_REPLICAS_NOT_ENOUGH = 55
-COV_POP_REVIVED = 56
-COV_POP_ACK_AFTER_REVIVE = 57
-COV_POP_ACK_EXPIRED_HANDLE = 58
-COV_POP_ORDER_QUEUE_BLOCKED = 59
+COV_HA_NO_CONSISTENT_POINT = 55
+COV_IN_SYNC_REPLICAS_NOT_ENOUGH = 56
+COV_POP_REVIVED = 57
+COV_POP_ACK_AFTER_REVIVE = 58
+COV_POP_ACK_EXPIRED_HANDLE = 59
+COV_POP_ORDER_QUEUE_BLOCKED = 60
 
 NAMES: tuple[str, ...] = tuple(p.name for p in POINTS)
 

@@ -6,11 +6,11 @@ Reads RUN_DIR/summary.json as every reader of a run does (sim/files.py `read_jso
 never a link, bounded in size and depth, its `coverage` of the declared shape) and prints its
 counts against the catalogue (models/coverage_points.py; docs/coverage.md describes each point):
 
-    runs/latest: 3 of 60 rare-state points reached
+    runs/latest: 3 of 61 rare-state points reached
     reached (times taken, in catalogue order):
            12  flush_slave_timeout          a SYNC_MASTER send's replica wait ran out: answered FLUSH_SLAVE_TIMEOUT
       ...
-    not reached (57):
+    not reached (58):
       power_loss_unflushed_tail, crash_write_buffer_lost, ...
 
 A point the run counted that this rmqsim's catalogue does not have (a run of another version) is
@@ -148,23 +148,23 @@ docstring of models/coverage_points.py.
 ```
 $ rmqsim run scenarios/power_loss_sync_master.yaml --out runs/psm
 ...
-coverage: 8 of 60 rare-state points reached: sync_master_waits_for_slave 35,270,
-  pull_held_woken_by_arrival 32,264, send_budget_exhausted 2,087, send_retried_other_broker 1,444,
+coverage: 8 of 61 rare-state points reached: sync_master_waits_for_slave 35,270,
+  pull_held_woken_by_arrival 33,070, send_budget_exhausted 2,087, send_retried_other_broker 1,444,
   flush_slave_timeout 439, pull_hold_expired_empty 23, broker_offset_rolled_back 5,
 ...
 $ rmqsim coverage runs/psm
-runs/psm: 8 of 60 rare-state points reached
+runs/psm: 8 of 61 rare-state points reached
 reached (times taken, in catalogue order):
        5  broker_offset_rolled_back    a restarted broker loaded a committed offset below the one it had served
   35,270  sync_master_waits_for_slave  a SYNC_MASTER send waited for its slave's acknowledgement
      439  flush_slave_timeout          a SYNC_MASTER send's replica wait ran out: answered FLUSH_SLAVE_TIMEOUT
        1  ha_slave_catching_up         a slave connected behind the master's readable end and was sent the gap
-  32,264  pull_held_woken_by_arrival   a held pull was answered because a message arrived in its queue
+  33,070  pull_held_woken_by_arrival   a held pull was answered because a message arrived in its queue
       23  pull_hold_expired_empty      a held pull's suspend time ran out with nothing new: answered not found
    1,444  send_retried_other_broker    a send's retry (SYNC or ASYNC) went to another broker than the failed \
 attempt
    2,087  send_budget_exhausted        a SYNC send ran out of sendMsgTimeout before its next attempt
-not reached (52):
+not reached (53):
   power_loss_unflushed_tail, crash_write_buffer_lost, recovery_truncates_invalid_tail,
 ...
 ```

@@ -16,7 +16,7 @@ three scenario headers as bounds and invariants, not pinned numbers, and the two
 - controller_quorum_loss: without a controller majority the last controller steps down 6 s
   later (DLedger: 3 missed heartbeats of 2 s), nothing is elected, the crashed master restarts
   fenced and takes writes again only once the quorum is back (same epoch: no failover); nothing
-  acknowledged is lost.
+  acknowledged is lost; the master re-appends its epoch at its end, so the slaves never rejoin.
 
 Reference: RocketMQ 5.3.3 ReplicasManager, ReplicasInfoManager.electMaster/alterSyncStateSet,
 DefaultElectPolicy, EpochFileCache.findConsistentPoint/truncateSuffixByOffset, DLedger defaults.
@@ -279,6 +279,33 @@ def test_quorum_loss_no_election_without_a_majority_and_the_master_waits_for_it(
     # sends failed meanwhile, none acknowledged between the crash and the confirmation
     assert any(crash < x[0] < again[0] for x in recs(r, "producer.send_failed"))
     assert not [x for x in send_ok(r) if crash < x[0] < again[0]]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_quorum_loss_the_slaves_cannot_rejoin_a_master_confirmed_at_its_own_epoch(seed: int) -> None:
+    """5.3.3 changeToMaster: the restarted master, confirmed at the epoch its file already holds,
+    drops that entry (truncateSuffixByEpoch) and appends it again at its current end; the slaves
+    hold the epoch at its old start, so their handshakes find no consistent point, again and
+    again, and no slave catches up (the upstream #9689 family; not fixed in 5.3.3)."""
+    s = run(QUORUM_LOSS, seed).summary
+    assert s["coverage"]["ha_no_consistent_point"] >= 2, s["coverage"]
+    assert s["coverage"]["ha_slave_catching_up"] == 0
+    assert s["coverage"]["ha_truncated_at_consistent_point"] == 0
+
+
+def test_an_epoch_confirmed_again_moves_its_start_to_the_end() -> None:
+    epochs = EpochFile()
+    assert epochs.renew(1, 0) and epochs.renew(2, 500)
+    assert not epochs.renew(1, 900) and epochs.entries == [(1, 0), (2, 500)]  # below the last epoch
+    assert epochs.renew(2, 900) and epochs.entries == [(1, 0), (2, 900)]
+    local = EpochFile()
+    local.entries = [(1, 0), (2, 500)]
+    assert local.consistent_point(700, tuple(epochs.entries), 1000) == 500  # epoch 1 still agrees
+    alone = EpochFile()
+    assert alone.renew(1, 0) and alone.renew(1, 800) and alone.entries == [(1, 800)]
+    slave = EpochFile()
+    slave.entries = [(1, 0)]
+    assert slave.consistent_point(600, tuple(alone.entries), 900) == -1
 
 
 # --- header claims -------------------------------------------------------------------------------

@@ -98,6 +98,8 @@ RUNS: dict[str, tuple[str, int, tuple[str, ...]]] = {
         "faults=[{at_ms: 15s, kind: power_loss, node: controller-2, duration_ms: 45s}, "
         "{at_ms: 15s, kind: power_loss, node: controller-3, duration_ms: 45s}, "
         "{at_ms: 17s, kind: process_crash, node: broker-a-s1, duration_ms: 5s}]",)),
+    # the master restarts while the controllers have no quorum and is confirmed at its own epoch
+    "controller_quorum_loss": ("controller_quorum_loss", 1, ()),
     # minInSyncReplicas 3 and a slave down: the master refuses sends until it is back in the set
     "controller_min_in_sync": ("controller_master_power_loss", 1, (
         "cluster.brokers[0].store.min_in_sync_replicas=3",
@@ -170,6 +172,7 @@ REACHED_BY: dict[str, str] = {
     "controller_write_without_quorum": "controller_quorum_lost_alter",
     "sync_state_set_shrunk": "controller_partition_master",
     "ha_truncated_at_consistent_point": "controller_partition_master",
+    "ha_no_consistent_point": "controller_quorum_loss",
     "in_sync_replicas_not_enough": "controller_min_in_sync",
     "pop_revived": "pop_slow_consumer",
     "pop_ack_after_revive": "pop_push_acks_after_revive",

@@ -4,7 +4,8 @@ AutoSwitchHAClient (the slave's side: the handshake and the truncation to the co
 
 Epochs: every master epoch a broker served or replicated is an entry (epoch, start offset) of its
 epoch file; a new master appends (its epoch, its max offset) — refused, as EpochFileCache.appendEntry
-does, unless both are above the last entry's. Transfer frames never cross an epoch's start and
+does, unless both are above the last entry's; a master confirmed at an epoch its file already holds
+(5.3.3 changeToMaster: truncateSuffixByEpoch first) re-appends it at its current end. Transfer frames never cross an epoch's start and
 carry the epoch of their data, so a slave appends the same entries as it replicates.
 
 Handshake: a slave connecting to its master gets the master's max offset and epoch entries; it
@@ -64,7 +65,11 @@ from models.broker.commit_log import QUEUE_ID_BITS, CommitLog
 from models.broker.config import HA_CONNECT_RETRY_US, MessageStoreConfig
 from models.broker.ha_client import HAClient
 from models.broker.ha_service import HAConnection, HAService
-from models.coverage_points import COV_HA_TRUNCATED_AT_CONSISTENT_POINT, COV_SYNC_STATE_SET_SHRUNK
+from models.coverage_points import (
+    COV_HA_NO_CONSISTENT_POINT,
+    COV_HA_TRUNCATED_AT_CONSISTENT_POINT,
+    COV_SYNC_STATE_SET_SHRUNK,
+)
 from models.protocol import SUCCESS, SYSTEM_ERROR, CodeResponse, HaClose, HaConnect, HaHandshake, HaTransfer
 from models.records import HA_TRUNCATED
 
@@ -153,6 +158,18 @@ class EpochFile:
                 return epoch, start, nxt
         return 0, 0, -1
 
+    def renew(self, epoch: int, start: int) -> bool:
+        """AutoSwitchHAService.changeToMaster / changeToMasterWhenLastRoleIsMaster (5.3.3): a master
+        epoch below the last entry's is refused; one the file already holds (a master confirmed again
+        at its own epoch, e.g. after a restart with no election) drops that entry and every later one
+        (truncateSuffixByEpoch) and appends (epoch, max offset) again: the epoch's start moves to the
+        current end, so a slave holding the old start finds no consistent point in that epoch."""
+        if epoch < self.last_epoch():
+            return False
+        if self.last_epoch() >= epoch:
+            self.entries = [(e, s) for e, s in self.entries if e < epoch]
+        return self.append(epoch, start)
+
     def truncate_suffix_by_offset(self, offset: int) -> None:
         """truncateSuffixByOffset: drop the entries starting at or past `offset`."""
         self.entries = truncate_epochs(self.entries, offset)
@@ -206,7 +223,7 @@ class AutoSwitchHAService(HAService):
     # --- role ---------------------------------------------------------------------------------
     def change_to_master(self, epoch: int, members: set[str]) -> None:
         self.active = True
-        self.epochs.append(epoch, self.log.wrote_position)
+        self.epochs.renew(epoch, self.log.wrote_position)
         self.set_members(members)
 
     def change_to_slave(self) -> None:
@@ -405,6 +422,7 @@ class AutoSwitchHAClient(HAClient):
         if isinstance(response, HaHandshake) and response.code == SUCCESS:
             point = self._truncate(response)
             if point < 0:  # no common epoch: the handshake is tried again
+                self.node.env.coverage[COV_HA_NO_CONSISTENT_POINT] += 1
                 self.node.call_later(HA_CONNECT_RETRY_US, self.connect)
                 return
             response = CodeResponse(SUCCESS)

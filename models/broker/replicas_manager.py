@@ -301,7 +301,7 @@ class ReplicasManager:
         members = {self.names[i] for i in info.members if i in self.names}
         if self.master_addr == self.node.name and not broker.slave:  # changeToMasterWhenLastRoleIsMaster
             self.ss_epoch = info.sync_state_set_epoch
-            ha.epochs.append(info.master_epoch, broker.commit_log.wrote_position)
+            ha.epochs.renew(info.master_epoch, broker.commit_log.wrote_position)
             ha.set_members(members)
             self.check_sync_state_set()
             self.node.trace(BROKER_ROLE, broker.broker_name, "master", self.master_epoch)
