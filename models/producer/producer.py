@@ -55,7 +55,11 @@ from typing import Any
 
 import cython
 
-from models.client_instance import MQClientInstance, topic_route_data_to_publish_info
+from models.client_instance import (
+    MQClientInstance,
+    heartbeat_channel_listener_enabled,
+    topic_route_data_to_publish_info,
+)
 from models.coverage_points import COV_SEND_BUDGET_EXHAUSTED, COV_SEND_RETRIED_OTHER_BROKER
 from models.message import Message, MessageBatch, MessageQueue
 from models.producer.config import CONNECT_TIMEOUT_US, ProducerConfig
@@ -114,9 +118,10 @@ class Producer:
         self.topics = topics
         self.client_version = client_version
         self.v5 = client_version == V5
-        self.client: MQClientInstance = MQClientInstance(node, namesrvs, cfg.poll_name_server_interval_ms,
-                                                         cfg.heartbeat_broker_interval_ms,
-                                                         cfg.mq_client_api_timeout_ms)
+        self.client: MQClientInstance = MQClientInstance(
+            node, namesrvs, cfg.poll_name_server_interval_ms, cfg.heartbeat_broker_interval_ms,
+            cfg.mq_client_api_timeout_ms,
+            heartbeat_channel_listener_enabled(cfg.enable_heartbeat_channel_event_listener, client_version))
         self.client.register_producer(group, self)
         self.stream = env.rng.stream(f"{name}.producer")  # index starts, whichItemWorst, selector
         self.fault_on = cfg.send_latency_fault_enable
