@@ -81,7 +81,7 @@ def arrivals(listener: bool | None, version: str, seed: int) -> dict[str, Any]:
     heartbeats: dict[str, list[int]] = {}
     for payload_type, handler in list(broker.handlers.items()):
         def spy(src: str, req_id: int, req: Any, handler: Any = handler, beat: bool = payload_type is Heartbeat) -> None:
-            if broker.epoch and src in CLIENTS:  # the incarnation after the power loss
+            if broker.epoch and (src in CLIENTS or src == "p"):  # the incarnation after the power loss
                 first_request.setdefault(src, world.env.now)
                 if beat:
                     heartbeats.setdefault(src, []).append(world.env.now)
@@ -123,6 +123,17 @@ def test_without_the_listener_a_restarted_broker_waits_for_the_periodic_heartbea
     a = arrivals(listener, version, seed)
     assert min(a["registered"].values()) >= PERIODIC_FIRST_US
     assert all(a["first_request"][n] < PERIODIC_FIRST_US - 3 * S for n in CLIENTS)  # they were pulling all along
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_5x_producer_heartbeats_the_restarted_broker_right_behind_its_first_send(seed: int) -> None:
+    """The producer's side of the listener (5.3.3: every MQClientInstance, producers too): the restarted
+    broker's ProducerManager knows the group again within a round trip (transaction check-back needs a
+    channel of the group); a 4.9.8 producer heartbeats it only at its next 30 s heartbeat (61 s)."""
+    five, four = arrivals(None, V5, seed), arrivals(None, V4, seed)
+    sent = five["first_request"]["p"]
+    assert sent <= five["heartbeats"]["p"][0] <= sent + ROUND_TRIP_US
+    assert four["heartbeats"]["p"][0] - four["first_request"]["p"] > 10 * S  # its periodic heartbeat (61 s)
 
 
 @functools.cache
