@@ -4,7 +4,7 @@ and when? From the simulator's ground truth (records), per message.
 A timer message (`Message.setDeliverTimeMs`) is parked by its send in `rmq_sys_wheel_timer`
 (`timer.enqueued`: its requested delivery time `deliver_us`), and the timer puts it back into its
 real topic when its wheel slot is read (`timer.delivered`; `replay` true for a slot read again
-after a broker restart). Summary keys, both null when the run had no timer message:
+after a broker restart, or by a promoted slave from the checkpoint it copied from its master). Summary keys, both null when the run had no timer message:
 
 - `timer`: `messages` (messages enqueued in the timer), `delivered` (delivered at least once),
   `pending` (never delivered: still waiting, or their timer-topic copy was destroyed), and
@@ -14,7 +14,8 @@ after a broker restart). Summary keys, both null when the run had no timer messa
 - `timer_delay_error_ms`: over the delivered messages, the first `timer.delivered` time minus the
   requested delivery time, nearest-rank percentiles `p50`, `p90`, `p99` and `max`, `min`, in ms
   (3 decimals; each null when no message was delivered). The model delivers within
-  [requested, requested + timerPrecisionMs) while the broker is up; a message due while its
+  [requested, requested + timerPrecisionMs + 100 ms) while the broker is up (the dequeue
+  services' 100 ms polls); a message due while its
   broker was down comes late.
 
 Whether a delivered message was consumed, lost or consumed twice is the Ledger's (analysis/checkers/ledger.py:
