@@ -13,7 +13,9 @@ pre-audit model fails.
 - initMode MIN (CONSUME_FROM_FIRST_OFFSET) travels on the pop and the broker starts a first pop
   there (PopMessageProcessor.getInitOffset); the broker used MAX for every pop;
 - a PopProcessQueue not popped for 120 s is dropped and a new one pops 500 ms later
-  (isPullExpired, CONSUME_PASSIVELY)."""
+  (isPullExpired, CONSUME_PASSIVELY), one popped all along never is;
+- FOUND → the next pop after pullInterval; FLOW_CONTROL → after 20 ms;
+- a message skipped or ended after its pop timed out leaves no waitAckCounter behind."""
 
 from __future__ import annotations
 
@@ -26,13 +28,14 @@ import models.records as rec
 from models.broker.broker import Broker
 from models.broker.config import BrokerConfig, MessageStoreConfig
 from models.consumer.pop_consumer import (
+    FLOW_CONTROL,
     POP_DELAY_LEVEL_S,
     PopConsumer,
     check_need_ack_or_delay,
     pop_delay_s,
 )
 from models.message import record_bytes
-from models.protocol import SUCCESS, PopMessage
+from models.protocol import SUCCESS, PopMessage, PopResponse
 from rmqsim import runner
 from rmqsim.scenario import spec as scenario_mod
 from sim.disk import DiskConfig
@@ -243,3 +246,47 @@ def test_after_found_the_next_pop_waits_pull_interval(tmp_path: Path) -> None:
     world.env.run(until=12 * S)
     gaps = [b - a for a, b in zip(seen, seen[1:], strict=False) if a >= 4 * S]
     assert len(gaps) >= 8 and all(700_000 < g < 720_000 for g in gaps), gaps
+
+
+def test_a_steadily_popped_queue_is_never_dropped(tmp_path: Path) -> None:
+    """Each popMessage stamps lastPopTimestamp: a queue popped all along (long polls of 15 s) is
+    still the same PopProcessQueue after 150 s, past the 120 s pull-expiry."""
+    world = _world(tmp_path, ["producers[0].stop_ms=10s", "duration_ms=150s"])
+    world.env.run(until=5 * S)
+    c: PopConsumer = world.models["c"]
+    first = c.pqs["broker-a"]
+    world.env.run(until=150 * S)
+    assert c.pqs["broker-a"] is first and not first.dropped
+
+
+def test_a_flow_controlled_pop_is_retried_after_20_ms(tmp_path: Path) -> None:
+    """PopCallback.onException with an MQBrokerException FLOW_CONTROL (215): the next pop comes
+    PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL (20 ms) later, not after the exception delay."""
+    world = _world(tmp_path)
+    broker = world.models["broker-a"]
+    seen: list[int] = []
+
+    def refuse(src: str, rid: int, _req: PopMessage) -> None:
+        seen.append(world.env.now)
+        broker.node.reply(src, rid, PopResponse(FLOW_CONTROL))
+
+    broker.node.handle(PopMessage, refuse)
+    world.env.run(until=4 * S)
+    gaps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
+    assert len(gaps) >= 20 and all(20_000 < g < 25_000 for g in gaps), gaps
+
+
+def test_messages_skipped_for_pop_timeout_leave_no_wait_ack_count(tmp_path: Path) -> None:
+    """One thread, 3 s a message, 5 s invisible time: most messages of a batch are visible again
+    before a thread takes them (isPopTimeout: skipped, decFoundMsg) or end after it (no ack,
+    decFoundMsg); once all is revived and consumed, the queue's waitAckCounter is back at 0 (it
+    would otherwise grow to the 96 of flow control and stop the pops)."""
+    world = _world(tmp_path, ["consumers[0].pop={client: push, invisible_duration_ms: 5s}",
+                              "consumers[0].consume_time_ms={dist: exponential, mean: 3000}",
+                              "consumers[0].client.consume_thread_max=1", "producers[0].rate_per_s=2",
+                              "producers[0].stop_ms=8s", "duration_ms=400s"])
+    world.env.run(until=400 * S)
+    c: PopConsumer = world.models["c"]
+    assert sum(1 for _ in world.env.tracer.of_kind(rec.POP_REVIVED)) > 0  # pops timed out
+    assert not c.queue and c.busy == 0
+    assert [pq.wait_ack for pq in c.pqs.values()] == [0]
