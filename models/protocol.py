@@ -415,6 +415,9 @@ class PopMessage(NamedTuple):
     order: bool
     tag_codes: frozenset | None
     proxy: bool
+    # initMode (ConsumeInitMode): where a group's first pop of a queue starts, "MIN" or "MAX"
+    # (PopMessageProcessor.getInitOffset, models.broker.pop_init_offset)
+    init_mode: str = "MAX"
 
 
 class PopResponse(NamedTuple):

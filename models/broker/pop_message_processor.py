@@ -72,10 +72,9 @@ POP_FROM_RETRY_PROBABILITY = 20  # BrokerConfig.popFromRetryProbability (%)
 PROXY_MAX_ATTEMPTS = 17  # the proxy's maxAttempts: SubscriptionGroupConfig.retryMaxTimes (16) + 1
 DLQ_NUMS_PER_GROUP = 1  # MixAll.DLQ_NUMS_PER_GROUP
 INIT_POP_OFFSET_BY_CHECK_MSG_IN_MEM = True  # BrokerConfig.initPopOffsetByCheckMsgInMem
-# the pop's initMode: the proxy's ReceiveMessageActivity asks MAX, and so does a POP-mode push consumer
-# unless it consumes from the first offset (RebalancePushImpl.getConsumeInitMode: MIN); PopMessage
-# carries no initMode here, so every first pop is MAX
-POP_INIT_MODE = "MAX"
+# the pop's initMode is the request's (PopMessage.init_mode): the proxy's ReceiveMessageActivity asks
+# MAX, and so does a POP-mode push consumer unless it consumes from the first offset
+# (RebalancePushImpl.getConsumeInitMode: MIN)
 
 
 def pop_init_offset(topic: str, init_mode: str, min_offset: int, max_offset: int,
@@ -179,7 +178,7 @@ class PopMessageProcessor:
         if req.order and self.orders.blocked(topic, req.group, queue_id, now):
             self.cov[COV_POP_ORDER_QUEUE_BLOCKED] += 1
             return
-        offset = self._pop_offset(req.group, topic, queue_id, cq, retry)
+        offset = self._pop_offset(req.group, topic, queue_id, cq, req.init_mode)
         tags = None if retry else req.tag_codes
         status, next_offset, _max, msgs = broker.store.get_message(cq, offset, req.max_msg_nums - len(out), tags)
         if status in (OFFSET_TOO_SMALL, OFFSET_OVERFLOW_BADLY):  # commit the corrected offset, read again
@@ -207,13 +206,13 @@ class PopMessageProcessor:
             out.append((m, ReceiptHandle(offsets[0], now, req.invisible_us, revive_qid, retry, name, queue_id,
                                          m.queue_offset)))
 
-    def _pop_offset(self, group: str, topic: str, queue_id: int, cq: ConsumeQueue, retry: bool) -> int:
-        """getPopOffset: the committed offset; a first pop initialises it (`pop_init_offset`, initMode
-        MAX; a retry topic from its min offset) and commits it."""
+    def _pop_offset(self, group: str, topic: str, queue_id: int, cq: ConsumeQueue, init_mode: str) -> int:
+        """getPopOffset: the committed offset; a first pop initialises it (`pop_init_offset`, the
+        request's initMode; a retry topic from its min offset) and commits it."""
         offset = self.broker.offsets.table.get((group, topic, queue_id), -1)
         if offset >= 0:
             return offset
-        offset = pop_init_offset(topic, POP_INIT_MODE, cq.min_offset, cq.max_offset, INIT_POP_OFFSET_BY_CHECK_MSG_IN_MEM,
+        offset = pop_init_offset(topic, init_mode, cq.min_offset, cq.max_offset, INIT_POP_OFFSET_BY_CHECK_MSG_IN_MEM,
                                  self.broker.store.head_in_memory(topic, queue_id))
         self.commit(group, topic, queue_id, offset)
         return offset

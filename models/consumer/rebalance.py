@@ -21,6 +21,10 @@ second round right after the first, not one a second later. 5.2.0+: a round that
 an allocated queue it could not start, its offset lookup failed — is followed by the next one after
 minInterval (1 s), not 20 s (RebalanceService.run; an orderly lock refused also calls
 rebalanceLater(500 ms): orderly_push_consumer.py); 4.x clients and 5.x before 5.2.0 wait the 20 s.
+
+`PopRebalancer`: the same service for a POP-mode push consumer (models/consumer/pop_consumer.py),
+whose rounds take the broker's assignment (RebalanceImpl.getRebalanceResultFromBroker →
+updateMessageQueueAssignment, 5.3.3) and keep one PopProcessQueue per assigned queue.
 """
 
 from __future__ import annotations
@@ -206,3 +210,39 @@ class Rebalancer:
         consumer.process_queues[mq] = pq
         self.node.trace(CONSUMER_QUEUE_STARTED, consumer.group, mq.topic, mq.broker_name, mq.queue_id, offset)
         self.node.call_later(self.new_pull_delay_us, consumer.pull, mq, pq)
+
+
+class PopRebalancer(Rebalancer):
+    """RebalanceImpl in POP mode (5.3.3, clientRebalance false): each round asks the assignment
+    (`consumer.pop_assignment(topic)`: broker names, one queue -1 each; None: no answer) and
+    updates the popProcessQueueTable as updateMessageQueueAssignment does — a PopProcessQueue no
+    longer assigned, or pull-expired (PopProcessQueue.isPullExpired: no pop for 120 s; RebalancePushImpl.consumeType
+    is CONSUME_PASSIVELY, the only type that drops one), is marked dropped and removed; each
+    assigned queue without one gets a new one whose first pop is dispatched 500 ms later
+    (dispatchPopPullRequest(list, 500)). getRebalanceResultFromBroker returns whether the table
+    changed, and doRebalance counts an unchanged topic as not balanced: so a steady POP consumer
+    rebalances every minInterval (1 s), a round that changed something waits the 20 s."""
+
+    def __init__(self, consumer: Any) -> None:
+        super().__init__(consumer, None)
+
+    def rebalance_by_topic(self, topic: str) -> None:
+        consumer, now = self.consumer, self.node.env._now
+        assigned = consumer.pop_assignment(topic)
+        if assigned is None:
+            self.unbalanced = True
+            return
+        wanted = dict.fromkeys(assigned)
+        changed = False
+        for name, pq in list(consumer.pqs.items()):
+            if name not in wanted or now - pq.last_pop_us > PULL_MAX_IDLE_TIME_US:
+                pq.dropped = True
+                del consumer.pqs[name]
+                changed = True
+        for name in wanted:
+            if name not in consumer.pqs:
+                pq = consumer.pqs[name] = consumer.new_pop_process_queue(name)
+                self.node.call_later(self.new_pull_delay_us, consumer.pop_message, pq)
+                changed = True
+        if not changed:
+            self.unbalanced = True
