@@ -112,8 +112,9 @@ def test_the_same_fault_gives_push_crash_causes_and_pop_only_pop_causes(seed: in
 def test_the_killed_pop_member_held_unacked_messages_on_some_seed() -> None:
     """The POP half of the story happens: over the seeds, the killed member's un-acked messages are
     revived (after the 60 s invisible time) in at least one run; a run where it held none at its
-    death revives nothing."""
-    assert any(run(str(VERSUS), seed).summary["coverage"]["pop_revived"] > 0 for seed in SEEDS)
+    death revives nothing. Since the POP push consumer's first pop comes 500 ms after its first
+    rebalance round (5.3.3), the member is idle at its death on about 2 seeds in 3: seeds 1-8."""
+    assert any(run(str(VERSUS), seed).summary["coverage"]["pop_revived"] > 0 for seed in range(1, 9))
 
 
 # --- orderly POP -----------------------------------------------------------------------------
