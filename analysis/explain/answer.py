@@ -39,7 +39,7 @@ from analysis.explain.reasons import (
     violation_verdict,
 )
 from analysis.explain.source import ExplainError, RunFiles, read_run
-from analysis.explain.stories import seconds
+from analysis.explain.stories import PUSH_MAX_RECONSUME_TIMES, seconds
 from rmqsim.scenario.validate import instance_names
 from sim.files import some
 from sim.inputs import short
@@ -116,13 +116,16 @@ def _context(f: Findings, msg_id: int, topic: str) -> Context:
     groups = tuple(dict.fromkeys(u.group for u in f.ledger.units.values() if u.topic == topic))
     members: dict[str, tuple[str, ...]] = {}
     pop_clients: dict[str, str] = {}
+    max_reconsume: dict[str, int] = {}
     for c in sc.consumers:
         members[c.group] = members.get(c.group, ()) + tuple(instance_names(c.name, c.count))
         if c.pop is not None:
             pop_clients[c.group] = c.pop.client
+        limit = c.client.max_reconsume_times
+        max_reconsume[c.group] = PUSH_MAX_RECONSUME_TIMES if limit == -1 else limit
     timer_flush_ms = {b.name: b.store.timer_flush_interval_ms for b in sc.cluster.brokers}
     return Context(msg_id, f.names, f.collector.broker_of, f.collector.watched, f.run.summary["sim_time_ms"] * 1000,
-                   groups, pop_clients, members, timer_flush_ms)
+                   groups, pop_clients, members, timer_flush_ms, max_reconsume)
 
 
 def known_causes() -> dict[str, list[str]]:

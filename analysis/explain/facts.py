@@ -63,6 +63,7 @@ class Context:
     pop_clients: dict[str, str] = field(default_factory=dict)  # POP group → its client: simple / push
     members: dict[str, tuple[str, ...]] = field(default_factory=dict)  # consumer group → its consumer nodes
     timer_flush_ms: dict[str, int] = field(default_factory=dict)  # broker group → timerFlushIntervalMs
+    max_reconsume: dict[str, int] = field(default_factory=dict)  # group → maxReconsumeTimes (-1 read as 16)
 
 
 def message_facts(records: list[tuple], ctx: Context) -> list[Fact]:

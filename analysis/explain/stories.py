@@ -192,7 +192,10 @@ class Story:
         x.at_us = consumed[0]
         if not consumed[9]:
             x.outcome = "failed"
-            if self.ctx.pop_clients.get(x.group) == "push":  # changePopInvisibleTime(popDelayLevel[reconsumeTimes])
+            below_limit = consumed[10] < self.ctx.max_reconsume.get(x.group, PUSH_MAX_RECONSUME_TIMES)
+            # changePopInvisibleTime(popDelayLevel[reconsumeTimes]); at the limit checkNeedAckOrDelay acks or
+            # delays it by its age (models/consumer/pop_consumer.py): no fixed time to tell
+            if self.ctx.pop_clients.get(x.group) == "push" and below_limit:
                 x.visible_us = consumed[0] + POP_DELAY_LEVEL_S[min(consumed[10], len(POP_DELAY_LEVEL_S) - 1)] * 1_000_000
             return
         if any(r[2] == rec.POP_ACK_LATE and r[1] == x.node and r[0] == consumed[0] for r in self.mine):
