@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 import rmqsim
+from analysis.checkers.duplicates import Timeline, _moved_back
 from analysis.explain.answer import explain_cause, read_run
 from models.records import CONSUMER_OFFSET_MOVED, CONSUMER_QUEUE_STARTED
 from rmqsim import cli
@@ -81,3 +82,31 @@ def test_explain_names_the_offset_correction(tmp_path: Path) -> None:
     assert listed["total"] == rmqsim.load(out).summary["duplicates"] > 0
     (answer,) = listed["messages"]
     assert "the queue's offset was corrected (OFFSET_MOVED) at 25." in answer["reason"], answer
+
+
+# --- the rule alone: which offset moves explain a re-read of the same copy --------------------------
+def _timeline(*moves: tuple[int, str, int, int]) -> Timeline:
+    return Timeline([(t, node, CONSUMER_OFFSET_MOVED, "billing", "broker-a", 0, moved_from, moved_to)
+                     for t, node, moved_from, moved_to in moves])
+
+
+@pytest.mark.parametrize("move, explains", [
+    ((30 * S, "c-1", 120, 50), True),  # the re-reader's own pull, moved back over offset 100 after t0
+    ((30 * S, "c-1", 120, 100), True),  # ... to exactly the message's offset
+    ((30 * S, "c-1", 100, 50), False),  # offset 100 not fetched yet when it moved: no re-read from it
+    ((30 * S, "c-1", 120, 101), False),  # moved back, but not over offset 100
+    ((30 * S, "c-2", 120, 50), False),  # another consumer's pull
+    ((5 * S, "c-1", 120, 50), False),  # before the re-reader's ownership began (t0 = 10 s)
+    ((45 * S, "c-1", 120, 50), False),  # after the re-read
+])
+def test_a_move_explains_a_reread_of_the_same_copy_only_if_it_went_back_over_it(
+        move: tuple[int, str, int, int], explains: bool) -> None:
+    # offset 100 first consumed at 35 s by c-1 (its ownership since 10 s), read again at 40 s
+    got = _moved_back(_timeline(move), "billing", "c-1", "broker-a", 0, 100, 35 * S, 10 * S, 40 * S)
+    assert got == (move[0] if explains else None)
+
+
+def test_a_move_between_the_first_consumption_and_the_new_ownership_explains_it_whoever_moved() -> None:
+    got = _moved_back(_timeline((20 * S, "c-2", 120, 150)), "billing", "c-1", "broker-a", 0, 100, 15 * S, 25 * S,
+                      40 * S)
+    assert got == 20 * S

@@ -120,6 +120,7 @@ def test_a_slave_checks_the_group_where_it_runs_the_processor(version: str, slav
 SEEDS = (1, 2, 3)
 CLIENTS = ("c", "d", "e")
 FIRST_PERIODIC_HEARTBEAT_US = 48 * S  # e started at 17 s: its heartbeats at 18 + 30k s
+PULL_RETRY_US = 1 * S  # pullTimeDelayMillsWhenException: ClientConfig's 1000 (the impl's 3000 is overwritten)
 
 
 def _scenario(version: str) -> Any:
@@ -150,9 +151,14 @@ def _story(version: str, seed: int) -> dict[str, Any]:
         if r[2] == CONSUMER_CONSUMED and r[broker] == "broker-a" and r[0] >= serving:
             first.setdefault(r[1], r[0])
     failed_from, reason = field_index(CONSUMER_PULL_FAILED, "broker"), field_index(CONSUMER_PULL_FAILED, "reason")
-    refused = [r[0] for r in records if r[2] == CONSUMER_PULL_FAILED and r[failed_from] == "broker-a"
-               and r[reason] == "subscription_not_exist"]
-    return {"serving": serving, "known": known, "first": first, "refused": refused}
+    queue = field_index(CONSUMER_PULL_FAILED, "queue_id")
+    refused_rows = [r for r in records if r[2] == CONSUMER_PULL_FAILED and r[failed_from] == "broker-a"
+                    and r[reason] == "subscription_not_exist"]
+    by_queue: dict[tuple[str, int], list[int]] = {}
+    for r in refused_rows:
+        by_queue.setdefault((r[1], r[queue]), []).append(r[0])
+    return {"serving": serving, "known": known, "first": first, "refused": [r[0] for r in refused_rows],
+            "refused_by_queue": by_queue}
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -161,6 +167,14 @@ def test_4x_consumers_read_nothing_from_a_restarted_broker_until_their_heartbeat
     assert s["known"] >= FIRST_PERIODIC_HEARTBEAT_US  # no channel listener in 4.9.8: the 30 s round
     assert s["refused"], "the mechanism: broker-a refused the group's pulls"
     assert all(s["serving"] <= t <= s["known"] for t in s["refused"])
+    # each refused pull is sent again after pullTimeDelayMillsWhenException (1 s) plus a round trip. The
+    # record names the queue id only: `orders` q0 and `%RETRY%billing` q0 are two chains under one key
+    chains = 2
+    for times in s["refused_by_queue"].values():
+        later = [t for t in times if t >= times[0] + PULL_RETRY_US]
+        assert all(any(PULL_RETRY_US <= t - e <= PULL_RETRY_US + 20_000 for e in times) for t in later), times
+        assert len(times) <= chains * ((s["known"] - s["serving"]) // PULL_RETRY_US + 1), times
+    assert any(len(times) > chains for times in s["refused_by_queue"].values())  # some were retried
     assert s["first"], "consumption from broker-a resumed"
     assert min(s["first"].values()) >= s["known"]
     # each refused pull is retried after pullTimeDelayMillsWhenException (1 s): resumed within it
