@@ -188,3 +188,17 @@ def test_5x_consumers_resume_within_about_a_second_of_the_restart(seed: int) -> 
     assert all(t <= s["known"] + 10_000 for t in s["refused"])  # refused only before the group was known
     assert s["known"] <= s["serving"] + 1_500_000
     assert s["first"] and min(s["first"].values()) <= s["serving"] + 1_500_000
+
+
+@pytest.mark.parametrize("version, slave_read, committed", [(V5, True, True), (V4, False, False)])
+def test_a_known_group_s_pull_goes_on_to_the_slave_s_own_processor(version: str, slave_read: bool,
+                                                                    committed: bool) -> None:
+    """After a heartbeat the slave serves the pull with its own rules: the piggy-backed commit offset
+    is applied by a 5.x slave, never by a 4.x one (slave_read.py)."""
+    world, client, log = _world(version, slave=True, slave_read=slave_read)
+    slave = next(name for name in world.nodes if name.startswith("broker-a") and name != "broker-a")
+    _at(world, client, log, 2_000_000, slave, "heartbeat", BEAT)
+    _at(world, client, log, 2_100_000, slave, "push", _push_pull(commit_offset=7))
+    world.env.run(until=3 * S)
+    assert [(what, code != SUBSCRIPTION_NOT_EXIST) for _t, what, code in log] == [("heartbeat", True), ("push", True)]
+    assert ((GROUP, TOPIC, 0) in world.models[slave].offsets.table) is committed
