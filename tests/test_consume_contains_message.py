@@ -74,3 +74,14 @@ def test_a_failed_call_on_a_message_clean_expired_msg_took_is_sent_back_again_on
     assert stub.calls == want
     # either way the offset moves past it: removeMessage returns the smallest still cached
     assert consumer.offset_store.read_memory(mq) == 1
+
+
+@pytest.mark.parametrize("version", [V5, V4])
+def test_a_failed_call_on_a_message_still_cached_is_sent_back_in_both_versions(version: str) -> None:
+    """containsMessage is true for a message nobody took: the listener's failure sends it back at once."""
+    world, consumer, svc, pq, mq, stub = _component(version)
+    svc._times = [2 * S]
+    svc._start(pq, mq, pq.msgs[1])
+    world.env.run(until=3 * S)
+    assert stub.calls == [(2 * S, 1, 0)]
+    assert 1 not in pq.msgs and consumer.offset_store.read_memory(mq) == 0  # 0 still cached: the offset stays
