@@ -31,6 +31,12 @@ offset, reconsume times). Its cause, `CAUSES`:
   `consumer.queue_started` for that queue); looking at what happened between the first
   consumption (t1) and t0:
   - `offset_reset`: the queue's offset was corrected (OFFSET_MOVED / OFFSET_ILLEGAL) meanwhile;
+    or the re-reading consumer's own pull offset was moved back over the message within its
+    ownership (a `consumer.offset_moved` of it, at or after t0, from past the message's offset — it
+    had been fetched — to at or below it; t1 may fall after the move, a fetched message still
+    cached then): a lite pull consumer keeps its queue on OFFSET_ILLEGAL (DefaultLitePullConsumerImpl
+    only moves its pull offset), so a server-side reset (an admin reset, 5.x) re-reads without a
+    new ownership;
   - `broker_offset_rollback`: the broker restarted from an older consumerOffset.json that puts
     the committed offset at or below this message (`broker.offset_rolled_back`);
   - `failover`: the re-reading consumer's offset query for the queue was answered by a replica
@@ -99,7 +105,8 @@ class Timeline:
         self.started: dict[tuple, list[tuple[int, int]]] = defaultdict(list)  # (group, node, broker, qid, retry)
         self.ended: dict[tuple, list[tuple[int, str]]] = defaultdict(list)
         self.node_ends: dict[str, list[tuple[int, int, str]]] = defaultdict(list)  # crash / shutdown
-        self.moved: dict[tuple, list[int]] = defaultdict(list)  # (group, broker, qid)
+        self.moved: dict[tuple, list[tuple[int, str, int, int]]] = defaultdict(list)  # (group, broker, qid) →
+        #                                                                        (t, consumer, from, to)
         self.rolled_back: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)  # (group, broker, qid, retry)
         self.behind: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)  # (group, client, broker, qid, retry)
         # (group, msg id) → (t, broker, popped topic, queue id, offset, replay) of each revive
@@ -118,7 +125,7 @@ class Timeline:
             elif kind == CONSUMER_SHUTDOWN:
                 self.node_ends[r[1]].append((r[0], 0, "consumer_shutdown"))
             elif kind == CONSUMER_OFFSET_MOVED:  # (t, node, kind, group, broker, qid, from, to)
-                self.moved[(r[3], r[4], r[5])].append(r[0])
+                self.moved[(r[3], r[4], r[5])].append((r[0], r[1], r[6], r[7]))
             elif kind == BROKER_OFFSET_ROLLED_BACK:  # (t, broker, kind, group, topic, qid, from, to)
                 key = (r[3], r[1], r[5], r[4].startswith(RETRY_GROUP_TOPIC_PREFIX))
                 self.rolled_back[key].append((r[0], r[6], r[7]))
@@ -235,9 +242,9 @@ def cause_and_evidence(unit: Any, ledger: Any, copies: list[np.ndarray], timelin
     t0 = why["t0"] = timeline.owned_since(key, t_us)
     if t0 is None:  # no queue ownership: a POP group (module docstring)
         return _pop_same_copy(timeline, group, broker, qid, retry, offset, unit_msg_id(p, seq), t_us, why)
-    moved = [t for t in timeline.moved.get((group, broker, qid), ()) if t_first < t <= t0]
-    if moved:
-        why["moved_us"] = moved[0]
+    moved = _moved_back(timeline, group, node, broker, qid, offset, t_first, t0, t_us)
+    if moved is not None:
+        why["moved_us"] = moved
         return "offset_reset", why
     for t, before, after in timeline.rolled_back.get((group, broker, qid, retry), ()):
         if t_first < t <= t0 and after <= offset < before:
@@ -258,6 +265,20 @@ def cause_and_evidence(unit: Any, ledger: Any, copies: list[np.ndarray], timelin
     if reason == "offset_moved":
         return "offset_reset", why
     return reason, why  # consumer_crash / consumer_shutdown
+
+
+def _moved_back(timeline: Timeline, group: str, node: str, broker: str, qid: int, offset: int, t_first: int,
+                t0: int, t_us: int) -> int | None:
+    """When the queue's offset was corrected in a way that explains a re-read at `t_us` (module
+    docstring): any move after the first consumption and before the re-reader's ownership began, else
+    a move of the re-reader's own pull offset within that ownership, from past `offset` to at or
+    below it (a lite pull consumer's); None if neither."""
+    moves = timeline.moved.get((group, broker, qid), ())
+    before = next((t for t, _mover, _from, _to in moves if t_first < t <= t0), None)
+    if before is not None:
+        return before
+    return next((t for t, mover, moved_from, moved_to in moves
+                 if mover == node and t0 <= t <= t_us and moved_to <= offset < moved_from), None)
 
 
 def unit_msg_id(p: int, seq: int) -> int:

@@ -17,7 +17,9 @@ done: PUT_OK, else FLUSH_DISK_TIMEOUT / FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABL
 is stored either way; the replica status wins). With a put time (`send_put_time_ms`) requests
 go through the send thread pool and BrokerFastFailure first (fast_failure.py).
 
-Pull path (PullMessageProcessor): apply the piggy-backed commit offset (first processing only),
+Pull path (PullMessageProcessor): a push consumer's pull (no FLAG_SUBSCRIPTION) of a group the
+broker does not know (no member's heartbeat since its start) → SUBSCRIPTION_NOT_EXIST; then apply
+the piggy-backed commit offset (first processing only),
 a pending 5.x server-side reset (→ PULL_OFFSET_MOVED), getMessage, map GetMessageStatus to a
 response code, and park "not found" pulls in long polling. `suggestWhichBrokerId` is the master
 unless `slaveReadEnable` and the consumer lags by more than `accessMessageInMemoryMaxRatio` of
@@ -136,6 +138,7 @@ from models.protocol import (
     new_send_response,
 )
 from models.protocol import SLAVE_NOT_AVAILABLE as CODE_SLAVE_NOT_AVAILABLE
+from models.pull_sys_flag import SUBSCRIPTION_NOT_EXIST, PullMessageWithoutSubscription
 from models.records import BROKER_REGISTERED, BROKER_SEND_REJECTED, BROKER_STORED
 from models.version import Version
 from sim.disk import Disk, DiskConfig
@@ -333,6 +336,9 @@ class Broker:
         else:
             self.register_master_handlers()
             self.locks = RebalanceLockManager(node)  # LOCK_BATCH_MQ / UNLOCK_BATCH_MQ: masters only
+        # a push consumer's pull: checked against the consumer table, then the role's PULL_MESSAGE
+        # processor (registered once: it reads the current one at each pull, across role changes)
+        node.handle(PullMessageWithoutSubscription, self.on_pull_without_subscription)
         node.handle(QueryConsumerOffset, self.on_query_offset)
         node.handle(GetMaxOffset, self.on_get_max_offset)
         node.handle(SearchOffset, self.reset_offset.on_search_offset)
@@ -546,6 +552,32 @@ class Broker:
         return result
 
     # --- PullMessageProcessor -----------------------------------------------------------------
+    def on_pull_without_subscription(self, src: str, req_id: int, req: PullMessage) -> None:
+        """PullMessageProcessor.processRequest (5.3.3 and 4.9.8) for a pull without FLAG_SUBSCRIPTION
+        (a push consumer's: models/pull_sys_flag.py): the subscription is the one the group's
+        heartbeats left in the ConsumerManager; a group the broker does not know — never heard of
+        since its start, or every member gone — is answered SUBSCRIPTION_NOT_EXIST, before the
+        piggy-backed commit offset or a pending reset is applied, and the client retries after
+        pullTimeDelayMillsWhenException. So a restarted broker refuses a group's pulls until a
+        member's heartbeat reaches it (4.x: the 30 s round; 5.x: at once, models/client_instance.py).
+        A 5.x slave without slaveReadEnable rejects the request at the remoting layer first
+        (rejectRequest: SYSTEM_BUSY, slave_read.py).
+
+        Simplified: the ConsumerManager keeps members, not subscriptions (consumer_manager.py), so a
+        known group is taken to subscribe the topic (Java also answers SUBSCRIPTION_NOT_EXIST for a
+        group without a subscription to it), and there is no subVersion (SUBSCRIPTION_NOT_LATEST).
+        A pull held by long polling is not checked again when it wakes up (Java's re-run is: only a
+        group that lost every member meanwhile would be refused, and the answer would then go to a
+        client that is gone or about to rejoin)."""
+        handler = self.node.handlers[PullMessage]  # the role's processor: master's on_pull or the slave's
+        if self.slave and self.version is Version.V5 and not self.cfg.slave_read_enable:
+            handler(src, req_id, req)  # rejectRequest answers before processRequest runs
+            return
+        if not self.consumers.groups.get(req[0]):  # getConsumerGroupInfo(group) == null
+            self.node.reply(src, req_id, new_pull_response((SUBSCRIPTION_NOT_EXIST, req[3], 0, 0, (), MASTER_ID)))
+            return
+        handler(src, req_id, req)
+
     @cython.locals(cq=ConsumeQueue)
     def on_pull(self, src: str, req_id: int, req: PullMessage) -> None:
         # unpacked once (a NamedTuple field read costs tens of instructions; this runs per pull)

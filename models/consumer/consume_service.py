@@ -9,7 +9,8 @@ Results: success → `removeMessage` and `updateOffset(increaseOnly)`. Failure i
 inner producer's send to `%RETRY%<group>`); if both fail, the message stays cached (pinning the
 offset) and is re-consumed locally after 5 s. BROADCASTING failures are dropped.
 cleanExpiredMsg (every `consumeTimeout`, 15 min) sends back cached messages whose listener call
-has run longer than consumeTimeout and takes them out of the cache. A ProcessQueue dropped meanwhile discards the result (no
+has run longer than consumeTimeout and takes them out of the cache; if that call then fails, 5.x
+skips the message (`containsMessage`: no longer cached), 4.9.8 sends it back again. A ProcessQueue dropped meanwhile discards the result (no
 offset update, no send-back) — the listener did run, so the consumption is still recorded.
 
 Simplified: the thread is released when the listener returns; the send-back RPC does not hold it.
@@ -162,8 +163,12 @@ class ConsumeService(ConsumePool):
                 offsets[mq] = offset
 
     def _send_back(self, pq: Any, mq: Any, msg: MessageExt) -> None:
-        """5.x: only a message still cached is sent back (cleanExpiredMsg may have taken it)."""
-        if msg.queue_offset not in pq.msgs:
+        """processConsumeResult (CLUSTERING) for a failed message. 5.3.3 first asks
+        `ProcessQueue.containsMessage` (by queue offset): a message no longer cached — cleanExpiredMsg
+        sent it back and took it out meanwhile — is not sent back again, only removed and its offset
+        stored. 4.9.8 has no such check: it sends the message back a second time (another retry
+        copy), and if that send-back fails re-consumes it locally 5 s later."""
+        if not self.consumer.v4 and msg.queue_offset not in pq.msgs:
             self._commit(pq, mq, msg)
             return
         self.send_back.send(mq, msg, 0, lambda ok: self._sent_back(pq, mq, msg, ok))

@@ -16,7 +16,11 @@ Pull loop (`pullMessage`), one outstanding PullRequest per owned queue: flow con
 master with the in-memory offset piggy-backed (commitOffset), suspend 15 s, RPC timeout 30 s.
 FOUND → cache and submit, pull again; NO_NEW_MSG / NO_MATCHED_MSG → move on (and commit the new
 offset if nothing is cached); OFFSET_ILLEGAL → 5.2.0+ update-and-persist the corrected offset,
-drop the queue, rebalance now (4.9.8: update, persist and remove 10 s later, no rebalance); errors → retry after `pullTimeDelayMillsWhenException` (1 s).
+drop the queue, rebalance now (4.9.8: update, persist and remove 10 s later, no rebalance); errors → retry after
+`pullTimeDelayMillsWhenException` (1 s: ClientConfig's, which the impl's 3000 is overwritten with
+in both versions) — among them SUBSCRIPTION_NOT_EXIST, from a broker that has no heartbeat of the
+group since its start (the pull carries no subscription: models/pull_sys_flag.py), recorded as
+`consumer.pull_failed` "subscription_not_exist".
 When a route lists slaves, the node a queue is pulled from follows the brokers' suggestions and
 falls back to a slave when the master is gone (pull_api.py). A broker's
 RESET_CONSUMER_CLIENT_OFFSET is handled by reset_offset.py.
@@ -63,8 +67,8 @@ from models.protocol import (
     NotifyConsumerIdsChanged,
     TopicRouteData,
     UnregisterClient,
-    new_pull_message,
 )
+from models.pull_sys_flag import SUBSCRIPTION_NOT_EXIST, new_pull_message_without_subscription
 from models.records import CONSUMER_OFFSET_MOVED, CONSUMER_PULL_FAILED, CONSUMER_QUEUE_DROPPED, CONSUMER_SHUTDOWN
 from models.version import V4, V5, VERSIONS
 from sim.env import Clock, ms
@@ -263,9 +267,10 @@ class PushConsumer:
             if slave:
                 self.cov[COV_PULL_FROM_SLAVE] += 1
                 commit = -1  # PullSysFlag.clearCommitOffsetFlag
-        request = new_pull_message((self.group, topic, queue_id, pq.next_offset, self._pull_batch_size,
-                                    commit if commit > 0 else -1, BROKER_SUSPEND_MAX_TIME_US,
-                                    self.tag_codes.get(topic)))
+        # no FLAG_SUBSCRIPTION (postSubscriptionWhenPull false): the broker must know the group (pull_sys_flag.py)
+        request = new_pull_message_without_subscription((
+            self.group, topic, queue_id, pq.next_offset, self._pull_batch_size, commit if commit > 0 else -1,
+            BROKER_SUSPEND_MAX_TIME_US, self.tag_codes.get(topic)))
         self.node.rpc(addr, request, CONSUMER_TIMEOUT_WHEN_SUSPEND_US, self._on_pull_bound, mq, pq)
         return None
 
@@ -306,6 +311,8 @@ class PushConsumer:
         elif code == PULL_OFFSET_MOVED:
             self.cov[COV_OFFSET_ILLEGAL_CORRECTED] += 1
             return self._offset_illegal(mq, pq, next_begin_offset)
+        elif code == SUBSCRIPTION_NOT_EXIST:  # the broker does not know the group (yet): MQBrokerException
+            return self._pull_failed(mq, pq, "subscription_not_exist")
         else:
             return self._pull_failed(mq, pq, f"code_{code}")
         if self._pull_interval_us:
