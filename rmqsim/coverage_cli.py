@@ -149,7 +149,7 @@ docstring of models/coverage_points.py.
 $ rmqsim run scenarios/power_loss_sync_master.yaml --out runs/psm
 ...
 coverage: 8 of 61 rare-state points reached: sync_master_waits_for_slave 35,270,
-  pull_held_woken_by_arrival 33,070, send_budget_exhausted 2,087, send_retried_other_broker 1,444,
+  pull_held_woken_by_arrival 33,066, send_budget_exhausted 2,087, send_retried_other_broker 1,444,
   flush_slave_timeout 439, pull_hold_expired_empty 23, broker_offset_rolled_back 5,
 ...
 $ rmqsim coverage runs/psm
@@ -159,7 +159,7 @@ reached (times taken, in catalogue order):
   35,270  sync_master_waits_for_slave  a SYNC_MASTER send waited for its slave's acknowledgement
      439  flush_slave_timeout          a SYNC_MASTER send's replica wait ran out: answered FLUSH_SLAVE_TIMEOUT
        1  ha_slave_catching_up         a slave connected behind the master's readable end and was sent the gap
-  33,070  pull_held_woken_by_arrival   a held pull was answered because a message arrived in its queue
+  33,066  pull_held_woken_by_arrival   a held pull was answered because a message arrived in its queue
       23  pull_hold_expired_empty      a held pull's suspend time ran out with nothing new: answered not found
    1,444  send_retried_other_broker    a send's retry (SYNC or ASYNC) went to another broker than the failed \
 attempt

@@ -96,7 +96,10 @@ def _timeline(*moves: tuple[int, str, int, int]) -> Timeline:
     ((30 * S, "c-1", 100, 50), False),  # offset 100 not fetched yet when it moved: no re-read from it
     ((30 * S, "c-1", 120, 101), False),  # moved back, but not over offset 100
     ((30 * S, "c-2", 120, 50), False),  # another consumer's pull
-    ((5 * S, "c-1", 120, 50), False),  # before the re-reader's ownership began (t0 = 10 s)
+    # before its ownership began (t0 = 10 s) and before the first consumption: the move that dropped its
+    # queue, whose cached copy a listener call in flight still consumed (reset_offset_by_time, 5.x)
+    ((5 * S, "c-1", 120, 50), True),
+    ((5 * S, "c-2", 120, 50), False),  # ... but another consumer's
     ((45 * S, "c-1", 120, 50), False),  # after the re-read
 ])
 def test_a_move_explains_a_reread_of_the_same_copy_only_if_it_went_back_over_it(

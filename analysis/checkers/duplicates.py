@@ -8,8 +8,9 @@ offset, reconsume times). Its cause, `CAUSES`:
   - `send_back`: either copy came through the retry path (reconsume times > 0): a send-back or
     inner-producer re-send whose answer was lost, a local resubmission, cleanExpiredMsg;
   - `timer_redelivered`: a 5.x timer message the timer put back into its real topic more than
-    once (two or more `timer.delivered`: after a crash or a power loss the timer reads again the
-    wheel slots read since its last checkpoint; models/broker/timer_store.py), parked once by its
+    once (two or more `timer.delivered`: after a crash or a power loss, or on a promoted slave from
+    the checkpoint it copied, the timer reads again the wheel slots read since that checkpoint;
+    models/broker/timer_store.py), parked once by its
     send (parked twice, the second delivery is the retried send's: `producer_retry`);
   - `producer_retry`: the producer's send was retried and the brokers stored the message twice;
   - `txn_double_commit`: the same for a transactional producer, whose real messages are written
@@ -34,7 +35,8 @@ offset, reconsume times). Its cause, `CAUSES`:
     or the re-reading consumer's own pull offset was moved back over the message within its
     ownership (a `consumer.offset_moved` of it, at or after t0, from past the message's offset — it
     had been fetched — to at or below it; t1 may fall after the move, a fetched message still
-    cached then): a lite pull consumer keeps its queue on OFFSET_ILLEGAL (DefaultLitePullConsumerImpl
+    cached then; or a move of its own before the first consumption, whose dropped queue's cache still
+    handed the message to the listener): a lite pull consumer keeps its queue on OFFSET_ILLEGAL (DefaultLitePullConsumerImpl
     only moves its pull offset), so a server-side reset (an admin reset, 5.x) re-reads without a
     new ownership;
   - `broker_offset_rollback`: the broker restarted from an older consumerOffset.json that puts
@@ -272,13 +274,15 @@ def _moved_back(timeline: Timeline, group: str, node: str, broker: str, qid: int
     """When the queue's offset was corrected in a way that explains a re-read at `t_us` (module
     docstring): any move after the first consumption and before the re-reader's ownership began, else
     a move of the re-reader's own pull offset within that ownership, from past `offset` to at or
-    below it (a lite pull consumer's); None if neither."""
+    below it (a lite pull consumer's), or one before the first consumption (the fetched copy was
+    consumed from the dropped queue's cache after the move ended that ownership); None if neither."""
     moves = timeline.moved.get((group, broker, qid), ())
     before = next((t for t, _mover, _from, _to in moves if t_first < t <= t0), None)
     if before is not None:
         return before
     return next((t for t, mover, moved_from, moved_to in moves
-                 if mover == node and t0 <= t <= t_us and moved_to <= offset < moved_from), None)
+                 if mover == node and (t0 <= t or t < t_first) and t <= t_us and moved_to <= offset < moved_from),
+                None)
 
 
 def unit_msg_id(p: int, seq: int) -> int:
