@@ -70,10 +70,11 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # importlib.abc imports importlib.resources, tempfile, shutil: not at every start
     import importlib.abc
+    import queue
 
 PACKAGES = ("sim", "models", "analysis", "rmqsim")
 ROOT = Path(__file__).resolve().parents[1]  # the directory holding the packages (a checkout or site-packages)
@@ -294,16 +295,103 @@ def _rebuild(stale: list[str]) -> list[str]:
         stale = stale_modules()  # another process may have rebuilt them meanwhile
         if not stale:
             return []
-        print(f"rmqsim: {len(stale)} compiled module(s) changed since they were built "
+        built = (read_manifest() or {}).get("modules", {})
+        why = "changed since they were built" if any(name in built for name in stale) else "not built yet"
+        print(f"rmqsim: {len(stale)} compiled module(s) {why} "
               f"({', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''}); rebuilding: setup.py build_ext --inplace",
               file=sys.stderr, flush=True)
-        import subprocess  # only here: not at every start
-
-        done = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=ROOT,
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            print("\n".join((done.stdout + done.stderr).splitlines()[-15:]), file=sys.stderr)
+        code, tail = build_in_place(len(stale), sys.stderr)
+        if code != 0:
+            print("\n".join(tail), file=sys.stderr)
         return stale_modules()
+
+
+# --- the build, saying what it does (scripts/setup.sh; a rebuild on import) ------------------------------
+CPU_S_PER_MODULE = 3.0  # Cython's translation and gcc -O3 -g0 of one module, on a quiet core (setup's estimate)
+HEARTBEAT_S = 10.0  # never silent longer than this while it builds
+_BUILDING = re.compile(r"building '([\w.]+)' extension")
+
+
+def build_env() -> dict[str, str]:
+    """The build's environment: unless the user set CFLAGS, the interpreter's own CFLAGS (-O3 ...)
+    and `-g0` last (setuptools' compiler takes CFLAGS from the environment instead of the
+    interpreter's, so they are given whole): no debug information in the binaries, about a third of
+    gcc's time; the code is the same, and a traceback's compiled frames keep their lines (Cython
+    records them itself)."""
+    import sysconfig
+
+    env = dict(os.environ)
+    if "CFLAGS" not in env:
+        env["CFLAGS"] = f"{sysconfig.get_config_var('CFLAGS') or ''} -g0".strip()
+    return env
+
+
+def estimate_s(modules: int, cores: int | None = None) -> int:
+    """About how long `modules` take to build on `cores` (this machine's, by default), to the 5 s."""
+    cores = max(1, cores or os.cpu_count() or 1)
+    return max(5, round(modules * CPU_S_PER_MODULE / min(cores, max(modules, 1)) / 5) * 5)
+
+
+def build_in_place(modules: int, out: TextIO, root: Path = ROOT) -> tuple[int, list[str]]:
+    """`setup.py build_ext --inplace` in `root`, saying what it does on `out`: a line per module as
+    gcc starts it (`[3/27] models.broker.commit_log`), a line at least every `HEARTBEAT_S` seconds
+    while nothing else is said (Cython translating, gcc at work), its time at the end. Returns its
+    exit code and the last 15 lines of its output (all of it goes to build/build_ext.log)."""
+    import queue
+    import subprocess
+    import threading
+    import time
+
+    clock = time.monotonic  # noqa: TID251  the build's progress lines, never a run
+    start, said, started = clock(), clock(), 0
+    cores = os.cpu_count() or 1
+    out.write(f"compiling {modules} module(s) with Cython (about {estimate_s(modules, cores)} s on {cores} "
+              f"core(s)) ...\n")
+    out.flush()
+    (root / "build").mkdir(exist_ok=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+    with open(root / "build" / "build_ext.log", "w") as log:
+        child = subprocess.Popen([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=root, env=build_env(),
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+        reader = threading.Thread(target=_pump, args=(child.stdout, lines), daemon=True)
+        reader.start()
+        tail: list[str] = []
+        while True:
+            try:
+                line = lines.get(timeout=max(0.1, HEARTBEAT_S - (clock() - said)))
+            except queue.Empty:
+                line = ""
+            if line is None:
+                break
+            log.write(line)
+            tail = [*tail[-14:], line.rstrip()] if line else tail
+            if match := _BUILDING.search(line):
+                started += 1
+                out.write(f"  [{started}/{modules}] {match.group(1)} ({clock() - start:.0f} s)\n")
+            elif clock() - said >= HEARTBEAT_S:
+                out.write(f"  ... {_phase(started, modules)} ({clock() - start:.0f} s)\n")
+            else:
+                continue
+            out.flush()
+            said = clock()
+        code = child.wait()
+    out.write(f"compiling {modules} module(s) with Cython ... {clock() - start:.0f} s"
+              f"{'' if code == 0 else f' (failed, exit {code}: build/build_ext.log)'}\n")
+    out.flush()
+    return code, tail
+
+
+def _pump(stream: TextIO, lines: queue.Queue[str | None]) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+def _phase(started: int, modules: int) -> str:
+    """What the build is doing while it says nothing: translating to C, or compiling."""
+    if started:
+        return f"gcc compiling: {started} of {modules} module(s) started"
+    return "Cython translating the modules to C"
 
 
 def _import_pure() -> None:
