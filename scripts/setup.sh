@@ -41,8 +41,17 @@ step_done() {  # its last: the same words and its time
 }
 
 with_heartbeat() {  # run "$@" with its output in $log, saying every 10 s that it still runs; its exit code
-  local start=$SECONDS last=$SECONDS pid
-  "$@" >>"$log" 2>&1 &
+  heartbeat_while "$log" "$@"
+}
+
+shown_with_heartbeat() {  # the same, its own output (progress) shown on stderr
+  heartbeat_while /dev/stderr "$@"
+}
+
+heartbeat_while() {
+  local out="$1" start=$SECONDS last=$SECONDS pid
+  shift
+  "$@" >>"$out" 2>&1 &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     sleep 1
@@ -107,10 +116,15 @@ ensure_uv() {  # uv at the pinned version, from its hashed wheels, in .venv/uv/ 
   fi
   step "installing uv $(uv_pinned) from its hashed wheels (pip)"
   rm -rf .venv/uv
-  # the venv's pip (uv sync removes it as unlocked: ensurepip brings it back for this one install)
-  if ! { .venv/bin/python -m pip --version || .venv/bin/python -m ensurepip; } >>"$log" 2>&1 \
-      || ! .venv/bin/python -m pip install --disable-pip-version-check --require-hashes --no-deps \
-      --target .venv/uv -r requirements/uv.txt >&2; then
+  # the interpreter's own pip, else the venv's (made by ensurepip: the venv is made without one,
+  # which uv sync would remove as unlocked anyway)
+  local pip=("$PY" -m pip)
+  if ! "$PY" -m pip --version >>"$log" 2>&1; then
+    pip=(.venv/bin/python -m pip)
+    with_heartbeat .venv/bin/python -m ensurepip || true
+  fi
+  if ! shown_with_heartbeat "${pip[@]}" install --disable-pip-version-check --require-hashes --no-deps \
+      --target .venv/uv -r requirements/uv.txt; then
     echo "installing uv $(uv_pinned) failed (pip's output above; log: $log)" >&2
     exit 1
   fi
@@ -118,13 +132,14 @@ ensure_uv() {  # uv at the pinned version, from its hashed wheels, in .venv/uv/ 
 }
 
 SETUP_START=$SECONDS
-if [ ! -x .venv/bin/python ]; then
-  step "creating the virtual environment .venv ($("$PY" --version 2>&1))"
-  "$PY" -m venv .venv
-  step_done
-fi
+mkdir -p .venv
 log=.venv/setup.log
 : >"$log"
+if [ ! -x .venv/bin/python ]; then
+  step "creating the virtual environment .venv ($("$PY" --version 2>&1))"
+  with_heartbeat "$PY" -m venv --without-pip .venv || { echo "creating .venv failed (log: $log)" >&2; exit 1; }
+  step_done
+fi
 ensure_uv
 [ "$UV_ONLY" = "1" ] && exit 0
 # exactly the lock: --frozen never re-resolves, and the sync is exact (extraneous packages go);
@@ -132,7 +147,7 @@ ensure_uv
 # setuptools; its modules are compiled by the next step, which says what it does
 # (RMQSIM_PURE_BUILD=1: the editable install itself compiles nothing, in a temporary directory)
 step "installing the locked set (uv sync: $(grep -c '^\[\[package\]\]' uv.lock) packages, the project editable)"
-if ! RMQSIM_PURE_BUILD=1 UV_PYTHON_DOWNLOADS=never .venv/uv/bin/uv sync --frozen --all-extras; then
+if ! RMQSIM_PURE_BUILD=1 UV_PYTHON_DOWNLOADS=never shown_with_heartbeat .venv/uv/bin/uv sync --frozen --all-extras; then
   echo "installing the locked dependencies failed (uv's output above)" >&2
   exit 1
 fi
