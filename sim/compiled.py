@@ -336,7 +336,9 @@ def build_in_place(modules: int, out: TextIO, root: Path = ROOT) -> tuple[int, l
     """`setup.py build_ext --inplace` in `root`, saying what it does on `out`: a line per module as
     gcc starts it (`[3/27] models.broker.commit_log`), a line at least every `HEARTBEAT_S` seconds
     while nothing else is said (Cython translating, gcc at work), its time at the end. Returns its
-    exit code and the last 15 lines of its output (all of it goes to build/build_ext.log)."""
+    exit code and the last 15 lines of its output (all of it goes to build/build_ext.log).
+    `modules` is what the digests say is stale; setuptools also recompiles a module whose source is
+    newer than its binary though unchanged (a checkout, a copy): those are counted past it."""
     import queue
     import subprocess
     import threading
@@ -367,7 +369,8 @@ def build_in_place(modules: int, out: TextIO, root: Path = ROOT) -> tuple[int, l
             tail = [*tail[-14:], line.rstrip()] if line else tail
             if match := _BUILDING.search(line):
                 started += 1
-                out.write(f"  [{started}/{modules}] {match.group(1)} ({clock() - start:.0f} s)\n")
+                count = f"{started}/{modules}" if started <= modules else f"{started}"
+                out.write(f"  [{count}] {match.group(1)} ({clock() - start:.0f} s)\n")
             elif clock() - said >= HEARTBEAT_S:
                 out.write(f"  ... {_phase(started, modules)} ({clock() - start:.0f} s)\n")
             else:
@@ -390,7 +393,8 @@ def _pump(stream: TextIO, lines: queue.Queue[str | None]) -> None:
 def _phase(started: int, modules: int) -> str:
     """What the build is doing while it says nothing: translating to C, or compiling."""
     if started:
-        return f"gcc compiling: {started} of {modules} module(s) started"
+        return f"gcc compiling: {started} of {modules} module(s) started" if started <= modules else \
+            f"gcc compiling: {started} module(s) started"
     return "Cython translating the modules to C"
 
 
