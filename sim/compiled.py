@@ -307,7 +307,7 @@ def _rebuild(stale: list[str]) -> list[str]:
 
 
 # --- the build, saying what it does (scripts/setup.sh; a rebuild on import) ------------------------------
-CPU_S_PER_MODULE = 3.0  # Cython's translation and gcc -O3 -g0 of one module, on a quiet core (setup's estimate)
+CPU_S_PER_MODULE = 4.0  # Cython's translation and gcc -O3 -g0 of one module, on a quiet core (setup's estimate)
 HEARTBEAT_S = 10.0  # never silent longer than this while it builds
 _BUILDING = re.compile(r"building '([\w.]+)' extension")
 
