@@ -13,6 +13,8 @@ write into, a file it will not read), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
 import itertools
 import json
 import shlex
@@ -20,9 +22,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sim.config import ConfigError
-from sim.files import OutputError, write_error
 from sim.limits import CONFIRM_RUNS, DEFAULT_MAX_EVENTS, DEFAULT_MAX_WALL_S, MAX_SEED
+
+# What each command imports before it starts (`_start_up`): only what its path uses. `validate`
+# never imports pandas, pyarrow, matplotlib or pyspark (tests/test_cli_startup.py); `run` imports
+# the report modules only with --report, Spark never.
+COMMAND_IMPORTS = {
+    "run": ("rmqsim.runner", "rmqsim.scenario.lint", "rmqsim.run_store", "rmqsim.progress",
+            "analysis.reports.summary_text", "analysis.sweeps.repro_card"),
+    "validate": ("rmqsim.scenario.spec", "rmqsim.scenario.lint"),
+    "lint": ("rmqsim.scenario.spec", "rmqsim.scenario.lint"),
+}
+ALWAYS_IMPORTS = ("sim.config", "sim.files")  # ConfigError and OutputError: main() catches them
 
 DRY_RUN_POINTS = 20  # points listed by `sweep --dry-run`
 
@@ -67,6 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from analysis.reports.summary_text import summary_text
     from rmqsim.runner import run_scenario
     from rmqsim.scenario import spec as scenario_mod
+    from sim.files import OutputError, write_error
 
     sc = scenario_mod.load(args.scenario, args.set)
     _warn(sc, args.scenario)
@@ -144,6 +156,8 @@ def _seed(text: str) -> int:
 def _inside(root: Path, *parts: str) -> Path:
     """root/parts, from validated plain names; refused if it still resolves outside `root`
     (a symbolic link placed there): an output directory derived from a name stays in its root."""
+    from sim.files import OutputError
+
     out = root.joinpath(*parts)
     if not out.resolve().is_relative_to(root.resolve()):
         raise OutputError(f"{out} resolves outside {root}/ (a symbolic link?); pass --out to write there")
@@ -419,16 +433,17 @@ def parser() -> argparse.ArgumentParser:
 
 def version_line() -> str:
     """`rmqsim <version> simulator <sha256 of sim/ and models/>`: two runs with the same line, scenario
-    and seed have the same trace digest."""
+    and seed have the same trace digest (the digest of the sources on disk, as a sweep records it:
+    sim/sources.py, without the sweep's imports)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from analysis.sweeps.sweep import simulator_sha256
+    from sim.sources import sources_sha256
 
     try:
         number = version("rmqsim")
     except PackageNotFoundError:  # run from a source tree that was not installed
         number = "unknown"
-    return f"rmqsim {number} simulator {simulator_sha256()}"
+    return f"rmqsim {number} simulator {sources_sha256()}"
 
 
 class _Version(argparse.Action):
@@ -440,9 +455,32 @@ class _Version(argparse.Action):
 EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 
 
+def _start_up(command: str, program: bool) -> None:
+    """Import what `command` needs with the cyclic garbage collector off: imports allocate some
+    hundred thousand long-lived objects, and collections passing over them while they are made cost
+    about 5 % of a short run's start. As the program itself (`program`: argv from the command line),
+    those objects are then frozen (`gc.freeze`: later collections skip them; they live as long as
+    the process anyway); a caller's process (a test calling `main([...])`) keeps its collector as it
+    was, only paused during the imports."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for name in (*ALWAYS_IMPORTS, *COMMAND_IMPORTS.get(command, ())):
+            importlib.import_module(name)
+    finally:
+        if program:
+            gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
+        _start_up(args.command, program=argv is None)
+        from sim.config import ConfigError
+        from sim.files import OutputError
+
         try:
             code = args.func(args)
         except ConfigError as exc:

@@ -169,6 +169,9 @@ def _check_expect(data: dict, ctx: Context) -> list[str]:
     """Every `expect:` key must be a metric the summary has (analysis/checkers/verdict.py). A key is
     shown as written only when it is a short metric-like path; otherwise quoted and cut (a
     10,000-character key is not echoed whole). A key that is not a string is pydantic's to report."""
+    expect: Any = data.get("expect")
+    if not isinstance(expect, dict) or not expect:  # nothing to check: the checkers' modules stay unimported
+        return []
     from analysis.checkers.verdict import (
         EXPECT_AVAILABILITY,
         EXPECT_GUARANTEES,
@@ -176,7 +179,6 @@ def _check_expect(data: dict, ctx: Context) -> list[str]:
         EXPECTABLE_METRICS,
     )
 
-    expect: Any = data.get("expect")
     problems = []
     brokers = _broker_names(ctx)
     for key in expect if isinstance(expect, dict) else ():
