@@ -162,13 +162,7 @@ class _Pool:
         if not busy:
             return []
         ready, _, _ = select.select(list(busy), [], [], timeout_s)
-        out = []
-        for fd in ready:
-            worker = busy[fd]
-            message = _receive(worker)
-            if message is not _INCOMPLETE:
-                out.append((worker, message))
-        return out
+        return [(busy[fd], _receive(busy[fd])) for fd in ready]
 
     def close(self) -> None:
         """Every task done: workers told to exit, and waited for."""
@@ -191,11 +185,8 @@ class _Pool:
             _reap(worker.proc)
 
 
-_INCOMPLETE = object()  # a frame not whole yet
-
-
 def _receive(worker: _Worker) -> Any:
-    """The next whole message of `worker` (reading what is there), None at its end of file."""
+    """The next whole message of `worker` (reading until it is whole), None at its end of file."""
     chunk = os.read(worker.proc.stdout.fileno(), 1 << 20)
     if not chunk:
         return None
