@@ -19,10 +19,15 @@ are not zero somewhere (each split by cause), latency, deliveries per message, t
 each point, and the points no run reached), and the failing runs. A metric that is zero in
 every run is named in one line, never drawn; one no run checked likewise.
 
-The data come through Spark in one job (two above 5,000 runs: analysis/sweeps/aggregate.py) in the
-caller's SparkSession (`rmqsim sweep --report`) or a report session of its own: no UI, the client
-JIT compiler, interpreted expressions and a class archive (analysis/sweeps/spark_classes.py), which start
-and answer sooner than the defaults for one row per run; matplotlib is imported meanwhile.
+The data are the runs table read once, one row per run, and pooled in pandas for every figure
+and table (analysis/sweeps/aggregate.py): for a local master, or none, read here with Arrow, no
+JVM (`load_local`; the per-point latency histograms merged by Arrow's group-by); through Spark in
+one job (two above 5,000 runs) in the caller's SparkSession (`rmqsim sweep --report` after a
+Spark sweep) or, for a master that needs Spark (analysis/sweeps/sweep.py `uses_spark`), a report
+session of its own: no UI, the client JIT compiler, interpreted expressions and a class archive
+(analysis/sweeps/spark_classes.py), which start and answer sooner than the defaults for one row
+per run. Both give the same rows (tests/analysis/test_sweep_local.py); matplotlib is imported
+meanwhile.
 The page (analysis/reports/sweep_page.py) embeds the PNGs as data URIs, so it can be mailed or
 archived as one file. Also written: `points.json` (the per-point table, every interval included).
 Every file is written under a temporary name and renamed,
@@ -82,13 +87,14 @@ class ReportError(Exception):
     """The report cannot be built from this directory (reported without a traceback)."""
 
 
-def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "local[1]",
+def build_report(out_dir: Path, report_dir: Path | None = None, master: str | None = None,
                  timeline_run: str | None = None, spark: Any = None, focus: str | None = None,
                  own_session: bool = False) -> Path:
-    """Write the report (module docstring); `spark`: a session to use, else one is started (with
-    `own_session`, by a command that ends after the report: its JVM may then leave a class archive
-    for the next report's, analysis/sweeps/spark_classes.py `finish`; a master it cannot start with:
-    analysis.sweeps.sweep.SparkMasterError); `focus`: overrides the sweep file's."""
+    """Write the report (module docstring); `spark`: a session to use, else the tables are read
+    without one for a local master (or none), and a session is started for a master that needs Spark
+    (with `own_session`, by a command that ends after the report: its JVM may then leave a class
+    archive for the next report's, analysis/sweeps/spark_classes.py `finish`; a master it cannot
+    start with: analysis.sweeps.sweep.SparkMasterError); `focus`: overrides the sweep file's."""
     if spark is None:  # a malformed --master: SparkMasterError before anything is read or a JVM starts
         from analysis.sweeps.sweep import check_master
 
@@ -109,15 +115,9 @@ def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "l
     owned = OwnedDir(folder, REPORT_TOOL, names=["points.json", "index.html", *FIGURE_FILES])
     importer = threading.Thread(target=_import_figures, name="rmqsim-import-figures")  # joined below
     try:
-        if spark is None:
-            from analysis.sweeps.sweep import spark_session
-
-            # matplotlib's imports (over a second) run while the JVM starts, which is mostly waiting here
-            importer.start()
-            spark = spark_session(master, None, app=f"rmqsim-report-{manifest['name']}", purpose="report",
-                                  keep_classes=own_session)
-        data = aggregate.load(spark, out_dir, params, schema, timeline_run or manifest["timeline_run"], n_runs,
-                              zipped=manifest["zip"])
+        # matplotlib's imports (over a second) run while the tables are read (a JVM starts: mostly waiting)
+        importer.start()
+        data = _load(out_dir, manifest, params, schema, n_runs, timeline_run, spark, master, own_session)
         if timeline_run is not None and data.timeline_run != timeline_run:
             raise ReportError(f"--run {timeline_run}: no completed run with that id (ids look like p0000-s1)")
         how = f"chosen with --focus {focus}" if focus else ""
@@ -133,6 +133,21 @@ def build_report(out_dir: Path, report_dir: Path | None = None, master: str = "l
     finally:
         _join_import(importer)
     return written
+
+
+def _load(out_dir: Path, manifest: dict[str, Any], params: list[str], schema: Any, n_runs: int,
+          timeline_run: str | None, spark: Any, master: str | None, own_session: bool) -> aggregate.SweepData:
+    """The runs table: through `spark` if given, or a session of the report's own for a master that
+    needs Spark (analysis/sweeps/sweep.py `uses_spark`); else read here with Arrow, no JVM."""
+    from analysis.sweeps.sweep import spark_session, uses_spark
+
+    wanted = timeline_run or manifest["timeline_run"]
+    if spark is None and not uses_spark(master):
+        return aggregate.load_local(out_dir, params, schema, wanted, zipped=manifest["zip"])
+    if spark is None:
+        spark = spark_session(master, None, app=f"rmqsim-report-{manifest['name']}", purpose="report",
+                              keep_classes=own_session)
+    return aggregate.load(spark, out_dir, params, schema, wanted, n_runs, zipped=manifest["zip"])
 
 
 def _join_import(importer: threading.Thread) -> None:

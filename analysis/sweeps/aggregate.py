@@ -6,7 +6,8 @@ per-message tables are never read), the per-second columns of the one run the ti
 draws, and up to `INLINE_HISTOGRAM_RUNS` runs their latency histograms; a larger sweep has Spark
 merge those per point in a second job (`explode` and `GROUP BY`: they are the long columns). A
 report is then one or two jobs, not one per figure and table; everything after that is pandas
-over one row per run (`SweepData`).
+over one row per run (`SweepData`). `load_local` builds the same SweepData with Arrow and no JVM
+(a local sweep's report): one read of the files, the histograms merged by Arrow's group-by.
 
 Pooling: a rate (`METRICS`: loss, duplicates, order and transaction violations) is events summed
 over its exposure summed (acknowledged deliveries: acked messages × consumption units; for
@@ -178,6 +179,108 @@ def _load(spark: Any, out_dir: Path, params: list[str], arrow_schema: Any, timel
         data.histograms = _merged_histograms(spark)
     _take_timeline(spark, data, timeline_run, names)
     return data
+
+
+# ---------------------------------------------------------------- loading (Arrow, no JVM)
+
+def load_local(out_dir: Path, params: list[str], arrow_schema: Any, timeline_run: str | None,
+               zipped: list[str] | None = None) -> SweepData:
+    """The runs table read here with Arrow, no JVM (the report of a local sweep): the same
+    SweepData `load` builds through Spark — the same columns in the same order, failing-run
+    columns only on failing rows, maps as dicts — in one pass over the files, the latency
+    histograms merged per point by Arrow's group-by (never held per run in Python), the
+    timeline's columns read for its one run."""
+    import pyarrow.dataset as pads
+
+    dataset = pads.dataset(str(out_dir / store.RUNS), schema=arrow_schema, format="parquet")
+    names = arrow_schema.names
+    wide = [c for c in names if c not in LONG_COLUMNS]
+    table = dataset.to_table(columns=wide + [c for c in ("lat_hist_bucket", "lat_hist_count") if c in names])
+    rows = _python_rows(table.select(wide))
+    failing = [c for c in FAILING_COLUMNS if c in names]
+    for row in rows:
+        if not (row["status"] != "ok" or row.get("verdict") in ("invalid", "unknown")):
+            row.update(dict.fromkeys(failing))
+        for c in failing:  # after the other columns, as Spark's SELECT puts them
+            row[c] = row.pop(c)
+    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=[c for c in names if c not in LONG_COLUMNS])
+    data = SweepData(frame.sort_values("run_id", kind="stable").reset_index(drop=True), params)
+    if {"lat_hist_bucket", "lat_hist_count"} <= set(names):
+        data.histograms = _arrow_histograms(table)
+    _local_timeline(dataset, data, timeline_run, names)
+    data.zipped = [p for p in zipped or [] if p in params]
+    return data
+
+
+def _python_rows(table: Any) -> list[dict[str, Any]]:
+    """Arrow rows as Spark's `Row.asDict(recursive=True)` gives them: maps as dicts (Arrow gives
+    lists of pairs), structs as dicts, lists as lists."""
+    maps = [f.name for f in table.schema if _has_map(f.type)]
+    rows = table.to_pylist()
+    for name in maps:
+        kind = table.schema.field(name).type
+        for row in rows:
+            row[name] = _maps_as_dicts(row[name], kind)
+    return rows
+
+
+def _has_map(kind: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_map(kind):
+        return True
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _has_map(kind.value_type)
+    if pa.types.is_struct(kind):
+        return any(_has_map(kind.field(i).type) for i in range(kind.num_fields))
+    return False
+
+
+def _maps_as_dicts(value: Any, kind: Any) -> Any:
+    import pyarrow as pa
+
+    if value is None:
+        return None
+    if pa.types.is_map(kind):
+        return {k: _maps_as_dicts(v, kind.item_type) for k, v in value}
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return [_maps_as_dicts(v, kind.value_type) for v in value]
+    if pa.types.is_struct(kind):
+        return {kind.field(i).name: _maps_as_dicts(value[kind.field(i).name], kind.field(i).type)
+                for i in range(kind.num_fields)}
+    return value
+
+
+def _arrow_histograms(table: Any) -> dict[int, dict[int, int]]:
+    """Latency histograms merged per point over the ok runs (bucket counts added), by Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ok = table.filter(pc.equal(table["status"], "ok"))
+    buckets, counts = ok["lat_hist_bucket"].combine_chunks(), ok["lat_hist_count"].combine_chunks()
+    parents = pc.list_parent_indices(buckets)
+    flat = pa.table({"point": pc.take(ok["point"], parents), "bucket": pc.list_flatten(buckets),
+                     "n": pc.list_flatten(counts)})
+    summed = flat.group_by(["point", "bucket"]).aggregate([("n", "sum")]).sort_by([("point", "ascending"),
+                                                                                 ("bucket", "ascending")])
+    merged: dict[int, dict[int, int]] = {int(p): {} for p in sorted(set(ok["point"].to_pylist()))}
+    for point, bucket, n in zip(summed["point"].to_pylist(), summed["bucket"].to_pylist(),
+                                summed["n_sum"].to_pylist(), strict=True):
+        merged.setdefault(int(point), {})[int(bucket)] = int(n)
+    return merged
+
+
+def _local_timeline(dataset: Any, data: SweepData, wanted: str | None, names: list[str]) -> None:
+    """The per-second columns of `wanted` if it ran ok, else of the first ok run (`_take_timeline`)."""
+    import pyarrow.compute as pc
+
+    cols = [c for c in TIMELINE_COLUMNS if c in names]
+    ok = data.ok["run_id"].tolist()
+    if "tl_second" not in cols or not ok:
+        return
+    run = wanted if wanted in ok else ok[0]
+    table = dataset.to_table(columns=cols, filter=pc.field("run_id") == run)
+    data.timeline, data.timeline_run = _python_rows(table)[0], run
 
 
 def _frame(rows: list[Any], names: list[str]) -> pd.DataFrame:
@@ -434,7 +537,8 @@ def coverage(data: SweepData) -> dict[str, Any] | None:
 
 
 def quiescence(data: SweepData) -> dict[str, Any]:
-    """Runs that ended quiet, unquiet or unjudged, and what still moved in the unquiet ones."""
+    """Runs that ended quiet, unquiet or unjudged, and what still moved in the unquiet ones (most
+    runs first, ties by name: a map's key order is the reader's, Spark's or Arrow's)."""
     reached = data.column("quiescence_reached")
     unquiet = data.ok[ended(reached, False)]
     moving: dict[str, int] = {}
@@ -443,7 +547,7 @@ def quiescence(data: SweepData) -> dict[str, Any]:
             if n:
                 moving[kind] = moving.get(kind, 0) + 1
     return {"runs": len(data.ok), "quiet": int(ended(reached, True).sum()), "unquiet": len(unquiet),
-            "unjudged": int(reached.isna().sum()), "moving_runs": dict(sorted(moving.items(), key=lambda kv: -kv[1])),
+            "unjudged": int(reached.isna().sum()), "moving_runs": dict(sorted(moving.items(), key=lambda kv: (-kv[1], kv[0]))),
             "unquiet_ids": unquiet["run_id"].tolist()}
 
 

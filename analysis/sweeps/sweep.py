@@ -1,12 +1,19 @@
-"""The driver side of a sweep: Spark session, one task per run, progress, resume, determinism.
+"""The driver side of a sweep: where its runs execute, one task per run, progress, resume, determinism.
 
 `run_sweep(sweep, out_dir, master=...)` expands nothing itself (see analysis/sweeps/spec.py); it
 prepares `out_dir` (analysis/sweeps/directory.py: a new, empty or resumable directory of this sweep;
 leftovers of an interrupted sweep removed, damaged run files redone), skips runs already
-complete, sends one Spark task per remaining (point, seed) to `analysis.sweeps.task.execute`,
+complete, sends each remaining (point, seed) as one task to `analysis.sweeps.task.execute`,
 prints a live progress line, and with `verify_determinism=K` reruns K runs chosen at random
 (seeded by the sweep digest) in the driver process and compares their digests with the
 executors'.
+
+Where the tasks run (`uses_spark`): with a local master (`local[N]`, `local[*]`, or none) in N
+local worker processes and no JVM (analysis/sweeps/local_pool.py: a Spark session, its JVM and
+its per-task scheduling cost seconds that a short sweep does not otherwise spend); with a cluster
+master, under spark-submit, or with RMQSIM_SWEEP_ENGINE=spark, as one Spark task per run. Both run
+the same `execute`, so the directory, its rows and files, resume and retries are the same; the
+rest of this docstring describes the Spark path, and local_pool.py how the local one matches it.
 
 A lost Python worker is retried: local masters run as `local[N,F]` and clusters with
 `spark.task.maxFailures` = F (sweep_dir.TASK_MAX_FAILURES), and a run whose worker keeps dying
@@ -84,7 +91,7 @@ class SweepOutcome:
     verified: list[str] = field(default_factory=list)
     compiled_runs: int = 0  # runs whose executor ran the compiled per-message modules (sim/compiled.py)
     retried: dict[str, int] = field(default_factory=dict)  # run id → Spark's attempt that ran it (> 0: retried)
-    spark: Any = field(default=None, repr=False)  # the session the runs used (a report reuses it), if one started
+    spark: Any = field(default=None, repr=False)  # the Spark session the runs used (a report reuses it); None: local workers
 
 
 def manifest(sweep: Sweep) -> dict[str, Any]:
@@ -135,13 +142,20 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, master: str | None = None,
     outcome = SweepOutcome(total=len(all_tasks), skipped=len(all_tasks) - len(pending), ran=len(pending))
     if outcome.skipped:
         print(f"{out_dir}: {outcome.skipped} of {outcome.total} runs already complete, skipped", file=log)
-    if not pending and not verify_determinism:
+    spark = uses_spark(master)
+    if not pending and not (verify_determinism and spark):
+        if verify_determinism:
+            _verify(sweep, out_dir, all_tasks, verify_determinism, outcome, log)
         outcome.wall_s = time.perf_counter() - started
         return outcome
-    spark = outcome.spark = spark_session(master, parallelism, app=f"rmqsim-sweep-{sweep.name}")
+    if spark:
+        outcome.spark = spark_session(master, parallelism, app=f"rmqsim-sweep-{sweep.name}")
     if pending:
         try:
-            results, outcome.spark_wall_s = _submit(spark, pending, log, outcome.total, outcome.skipped)
+            if spark:
+                results, outcome.spark_wall_s = _submit(outcome.spark, pending, log, outcome.total, outcome.skipped)
+            else:
+                results, outcome.spark_wall_s = _run_local(pending, master, parallelism, log, outcome)
         finally:
             sweep_dir.clean_leftovers(out_dir)  # attempt markers, temporaries of killed workers
         outcome.failed = sorted(r["run_id"] for r in results if r["status"] != "ok")
@@ -152,6 +166,49 @@ def run_sweep(sweep: Sweep, out_dir: str | Path, master: str | None = None,
         _verify(sweep, out_dir, all_tasks, verify_determinism, outcome, log)
     outcome.wall_s = time.perf_counter() - started
     return outcome
+
+
+def _run_local(pending: list[dict], master: str | None, parallelism: int | None, log: TextIO,
+               outcome: SweepOutcome) -> tuple[list[dict], float]:
+    """The pending runs in local worker processes (analysis/sweeps/local_pool.py), no JVM; the
+    results and the ways a sweep stops are the Spark path's (`_submit`)."""
+    from analysis.sweeps import local_pool
+    from analysis.sweeps.task import NO_SPACE
+
+    progress = local_pool.PoolProgress()
+    line = ProgressLine(log, outcome.total, outcome.skipped)
+    started = time.perf_counter()
+    try:
+        results = local_pool.run_tasks(pending, local_pool.parallelism_of(master, parallelism), progress,
+                                       lambda: line.update(progress.done, progress.failed), NO_SPACE)
+    except local_pool.PoolAborted as exc:
+        raise SweepAborted(str(exc)) from None
+    line.update(progress.done, progress.failed, final=True)
+    if progress.no_space:
+        raise _no_space(pending[0]["out_dir"])
+    return results, time.perf_counter() - started
+
+
+def _no_space(out_dir: str) -> OutputError:
+    return OutputError(f"could not write in {out_dir}: no space left on device (the sweep stopped); complete "
+                       "runs are kept: free space and rerun the same command to resume")
+
+
+ENGINE_ENV = "RMQSIM_SWEEP_ENGINE"  # `spark`: Spark even for a local master (sweep and report); `local`: the default
+
+
+def uses_spark(master: str | None) -> bool:
+    """Whether Spark runs a sweep (and reads its report) with this master: a cluster master (spark://,
+    yarn, k8s://, local-cluster[...]), a session spark-submit started, or ENGINE_ENV=spark; a local
+    master, or none, runs in local worker processes without a JVM (analysis/sweeps/local_pool.py)."""
+    engine = os.environ.get(ENGINE_ENV, "local")
+    if engine not in ("local", "spark"):
+        raise SparkMasterError(f"{ENGINE_ENV}={engine[:40]!r}: give spark (Spark even on this machine) or local")
+    if engine == "spark" or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return True
+    if master is None:
+        return False
+    return master.startswith("local-cluster") or _LOCAL.fullmatch(master) is None
 
 
 # A report's own session reads one row per run: no UI, the client JIT compiler (C1) and the serial
@@ -268,8 +325,7 @@ def _submit(spark: Any, pending: list[dict], log: TextIO, total: int, skipped: i
     text = str(box.get("error", ""))
     if full.value or any(r["status"] == NO_SPACE for r in box.get("results", [])) or \
             "No space left on device" in text or "errno 28" in text.lower():
-        raise OutputError(f"could not write in {pending[0]['out_dir']}: no space left on device (the sweep "
-                          "stopped); complete runs are kept: free space and rerun the same command to resume")
+        raise _no_space(pending[0]["out_dir"])
     if "error" in box:
         raise SweepAborted(_first_line(box["error"])) from None
     return box["results"], time.perf_counter() - started

@@ -52,7 +52,7 @@ def test_an_abandoned_temporary_archive_is_removed_once_its_writer_is_gone(tmpdi
 def test_the_first_report_keeps_the_classes_and_the_next_maps_them(tmp_path: Path) -> None:
     (tmp_path / "sweep").mkdir()
     out = fabricated_sweep(tmp_path / "sweep")
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    env = {**os.environ, "TMPDIR": str(tmp_path), "RMQSIM_SWEEP_ENGINE": "spark"}  # a local report has no JVM
     rmqsim = [sys.executable, "-m", "rmqsim.cli", "report", str(out)]
     first = subprocess.run(rmqsim, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert first.returncode == 0, first.stderr

@@ -93,7 +93,7 @@ def test_sweep_dry_run_checks_the_master(sweep_file, tmp_path):
 
 def test_a_java_gateway_that_exits_is_one_line(sweep_out, tmp_path):
     proc, wall_s = _rmqsim(["report", str(sweep_out), "--master", "local[1]"], tmp_path,
-                           JAVA_HOME=str(tmp_path / "no-java"))
+                           JAVA_HOME=str(tmp_path / "no-java"), RMQSIM_SWEEP_ENGINE="spark")  # else no JVM
     _assert_refused(proc, wall_s, "local[1]", "Spark did not start: the Java gateway exited before it started")
 
 

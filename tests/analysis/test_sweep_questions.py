@@ -8,8 +8,8 @@
   contains the bootstrap interval over its runs (computed here), while the per-message Poisson one
   does not; the report says the swept parameter is inert.
 
-Runs are short (0.1 to 1.5 s of wall time each), six per sweep on local[2], one Spark session for
-the module; bounds, not pinned numbers.
+Runs are short (0.1 to 1.5 s of wall time each), six per sweep on local[2] (two local workers, no
+JVM; the reports read the tables with Arrow); bounds, not pinned numbers.
 """
 
 from __future__ import annotations
@@ -92,7 +92,9 @@ def test_without_a_declared_focus_the_max_latency_is_inferred(invisible) -> None
 
     out, outcome = invisible
     schema, n_runs = check_tables(out, read_manifest(out)["digest"])
-    data = aggregate.load(outcome.spark, out, ["invisible_ms"], schema, None, n_runs)
+    assert outcome.spark is None  # a local sweep: its report reads the table with Arrow
+    data = aggregate.load_local(out, ["invisible_ms"], schema, None)
+    assert n_runs == len(data.runs) == 6
     view = gather(data, None, heatmap_axes(["invisible_ms"], []), columns=table_columns(schema, ["invisible_ms"]))
     assert view["focus"].name == "latency_ms.max" and not view["focus"].declared, view["focus"].reason
     assert view["stats"][0]["latency_ms"]["p99"] < 1000  # the p99 does not move: it is not the question

@@ -1,7 +1,7 @@
 """The sweep report shaped by its question, on fabricated `runs` rows read through Spark: the focus
 first (inferred, declared, or chosen with --focus), no figure for a metric zero in every run, the
 coverage table and the unquiet runs, older rows without those columns, figures of an earlier
-report removed, and `rmqsim sweep --report` in the sweep's own SparkSession."""
+report removed, and `rmqsim sweep --report` in the sweep's own SparkSession (none for a local sweep)."""
 
 from __future__ import annotations
 
@@ -158,10 +158,13 @@ def test_rows_of_an_older_rmqsim_say_coverage_was_not_recorded(spark, tmp_path: 
     assert figure_ids(page)[0] == "loss_heatmap"
 
 
-def test_sweep_report_flag_uses_the_sweeps_spark_session(tmp_path: Path, capsys, monkeypatch) -> None:
-    """`rmqsim sweep --report`: one SparkSession for the runs and the report."""
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_sweep_report_flag_uses_the_sweeps_spark_session(tmp_path: Path, capsys, monkeypatch, engine: str) -> None:
+    """`rmqsim sweep --report`: one SparkSession for the runs and the report when Spark runs the
+    sweep (RMQSIM_SWEEP_ENGINE=spark), none at all for a local sweep (local workers, Arrow)."""
     from analysis.sweeps import sweep as sweep_mod
 
+    monkeypatch.setenv(sweep_mod.ENGINE_ENV, engine)
     started: list[str] = []
     real = sweep_mod.spark_session
 
@@ -182,7 +185,7 @@ report: {{focus: loss}}
 """)
     code = cli.main(["sweep", str(path), "--out", str(tmp_path / "out"), "--parallelism", "1", "--report"])
     out = capsys.readouterr().out
-    assert code == 0 and started == ["sweep"], (code, started)
+    assert code == 0 and started == ([] if engine == "local" else ["sweep"]), (code, started)
     page = (tmp_path / "out" / "report" / "index.html").read_text()
     assert f"report: {tmp_path / 'out' / 'report' / 'index.html'}" in out
     assert "<b>Focus: loss</b> — declared in the sweep file (report: {focus: loss})" in page
