@@ -198,7 +198,10 @@ def issue_links(text: str) -> str:
 
 
 def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.3g}"
+    """An integer as written; a fraction to 3 significant digits; a large value to a whole number."""
+    if float(value).is_integer() or abs(value) >= 100:
+        return f"{round(value):,}"
+    return f"{value:.3g}"
 
 
 def _bound(spec: dict[str, Any]) -> str:
