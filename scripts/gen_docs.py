@@ -11,7 +11,9 @@ Generated pages (do not edit them by hand; edit the source and rerun this script
 - docs/lint.md: `rmqsim lint` and what validation refuses instead (`rmqsim.lint_cli.DOC_INTRO`), then the
   configuration lint checks, `rmqsim.scenario.lint.LINT_CHECKS` (id, summary, fix);
 - docs/coverage.md: `rmqsim coverage` (`rmqsim.coverage_cli.DOC_INTRO`), then the rare-state coverage points,
-  `models.coverage_points.POINTS`.
+  `models.coverage_points.POINTS`;
+- docs/atlas.md: the known-behaviours atlas, from the headers of scenarios/atlas/*.yaml and
+  docs/atlas/results.json (`scripts/gen_atlas.py`; `scripts/atlas.sh` reruns the sweep behind it).
 """
 
 from __future__ import annotations
@@ -183,10 +185,20 @@ def coverage_page() -> str:
     return "".join(out)
 
 
+def atlas_page() -> str:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import gen_atlas
+    finally:
+        sys.path.pop(0)
+    return gen_atlas.atlas_page(ROOT)
+
+
 PAGES = {
     "docs/scenario-fields.md": scenario_fields,
     "docs/lint.md": lint_page,
     "docs/coverage.md": coverage_page,
+    "docs/atlas.md": atlas_page,
 }
 
 
