@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: set up; run the bundled baseline scenario and print its summary; run the first
-# bundled sweep (scenarios/sweeps/, name order: the quick one) on local Spark; build its report.
+# bundled sweep (scenarios/sweeps/, name order: the quick one) in local worker processes; build its report.
 # Each part a line when it starts and its time when it ends (as scripts/setup.sh's steps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ part "running the baseline scenario" .venv/bin/rmqsim run scenarios/baseline.yam
 sweep="$(ls scenarios/sweeps/*.yaml | sort | head -n 1)"
 name="$(awk '/^name:/ {print $2; exit}' "$sweep")"
 # --replace: results left by an older version of the simulator are started afresh, not mixed
-part "running the sweep $name on local Spark" .venv/bin/rmqsim sweep "$sweep" --out "sweeps/$name" --replace
+part "running the sweep $name (local workers)" .venv/bin/rmqsim sweep "$sweep" --out "sweeps/$name" --replace
 part "building its report" .venv/bin/rmqsim report "sweeps/$name"
 echo "main: done in $((SECONDS - START)) s" >&2
 echo "open sweeps/$name/report/index.html (figures also as PNG and SVG in that folder)"
