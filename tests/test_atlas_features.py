@@ -167,3 +167,37 @@ def test_transactional_delay_level_is_cleared_and_the_commit_visible_at_once(see
     assert {c[col("producer.txn_delay_cleared", "delay_level")] for c in cleared} == {3}
     assert not [x for x in recs(r, "broker.stored") if x[4] == "SCHEDULE_TOPIC_XXXX"]
     assert s["txn"]["committed_lost"] == 0 and s["txn"]["committed_visible"] == s["txn"]["transactions"]
+
+
+# --- two consumers with one instanceName (one client id) ------------------------------------------
+
+SAME_ID = "30_same_instance_name"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_two_members_with_one_client_id_take_the_same_queues(seed: int) -> None:
+    r = run(SAME_ID, seed)
+    s = r.summary
+    qid, ok = col("consumer.consumed", "queue_id"), col("consumer.consumed", "ok")
+    by_node: dict[str, set[int]] = {}
+    for c in recs(r, "consumer.consumed"):
+        if c[ok] and c[0] > 5_000_000:  # after the start-up rebalances
+            by_node.setdefault(c[1], set()).add(c[qid])
+    # both allocate as index 0 of cidAll [X, X]: AVG gives each the first half of the 4 queues
+    assert by_node == {"c-1": {0, 1}, "c-2": {0, 1}}
+    assert s["duplicates"] >= 100 and s["duplicates_by_cause"]["rebalance"] == s["duplicates"]
+    distinct = s["groups"]["billing"]["consumed_ok_distinct"]
+    assert distinct < s["stored"] * 0.6 and s["lag_max"] >= 500  # queues 2 and 3: nobody's
+
+
+def test_distinct_instance_names_share_the_queues() -> None:
+    r = run(SAME_ID, 1, "consumers[0].client.instance_name=null")
+    assert r.summary["duplicates"] == 0
+    assert r.summary["groups"]["billing"]["consumed_ok_distinct"] == r.summary["stored"]
+
+
+def test_client_id_is_client_ip_at_instance_name() -> None:
+    from models.client_instance import build_mq_client_id
+    assert build_mq_client_id("c-1") == "c-1"  # DEFAULT → <pid>#<nanoTime>: unique, the node name stands for it
+    assert build_mq_client_id("c-1", None, "app") == "c-1@app"
+    assert build_mq_client_id("c-1", "10.0.0.7", "app") == build_mq_client_id("c-2", "10.0.0.7", "app")

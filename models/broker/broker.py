@@ -650,7 +650,7 @@ class Broker:
                 created = True
         if created:
             self.register_all()
-        self.consumers.heartbeat(req.client_id, req.consumer_groups)
+        self.consumers.heartbeat(src, req.client_id, req.consumer_groups)
         for group in req.producer_groups:
             self.producers.register_producer(group, req.client_id)
         self.node.reply(src, req_id, CodeResponse(SUCCESS))
@@ -660,7 +660,7 @@ class Broker:
         if req.producer_group is not None:
             self.producers.unregister_producer(req.producer_group, req.client_id)
         if req.consumer_group is not None:
-            self.consumers.unregister(req.client_id, req.consumer_group)
+            self.consumers.unregister(src, req.consumer_group)
         if req_id:  # a one-way request has no answer
             self.node.reply(src, req_id, CodeResponse(SUCCESS))
 
