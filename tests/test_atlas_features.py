@@ -201,3 +201,15 @@ def test_client_id_is_client_ip_at_instance_name() -> None:
     assert build_mq_client_id("c-1") == "c-1"  # DEFAULT → <pid>#<nanoTime>: unique, the node name stands for it
     assert build_mq_client_id("c-1", None, "app") == "c-1@app"
     assert build_mq_client_id("c-1", "10.0.0.7", "app") == build_mq_client_id("c-2", "10.0.0.7", "app")
+
+
+@pytest.mark.parametrize(("client", "problem"), [
+    ("{client_ip: 10.0.0.7}", "client.client_ip enters the client id only with client.instance_name"),
+    ("{client_ip: 'bad ip', instance_name: app}", "client_ip"),
+])
+def test_client_id_fields_are_validated(tmp_path, client: str, problem: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"consumers: [{{name: c, group: g, topic: TopicTest, client: {client}}}]\n")
+    with pytest.raises(ConfigError) as err:
+        load(path)
+    assert problem in str(err.value)

@@ -249,7 +249,8 @@ class PopSpec(BaseModel):
 
 class ConsumerSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    name: NodeName = Field("consumer", description="node name and client id (with count N: <name>-1..<name>-N)")
+    name: NodeName = Field("consumer", description=(
+        "node name and client id (with count N: <name>-1..<name>-N; client.instance_name: the id differs)"))
     count: Count = Field(1, description="instances of this entry")
     zone: Zone = Field("zone-a", description="zone (machine room) of its hosts")
     group: GroupName = Field("please_rename_unique_group_name", description="consumer group (consumerGroup)")
@@ -288,6 +289,12 @@ class ConsumerSpec(BaseModel):
                                      or self.client.consume_message_batch_max_size > 1):
             problems.append("pop is modelled for CONCURRENTLY, CLUSTERING consumers without lite_pull or batch "
                             "consumption (orderly POP: pop.orderly)")
+        if self.pop is not None and self.client.instance_name is not None:
+            problems.append("client.instance_name is modelled for push and lite pull consumers (a POP consumer's "
+                            "client id is its node name)")
+        if self.client.client_ip is not None and self.client.instance_name is None:
+            problems.append("client.client_ip enters the client id only with client.instance_name (without it the "
+                            "id ends in <pid>#<nanoTime>, unique per process)")
         if self.consume_mode == "ORDERLY" and self.client.message_model is MessageModel.BROADCASTING:
             problems.append("consume_mode ORDERLY with message_model BROADCASTING is not modelled; use CLUSTERING")
         if problems:
