@@ -112,6 +112,18 @@ def topic_route_data_to_subscribe_info(route: TopicRouteData) -> list[MessageQue
             for i in range(qd.read_queue_nums)]
 
 
+def build_mq_client_id(node_name: str, client_ip: str | None = None, instance_name: str | None = None) -> str:
+    """ClientConfig.buildMQClientId, `<clientIP>@<instanceName>` (4.9.8 and 5.3.3; no unitName, no
+    stream type). Without an instanceName, start() turns "DEFAULT" into `<pid>#<nanoTime>`
+    (changeInstanceNameToPID), unique per process, and the node name stands for the whole id. With
+    one, two processes on one address (one host, or containers sharing the host's network) that
+    set the same instanceName have the same client id: the brokers list it once per connection
+    (ConsumerGroupInfo.getAllClientId), and each member allocates as the first of the two."""
+    if instance_name is None:
+        return node_name
+    return f"{client_ip or node_name}@{instance_name}"
+
+
 class MQClientInstance:
     # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("_heartbeat_running", "_transmit", "_watched", "api_timeout_us", "broker_addr_table",
@@ -121,11 +133,12 @@ class MQClientInstance:
 
     def __init__(self, node: Any, namesrvs: list[str], poll_name_server_interval_ms: int,
                  heartbeat_broker_interval_ms: int, mq_client_api_timeout_ms: int,
-                 enable_heartbeat_channel_event_listener: bool = False) -> None:
+                 enable_heartbeat_channel_event_listener: bool = False, client_id: str | None = None) -> None:
         """`enable_heartbeat_channel_event_listener`: resolved already
-        (`heartbeat_channel_listener_enabled`: false for a 4.9.8 client)."""
+        (`heartbeat_channel_listener_enabled`: false for a 4.9.8 client); `client_id`:
+        `build_mq_client_id`'s (null: the node name, which then plays both parts)."""
         self.node = node
-        self.client_id = node.name  # <clientIP>@<instanceName>; the node name plays both
+        self.client_id = client_id or node.name  # <clientIP>@<instanceName>; the address is still the node's
         self.namesrvs = list(namesrvs)
         self.poll_interval_us = ms(poll_name_server_interval_ms)
         self.heartbeat_interval_us = ms(heartbeat_broker_interval_ms)

@@ -22,6 +22,8 @@ PRODUCER_SENT = declare("producer.sent", msg_id=int, topic=str, shard=int, broke
 PRODUCER_SEND_FAILED = declare("producer.send_failed", msg_id=int, topic=str, shard=int, attempts=int,
                                reason=str, born_us=int, broker=str, steered=int)
 PRODUCER_ROUTE_UPDATED = declare("producer.route_updated", topic=str, queues=int)
+# sendMessageInTransaction cleared the message's delay level (models/producer/transaction_producer.py)
+PRODUCER_TXN_DELAY_CLEARED = declare("producer.txn_delay_cleared", msg_id=int, delay_level=int)
 
 # broker
 BROKER_STORED = declare("broker.stored", msg_id=int, topic=str, queue_id=int, queue_offset=int,
@@ -30,6 +32,9 @@ BROKER_SEND_REJECTED = declare("broker.send_rejected", msg_id=int, topic=str, co
 BROKER_REGISTERED = declare("broker.registered", namesrv=str)
 BROKER_RECOVERED = declare("broker.recovered", records=int, wrote_position=int, flushed_position=int)
 COMMIT_LOG_FLUSHED = declare("commit_log.flushed", position=int)
+# an fsync failed (the `fsync_error` fault) and MappedFile.flush swallowed it: the flushed position
+# still moved to `position`; the disk holds nothing from `lost_from` on (models/broker/commit_log.py)
+COMMIT_LOG_FLUSH_ERROR = declare("commit_log.flush_error", position=int, lost_from=int)
 COMMIT_LOG_TRUNCATED = declare("commit_log.truncated", position=int, records_lost=int)
 CONSUMER_OFFSETS_PERSISTED = declare("broker.offsets_persisted", entries=int)
 CONSUMER_OFFSETS_LOADED = declare("broker.offsets_loaded", entries=int, source=str)  # source: file, bak, none
@@ -137,6 +142,9 @@ TXN_CHECK_ANSWERED = declare("txn.check_answered", msg_id=int, state=str)
 # `txn.discarded` when a half reached transactionCheckMax; `txn.half_lost`: a power loss destroyed
 # the newest copy of an unresolved half (ground truth, not a RocketMQ event)
 TXN_CHECKED = declare("txn.checked", msg_id=int, check_times=int, producer=str)
+# a check round threw (the `service_error` fault): it ended without storing the half and op queues'
+# consume offsets, which stay at `half_offset` / `op_offset` (its scan had reached `scanned_to`)
+TXN_CHECK_ERROR = declare("txn.check_error", half_offset=int, scanned_to=int, op_offset=int)
 TXN_ENDED = declare("txn.ended", msg_id=int, action=str, from_check=bool, code=int)
 TXN_DISCARDED = declare("txn.discarded", msg_id=int, check_times=int)
 TXN_HALF_LOST = declare("txn.half_lost", msg_id=int)

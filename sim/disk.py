@@ -4,6 +4,11 @@ Only durable I/O costs time here: page-cache writes (a broker appending into its
 memory copies and are free. `fsync_duration_us(n)` returns how long forcing `n` dirty bytes takes
 from now: the fsync latency draw plus `n / bandwidth`, multiplied by the `disk_slow` factor,
 starting when the device is free (one flush at a time) and not before an `fsync_stall` ends.
+An `fsync_error` fault makes every fsync that completes before `fsync_error_until_us` fail with
+EIO (`fsync_failing()`): Linux (4.13+, errseq_t) reports the error once to the caller and marks
+the pages it could not write clean, so they stay in the page cache, readable, but never reach the
+disk, and a later fsync that succeeds does not write them either ("fsyncgate"). What the caller
+does with the error is its own (models/broker/commit_log.py: the CommitLog swallows it).
 Small files written without fsync (a broker's JSON config files) live in `files`, a page cache
 with the kernel's age-based writeback (sim/page_cache.py, `dirty_expire_ms`/`dirty_writeback_ms`).
 """
@@ -48,6 +53,7 @@ class Disk:
         self.stream = stream
         self.slow_factor = 1.0
         self.stall_until_us = 0
+        self.fsync_error_until_us = 0  # fsyncs completing before this fail (EIO): the `fsync_error` fault
         self.busy_until_us = 0
         self.files = PageCache(ms(cfg.dirty_expire_ms), ms(cfg.dirty_writeback_ms), cfg.bandwidth_bytes_per_s)
 
@@ -70,6 +76,11 @@ class Disk:
         base = self.cfg.write_latency_ms.sample_us(self.stream) + self._transfer_us(nbytes)
         return self._occupy(base)
 
+    def fsync_failing(self) -> bool:
+        """An fsync completing now fails with EIO (the `fsync_error` fault is on)."""
+        return self.env._now < self.fsync_error_until_us
+
     def heal(self) -> None:
         self.slow_factor = 1.0
         self.stall_until_us = 0
+        self.fsync_error_until_us = 0

@@ -11,6 +11,10 @@
 | packet_loss   | TCP segment loss: retransmission delays (RTO 200 ms, doubling)              | duration |
 | disk_slow     | multiply the node's disk times by `factor`                                  | duration |
 | fsync_stall   | the node's disk completes nothing for `duration_ms`                        | self     |
+| fsync_error   | every fsync of the node's disk that completes within `duration_ms` fails   | self     |
+|               | (EIO; the pages stay clean in the page cache, never written: sim/disk.py)  |          |
+| service_error | the node's service `service` throws for `duration_ms` (what it then does   | self     |
+|               | is the model's: the runner maps (node, service) to the model's hook)        |          |
 | pause         | GC / VM stall: the node does nothing for `duration_ms`                      | self     |
 | shutdown      | graceful shutdown of a consumer or producer process, as `stop_ms`: consumer: | never    |
 |               | consume pool stop, unlock orderly queues, persist offsets, unregister;      |          |
@@ -34,23 +38,27 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sim import trace
-from sim.config import DurationMs, Float, NodeName, PositiveDurationMs
+from sim.config import DurationMs, Float, Name, NodeName, PositiveDurationMs
 from sim.dist import Dist
 from sim.env import ms
 from sim.limits import MAX_FAULT_RATE_PER_HOUR, MAX_SLOW_FACTOR, MAX_TIME_MS, MIN_FAULT_RATE_PER_HOUR
 
 FaultKind = Literal["process_crash", "power_loss", "restart", "partition", "heal",
-                    "link_latency", "packet_loss", "disk_slow", "fsync_stall", "pause", "shutdown"]
-NODE_KINDS = ("process_crash", "power_loss", "restart", "disk_slow", "fsync_stall", "pause", "shutdown")
+                    "link_latency", "packet_loss", "disk_slow", "fsync_stall", "fsync_error", "pause", "shutdown",
+                    "service_error"]
+NODE_KINDS = ("process_crash", "power_loss", "restart", "disk_slow", "fsync_stall", "fsync_error", "pause", "shutdown",
+              "service_error")
 CLIENT_KINDS = ("shutdown",)  # only producer and consumer nodes can take these
 LINK_KINDS = ("link_latency", "packet_loss")
-DISK_KINDS = ("disk_slow", "fsync_stall")  # only nodes with a disk (brokers) can take these
+DISK_KINDS = ("disk_slow", "fsync_stall", "fsync_error")  # only nodes with a disk (brokers) can take these
+SELF_HEALING = ("fsync_stall", "fsync_error", "pause", "service_error")  # over when duration_ms has passed: nothing to heal
 MAX_DOWN_US = ms(MAX_TIME_MS)  # a random fault's down time (its draw saturates far beyond)
 _NEEDS = {
     "process_crash": ("node",), "power_loss": ("node",), "restart": ("node",),
     "partition": ("groups",), "heal": (), "link_latency": ("src", "dst", "extra_latency_ms"),
     "packet_loss": ("src", "dst", "probability"), "disk_slow": ("node", "factor"),
-    "fsync_stall": ("node", "duration_ms"), "pause": ("node", "duration_ms"), "shutdown": ("node",),
+    "fsync_stall": ("node", "duration_ms"), "fsync_error": ("node", "duration_ms"), "pause": ("node", "duration_ms"), "shutdown": ("node",),
+    "service_error": ("node", "duration_ms", "service"),
 }
 
 
@@ -63,10 +71,11 @@ class FaultSpec(BaseModel):
     jitter_ms: DurationMs = Field(0, description=(
         "the fault happens at at_ms + U[0, jitter_ms), seeded (module docstring)"))
     kind: FaultKind = Field(description=(
-        "process_crash, power_loss, restart, partition, heal, link_latency, packet_loss, disk_slow, fsync_stall or "
-        "pause"))
+        "process_crash, power_loss, restart, partition, heal, link_latency, packet_loss, disk_slow, fsync_stall, "
+        "fsync_error, pause, shutdown or service_error"))
     node: NodeName | None = Field(None, description=(
-        "the node (process_crash, power_loss, restart, disk_slow, fsync_stall, pause)"))
+        "the node (process_crash, power_loss, restart, disk_slow, fsync_stall, fsync_error, pause, shutdown, "
+        "service_error)"))
     groups: list[list[NodeName]] | None = Field(None, description=(
         "partition: lists of nodes that can reach only their own group"))
     one_way: bool = Field(False, description="partition: cut only the links from the first group to the others")
@@ -74,7 +83,10 @@ class FaultSpec(BaseModel):
     dst: NodeName | None = Field(None, description="link_latency, packet_loss: receiving node")
     both_ways: bool = Field(True, description="link_latency, packet_loss: also dst -> src")
     duration_ms: PositiveDurationMs | None = Field(None, description=(
-        "ms until it heals itself (required for fsync_stall and pause)"))
+        "ms until it heals itself (required for fsync_stall, fsync_error, pause and service_error)"))
+    service: Name | None = Field(None, description=(
+        "service_error: the node's service that throws (brokers: transaction_check, the transaction check "
+        "round: models/broker/transaction_check.py)"))
     factor: Float | None = Field(default=None, gt=0, le=MAX_SLOW_FACTOR, description=(
         "disk_slow: disk times multiplied by this"))
     extra_latency_ms: Dist | None = Field(None, description="link_latency: ms added per message (a distribution)")
@@ -103,7 +115,7 @@ class RandomFaultSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: Literal["process_crash", "power_loss", "partition", "link_latency", "packet_loss",
-                  "disk_slow", "fsync_stall", "pause"] = Field(description="any fault kind but restart and heal")
+                  "disk_slow", "fsync_stall", "fsync_error", "pause"] = Field(description="any fault kind but restart and heal")
     nodes: list[NodeName] = Field(min_length=1, description="candidates, one chosen uniformly per fault")
     rate_per_hour: Float = Field(ge=MIN_FAULT_RATE_PER_HOUR, le=MAX_FAULT_RATE_PER_HOUR, description=(
         "faults per simulated hour of healthy time, for the whole entry (not per node)"))
@@ -129,11 +141,16 @@ class FaultInjector:
 
     def __init__(self, env: Any, nodes: dict[str, Any], scripted: list[FaultSpec],
                  random_specs: list[RandomFaultSpec], duration_us: int,
-                 shutdowns: dict[str, Callable[[], None]] | None = None) -> None:
-        """`shutdowns`: client node name → its graceful shutdown (the `shutdown` kind)."""
+                 shutdowns: dict[str, Callable[[], None]] | None = None,
+                 service_errors: dict[tuple[str, str], Callable[[int], None]] | None = None) -> None:
+        """`shutdowns`: client node name → its graceful shutdown (the `shutdown` kind);
+        `service_errors`: (node name, service) → the hook that makes the service throw until the
+        simulated µs it is given (0: no longer; the `service_error` kind)."""
         self.env = env
         self.nodes = nodes
         self.shutdowns = shutdowns or {}
+        self.service_errors = service_errors or {}
+        self._erring: dict[tuple[str, str], int] = {}  # service → µs its error ends (the heal check)
         self.network = env.network
         # (index in the scenario's `faults`, spec) by time; stable: file order on ties
         self.scripted = sorted(enumerate(scripted), key=lambda item: item[1].at_ms)
@@ -169,7 +186,7 @@ class FaultInjector:
             return
         target, detail = self._apply(spec)
         self._emit(trace.FAULT_INJECTED, spec.kind, target, detail, index)
-        if spec.duration_ms is not None and spec.kind not in ("fsync_stall", "pause"):
+        if spec.duration_ms is not None and spec.kind not in SELF_HEALING:
             self.env.call_later(ms(spec.duration_ms), self.heal_one, spec, index)
 
     def _apply(self, spec: FaultSpec) -> tuple[str, str]:
@@ -200,10 +217,16 @@ class FaultInjector:
             return name, f"factor={spec.factor}"
         elif kind == "fsync_stall":
             node.disk.stall_until_us = self.env.now + ms(spec.duration_ms)  # type: ignore[arg-type]  # set
+        elif kind == "fsync_error":
+            node.disk.fsync_error_until_us = self.env.now + ms(spec.duration_ms)  # type: ignore[arg-type]  # set
         elif kind == "pause":
             node.pause(ms(spec.duration_ms))  # type: ignore[arg-type]  # set
         elif kind == "shutdown":
             self.shutdowns[name]()
+        elif kind == "service_error":
+            key = (name, spec.service or "")
+            self._erring[key] = self.env.now + ms(spec.duration_ms)  # type: ignore[arg-type]  # set
+            self.service_errors[key](self._erring[key])
         detail = f"duration_ms={spec.duration_ms}" if spec.duration_ms is not None else ""
         return name, detail
 
@@ -263,9 +286,11 @@ class FaultInjector:
         now = self.env.now
         links = any(link.cut or link.extra or link.loss_probability for link in self.network.links.values())
         nodes = any((not node.up and not node.stopped) or node.paused_until > now
-                    or (node.disk is not None and (node.disk.slow_factor != 1.0 or node.disk.stall_until_us > now))
+                    or (node.disk is not None and (node.disk.slow_factor != 1.0 or node.disk.stall_until_us > now
+                                                  or node.disk.fsync_error_until_us > now))
                     for node in self.nodes.values())
-        return links or nodes
+        services = any(until > now for until in self._erring.values())
+        return links or nodes or services
 
     def heal_all(self) -> None:
         """End of the fault phase: heal the network and disks, unpause, restart crashed nodes.
@@ -276,6 +301,9 @@ class FaultInjector:
         self.final_heal_changed = self._anything_faulty()
         self.network.heal()
         self.network.reset_link_faults()
+        for key in self._erring:  # insertion order: deterministic
+            self.service_errors[key](0)
+        self._erring.clear()
         for node in self.nodes.values():
             node.unpause()
             if node.disk is not None:

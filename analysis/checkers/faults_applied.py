@@ -6,7 +6,7 @@ A scripted fault starts at `at_ms` plus its jitter draw; a random fault when its
 --fault K` takes that index). `end_ms` is when its effect ended, from the injector's own records:
 
 - a fault with `duration_ms` (or a random one): its heal (a crashed node restarted, a partition
-  or link fault removed, the disk's factor reset); `pause` and `fsync_stall`: start + duration,
+  or link fault removed, the disk's factor reset); `pause`, `fsync_stall`, `fsync_error` and `service_error`: start + duration,
   or the end of the fault phase if that came first (`heal_all` unpauses every node and clears
   every stall);
 - `process_crash` / `power_loss` without a duration: the node's next scripted `restart`, else the
@@ -32,7 +32,7 @@ from sim.trace import FAULT_HEALED, FAULT_INJECTED
 UNTIL_RESTART = ("process_crash", "power_loss")
 UNTIL_HEAL = ("partition", "link_latency", "packet_loss")
 INSTANT = ("restart", "heal")
-SELF_TIMED = ("pause", "fsync_stall")
+SELF_TIMED = ("pause", "fsync_stall", "fsync_error", "service_error")
 
 
 def faults_applied(log: list[tuple], log_index: list[int], scripted: int, run_end_ms: float) -> list[dict[str, Any]]:

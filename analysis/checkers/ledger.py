@@ -53,6 +53,7 @@ from analysis.checkers.ledger_codes import (
     DESTROYED_CRASH,
     DESTROYED_EXPIRED,
     DESTROYED_FAILOVER,
+    DESTROYED_FSYNC_ERROR,
     DESTROYED_POWER,
     FAILED,
     GROUP_HAS_REPLICAS,
@@ -554,7 +555,8 @@ class Ledger:
         for msg_id, topic, fault, replicas, replicated in zip(cols[3], cols[4], cols[7], cols[8], cols[9],
                                                               strict=True):
             bits = (DESTROYED_POWER if fault == "power_loss" else DESTROYED_EXPIRED if fault == "expired"
-                    else DESTROYED_FAILOVER if fault == "failover_truncated" else DESTROYED_CRASH) | \
+                    else DESTROYED_FAILOVER if fault == "failover_truncated"
+                    else DESTROYED_FSYNC_ERROR if fault == "fsync_error" else DESTROYED_CRASH) | \
                 (GROUP_HAS_REPLICAS if replicas else 0) | (REPLICATED if replicated else 0)
             if topic.startswith(RETRY_PREFIX):
                 table = self.retry_destroyed.setdefault(topic[len(RETRY_PREFIX):], {})

@@ -8,7 +8,8 @@
 - per consumption unit and message, its retry-path mark (`IN_RETRY`, `IN_DLQ`);
 - per destroyed copy (sparse, by message id), its fact bits (`DESTROYED_POWER`, `DESTROYED_CRASH`, `DESTROYED_EXPIRED` (retention),
   `DESTROYED_FAILOVER` (a rejoining slave's truncation to the epochs' consistent point, controller
-  mode), `GROUP_HAS_REPLICAS`, `REPLICATED`).
+  mode), `DESTROYED_FSYNC_ERROR` (a power loss after a swallowed fsync error), `GROUP_HAS_REPLICAS`,
+  `REPLICATED`).
 
 The Ledger (analysis/checkers/ledger.py) writes them; the code that judges its arrays (analysis/checkers/metrics.py,
 message_causes.py) reads them from here, below the ledger, whose `results()` calls that code.
@@ -34,6 +35,9 @@ DESTROYED_POWER, DESTROYED_CRASH, GROUP_HAS_REPLICAS, REPLICATED, DESTROYED_EXPI
 # fault "failover_truncated": a broker rejoining its group as a slave (controller mode) cut its CommitLog
 # to the consistent point of its epochs, and the copy cut was the last one (the cause truncated_on_failover)
 DESTROYED_FAILOVER = 32
+# fault "fsync_error": a power loss destroyed a copy the store had reported flushed, its fsync having failed
+# and the error swallowed (models/broker/commit_log.py; the cause fsync_error_swallowed)
+DESTROYED_FSYNC_ERROR = 64
 
 
 def display_key(msg_id: int, producer_names: list[str]) -> str:

@@ -25,6 +25,10 @@ message). For each unit, over the messages of its subscribed topic:
     truncation, which the consumer's offset had already passed;
   - `expired_file_deleted`: deleted with its CommitLog file by retention or disk pressure before the
     group consumed it (models/broker/clean_service.py);
+  - `fsync_error_swallowed`: a power loss destroyed the acknowledged copy on its master although the
+    store had reported it flushed: its fsync failed (the `fsync_error` disk fault) and
+    MappedFile.flush swallowed the error (models/broker/commit_log.py); checked right after
+    `truncated_on_failover`, before the other power-loss causes;
   - `other`: none of these;
 - pending_retry: acknowledged, not consumed successfully, but a consumption failed and the
   message went back through %RETRY% / SCHEDULE_TOPIC_XXXX (or a local re-consumption): it is
@@ -104,6 +108,7 @@ from analysis.checkers.ledger_codes import (
     DESTROYED_CRASH,
     DESTROYED_EXPIRED,
     DESTROYED_FAILOVER,
+    DESTROYED_FSYNC_ERROR,
     DESTROYED_POWER,
     GROUP_HAS_REPLICAS,
     IN_DLQ,
@@ -126,8 +131,8 @@ DELIVERY_COUNT_CAP = 10  # delivery-count histograms put 10 and more in the last
 LOST_SAMPLE = 10
 
 LOSS_CAUSES = ("unflushed_at_power_loss", "replica_not_synced", "truncated_on_failover", "truncated_on_recovery",
-               "offset_skipped_after_recovery", "expired_file_deleted", "other")
-(UNFLUSHED, NOT_SYNCED, FAILOVER, TRUNCATED, SKIPPED, EXPIRED, OTHER) = range(len(LOSS_CAUSES))
+               "offset_skipped_after_recovery", "expired_file_deleted", "fsync_error_swallowed", "other")
+(UNFLUSHED, NOT_SYNCED, FAILOVER, TRUNCATED, SKIPPED, EXPIRED, FSYNC_ERROR, OTHER) = range(len(LOSS_CAUSES))
 
 
 class _Facts:
@@ -162,9 +167,9 @@ def loss_causes(bits: np.ndarray, reused: np.ndarray) -> np.ndarray:
     failover truncation first (it removed the last surviving copy), then the order of LOSS_CAUSES."""
     power = (bits & DESTROYED_POWER) != 0
     not_synced = power & ((bits & GROUP_HAS_REPLICAS) != 0) & ((bits & REPLICATED) == 0)
-    return np.select([(bits & DESTROYED_FAILOVER) != 0, not_synced, power, (bits & DESTROYED_CRASH) != 0, reused,
-                      (bits & DESTROYED_EXPIRED) != 0],
-                     [FAILOVER, NOT_SYNCED, UNFLUSHED, TRUNCATED, SKIPPED, EXPIRED], OTHER)
+    return np.select([(bits & DESTROYED_FAILOVER) != 0, (bits & DESTROYED_FSYNC_ERROR) != 0, not_synced, power,
+                      (bits & DESTROYED_CRASH) != 0, reused, (bits & DESTROYED_EXPIRED) != 0],
+                     [FAILOVER, FSYNC_ERROR, NOT_SYNCED, UNFLUSHED, TRUNCATED, SKIPPED, EXPIRED], OTHER)
 
 
 def _view(arr: Any, dtype: Any, length: int) -> np.ndarray:

@@ -281,7 +281,7 @@ def _timeline(born_us: np.ndarray, latency_us: np.ndarray) -> dict[str, list]:
 
 def fault_windows(records: Iterable[tuple], end_ms: float) -> list[dict[str, Any]]:
     """[start, end) of every injected fault, in simulated ms, from the fault records. No window
-    ends after `end_ms` (the run's end), and a `pause` or `fsync_stall` ends at the end of the
+    ends after `end_ms` (the run's end), and a `pause`, `fsync_stall`, `fsync_error` or `service_error` ends at the end of the
     fault phase (the `all` heal: it unpauses every node and clears every stall) if that comes
     first (analysis/checkers/faults_applied.py, which says the same of the summary's `faults_applied`)."""
     open_: list[dict[str, Any]] = []
@@ -295,7 +295,8 @@ def fault_windows(records: Iterable[tuple], end_ms: float) -> list[dict[str, Any
                 _close(open_, done, r[0] / 1000, lambda w, t=target: w["kind"] in UNTIL_RESTART and w["target"] == t)
                 continue
             window = {"kind": fault, "target": target, "start_ms": r[0] / 1000, "end_ms": None}
-            if detail.startswith("duration_ms=") and fault in ("pause", "fsync_stall"):
+            if detail.startswith("duration_ms=") and fault in ("pause", "fsync_stall", "fsync_error",
+                                                                     "service_error"):
                 window["end_ms"] = window["start_ms"] + float(detail.split("=", 1)[1])
                 done.append(window)
                 timed.append(window)

@@ -78,7 +78,8 @@ EXPECTABLE_METRICS: tuple[str, ...] = (
     "consume_latency_ms.max",
     "lost_by_cause.unflushed_at_power_loss", "lost_by_cause.replica_not_synced",
     "lost_by_cause.truncated_on_failover", "lost_by_cause.truncated_on_recovery",
-    "lost_by_cause.offset_skipped_after_recovery", "lost_by_cause.expired_file_deleted", "lost_by_cause.other",
+    "lost_by_cause.offset_skipped_after_recovery", "lost_by_cause.expired_file_deleted",
+    "lost_by_cause.fsync_error_swallowed", "lost_by_cause.other",
     # send side (analysis/checkers/metrics.py)
     "sends", "send_retried", "send_steered_away", "oneway_unstored", "pending_delay",
     "send_latency_ms.p50", "send_latency_ms.p90", "send_latency_ms.p99", "send_latency_ms.p999",

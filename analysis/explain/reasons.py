@@ -34,6 +34,9 @@ RULES = {
                                      "the consumer's offset had already passed",
     "expired_file_deleted": "deleted with its CommitLog file by retention (fileReservedTime) or disk pressure "
                             "before the group consumed it",
+    "fsync_error_swallowed": "a power loss destroyed the acknowledged copy on its master although the store had "
+                             "reported it flushed: the fsync failed (an I/O error) and MappedFile.flush logged the "
+                             "error and moved the flushed position all the same",
     "other": "none of the known mechanisms applies",
     "producer_retry": "another stored copy was delivered: the brokers stored the message twice (a retried send)",
     "txn_double_commit": "another stored copy was delivered: its half was committed twice",
@@ -139,12 +142,16 @@ def _outcome(f: Any, unit: Any, p: int, seq: int, msg_id: int, records: list[tup
 def lost_verdict(f: Any, unit: str, msg_id: int, cause: str, records: list[tuple] | None = None) -> Verdict:
     """A lost message: the destroyed copy or the reused offset behind its cause."""
     destroyed = f.rare_by_msg.get((rec.COMMIT_LOG_DESTROYED, msg_id), [])
-    if cause in ("unflushed_at_power_loss", "replica_not_synced", "truncated_on_recovery") and destroyed:
+    if cause in ("unflushed_at_power_loss", "replica_not_synced", "truncated_on_recovery",
+                 "fsync_error_swallowed") and destroyed:
         d = destroyed[-1]
         what, when = _destroyed_copy(d, msg_id, records)
         where = f"stored{when} as {f.run_broker(d[1])} {d[4]} q{d[5]} @{d[6]}"
         if cause == "truncated_on_recovery":
             tail = f"{d[7]} of {d[1]} at {seconds(d[0])} destroyed {what} in the uncommitted transient store pool"
+        elif cause == "fsync_error_swallowed":
+            tail = (f"power_loss of {d[1]} at {seconds(d[0])} destroyed {what}, which the store had reported "
+                    "flushed: its fsync had failed and the error was swallowed")
         else:
             slaves = "; a slave held it, but nothing fails over to it" if d[9] else \
                 "; no slave of the group held it (replication lag)" if d[8] else ""

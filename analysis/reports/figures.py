@@ -27,7 +27,7 @@ from analysis.sweeps.aggregate import Metric  # noqa: E402
 
 FAULT_COLORS = {"process_crash": "#e41a1c", "power_loss": "#000000", "partition": "#377eb8",
                 "link_latency": "#4daf4a", "packet_loss": "#984ea3", "disk_slow": "#ff7f00",
-                "fsync_stall": "#a65628", "pause": "#f781bf"}
+                "fsync_stall": "#a65628", "fsync_error": "#999999", "pause": "#f781bf"}
 # duplicates_by_cause's mechanisms (analysis/checkers/duplicates.py CAUSES); `redelivery`: the older two-way split.
 # The per-run report's too (analysis/reports/run_figures.py, which imports this module)
 CAUSE_COLORS = {"producer_retry": "#d95f02", "rebalance": "#1b9e77", "consumer_crash": "#e41a1c",

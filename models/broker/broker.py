@@ -516,14 +516,16 @@ class Broker:
     def put_message(self, msg_id: int, topic: str, queue_id: int, size: int, body_bytes: int,
                     tags: str | None, reconsume_times: int, props: dict | None) -> tuple[int, int]:
         """CommitLog.asyncPutMessage: a delay level re-routes the message to SCHEDULE_TOPIC_XXXX
-        (queue level−1) with its real topic and queue as properties. Returns (phys, queue offset)."""
+        (queue level−1) with its real topic and queue as properties — not a half message (TRAN_MSG:
+        only TRANSACTION_NOT_TYPE and COMMIT puts are re-routed, 4.9.8 CommitLog / 5.3.3
+        HookUtils.handleScheduleMessage), whose level its commit carries on. Returns (phys, queue offset)."""
         if props and PROPERTY_TIMER_DELIVER_MS in props and self.timer is not None and \
                 PROPERTY_DELAY_TIME_LEVEL not in props:  # HookUtils: a delay level wins over a delivery time
             moved = self.timer.transform(msg_id, topic, queue_id, props)
             if moved is not None:
                 topic, queue_id, props = moved
                 size = record_bytes(topic, body_bytes, tags, 0, props, reconsume_times)
-        if props and PROPERTY_DELAY_TIME_LEVEL in props:
+        if props and PROPERTY_DELAY_TIME_LEVEL in props and PROPERTY_TRANSACTION_PREPARED not in props:
             level = min(props[PROPERTY_DELAY_TIME_LEVEL], self.schedule.max_level())
             props = dict(props, **{PROPERTY_DELAY_TIME_LEVEL: level, PROPERTY_REAL_TOPIC: topic,
                                    PROPERTY_REAL_QUEUE_ID: queue_id})
@@ -680,7 +682,7 @@ class Broker:
                 created = True
         if created:
             self.register_all()
-        self.consumers.heartbeat(req.client_id, req.consumer_groups)
+        self.consumers.heartbeat(src, req.client_id, req.consumer_groups)
         for group in req.producer_groups:
             self.producers.register_producer(group, req.client_id)
         self.node.reply(src, req_id, CodeResponse(SUCCESS))
@@ -690,7 +692,7 @@ class Broker:
         if req.producer_group is not None:
             self.producers.unregister_producer(req.producer_group, req.client_id)
         if req.consumer_group is not None:
-            self.consumers.unregister(req.client_id, req.consumer_group)
+            self.consumers.unregister(src, req.consumer_group)
         if req_id:  # a one-way request has no answer
             self.node.reply(src, req_id, CodeResponse(SUCCESS))
 

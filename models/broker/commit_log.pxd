@@ -15,6 +15,7 @@ cdef class CommitLog:
     cdef public object file_size
     cdef public object files
     cdef public object flushed_position
+    cdef public object flush_error_from
     cdef public object group_commit
     cdef public object master
     cdef public object node

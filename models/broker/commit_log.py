@@ -8,6 +8,20 @@ and HA see the *readable* position: committed with the pool, wrote without. A pr
 keeps the page cache (everything committed) and loses the write buffer; a power loss keeps only
 whole records below `flushed_position`. The flush services are in flush_service.py.
 
+A failed fsync (the `fsync_error` disk fault, sim/disk.py) is swallowed, as DefaultMappedFile
+.flush (5.3.3; MappedFile.flush in 4.9.8) does: it logs "Error occurred when force data to
+disk." and sets the flushed position to the read position all the same. So the flush services go
+on as after a good fsync — GroupCommitService.doCommit sees `flushedWhere >= nextOffset` and
+answers PUT_OK (SEND_OK), never FLUSH_DISK_TIMEOUT — while the disk holds nothing from
+`flush_error_from` (the flushed position before the first failed fsync) on: the kernel marked
+those pages clean without writing them, and later fsyncs write only pages dirtied since. The
+data stays readable from the page cache (a process crash keeps it); a power loss leaves zeros
+there, and recovery (recoverAbnormally / recoverNormally) stops at the first record whose magic
+code is invalid, so the CommitLog is cut at `flush_error_from` and everything after it is lost,
+acknowledged or not (`commit_log.destroyed` fault `fsync_error` for the records the store had
+reported flushed, `power_loss` beyond). Simplified: the page holding `flush_error_from` is not
+written again by a later fsync that re-dirties it (a few records at most).
+
 Ground truth for the checkers (not behaviour): on a master, every record a fault destroys is
 emitted as `commit_log.destroyed` (fault, and whether a replica of the group held the same
 record then); a queue offset assigned again after a truncation is emitted as
@@ -38,7 +52,13 @@ from models.broker.config import OS_PAGE_SIZE_BYTES, MessageStoreConfig
 from models.broker.mapped_file import RECORD, RECORD_BYTES, MappedFile, MappedFileQueue, pack_record
 from models.coverage_points import COV_CRASH_WRITE_BUFFER_LOST, COV_POWER_LOSS_UNFLUSHED_TAIL, COV_QUEUE_OFFSET_REUSED
 from models.message import PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC, java_string_hash
-from models.records import COMMIT_LOG_DESTROYED, COMMIT_LOG_FLUSHED, COMMIT_LOG_TRUNCATED, OFFSET_REUSED
+from models.records import (
+    COMMIT_LOG_DESTROYED,
+    COMMIT_LOG_FLUSH_ERROR,
+    COMMIT_LOG_FLUSHED,
+    COMMIT_LOG_TRUNCATED,
+    OFFSET_REUSED,
+)
 from sim.env import Clock
 
 BLANK_MIN_BYTES = 8  # CommitLog END_FILE_MIN_BLANK_LENGTH
@@ -47,6 +67,7 @@ QUEUE_ID_BITS = 16  # queue key = topic index << 16 | queue id (queue ids are be
 PUT_OK, FLUSH_DISK_TIMEOUT = "PUT_OK", "FLUSH_DISK_TIMEOUT"
 FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE = "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"
 POWER_LOSS, PROCESS_CRASH = "power_loss", "process_crash"
+FSYNC_ERROR = "fsync_error"  # destroyed by a power loss, though the store had reported it flushed
 FAILOVER_TRUNCATED = "failover_truncated"  # controller mode: cut at the epochs' consistent point
 
 
@@ -58,7 +79,7 @@ def queue_key(topic_index: int, queue_id: int) -> int:
 class CommitLog:
     # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
     __slots__ = ("_current", "_tags_index", "cfg", "clock", "committed_position", "cov", "file_size", "files",
-                 "flushed_position", "group_commit", "master", "node", "on_flushed", "on_readable", "pool",
+                 "flush_error_from", "flushed_position", "group_commit", "master", "node", "on_flushed", "on_readable", "pool",
                  "put_hook", "queue_offsets", "replica_has", "replicas", "reused_below", "slow_append", "tags",
                  "tags_codes", "topic_index", "topics", "wrote_position")
 
@@ -73,6 +94,7 @@ class CommitLog:
         self.wrote_position = 0
         self.committed_position = 0  # == wrote_position without the transient store pool
         self.flushed_position = 0
+        self.flush_error_from = -1  # the disk holds nothing from here on (a swallowed fsync error); -1: none
         self.pool = pool  # transientStorePoolEnable in effect (ASYNC_FLUSH master)
         self.master = master  # emits the ground-truth facts (destroyed records, reused offsets)
         self.queue_offsets: dict[int, int] = {}  # topicQueueTable (heap): queue key -> next offset
@@ -250,7 +272,13 @@ class CommitLog:
         return target - self.flushed_position
 
     def mark_flushed(self, position: int) -> None:
+        """An fsync up to `position` completed: DefaultMappedFile.flush sets the flushed position
+        whether or not the force threw (module docstring)."""
         if position > self.flushed_position:
+            if self.node.disk.fsync_failing():
+                if self.flush_error_from < 0:
+                    self.flush_error_from = self.flushed_position
+                self.node.trace(COMMIT_LOG_FLUSH_ERROR, position, self.flush_error_from)
             self.flushed_position = position
             self.node.trace(COMMIT_LOG_FLUSHED, position)
             self.on_flushed()
@@ -265,31 +293,42 @@ class CommitLog:
             self._truncate(self.committed_position, PROCESS_CRASH)
 
     def lose_page_cache(self) -> None:
-        """Power loss: keep whole records below the last fsync."""
+        """Power loss: keep whole records below the last fsync, or below the first failed one
+        (recovery stops at the zeros the disk holds from `flush_error_from` on)."""
         if self.wrote_position > self.flushed_position:
             self.cov[COV_POWER_LOSS_UNFLUSHED_TAIL] += 1
-        self._truncate(self.flushed_position, POWER_LOSS)
+        if self.flush_error_from >= 0:
+            self._truncate(self.flush_error_from, POWER_LOSS, error_until=self.flushed_position)
+        else:
+            self._truncate(self.flushed_position, POWER_LOSS)
         if self.group_commit is not None:
             self.group_commit.requests.clear()
 
-    def _truncate(self, position: int, fault: str, facts: bool | None = None) -> int:
+    def _truncate(self, position: int, fault: str, facts: bool | None = None, error_until: int = -1) -> int:
         """Drop every record past `position`; the destroyed facts are emitted on a master (or as
-        `facts` says). Returns how many records were dropped."""
+        `facts` says), those starting before `error_until` with fault `fsync_error`. Returns how
+        many records were dropped."""
         if self.master if facts is None else facts:
-            self._destroyed_facts(position, fault)
+            self._destroyed_facts(position, fault, error_until)
         lost = self.files.truncate_to(position)
         self._current = None
         self.wrote_position = self.committed_position = self.files.end()
-        self.flushed_position = min(self.flushed_position, self.wrote_position)
+        self._positions_cut()
         self.node.trace(COMMIT_LOG_TRUNCATED, self.wrote_position, lost)
         return lost
+
+    def _positions_cut(self) -> None:
+        """After a truncation: nothing is flushed past the end, and a failed range cut off is gone."""
+        self.flushed_position = min(self.flushed_position, self.wrote_position)
+        if self.flush_error_from >= self.wrote_position:
+            self.flush_error_from = -1
 
     def truncate_invalid(self, position: int) -> None:
         """Recovery: drop everything from `position`, where the first invalid record starts."""
         self.files.truncate_to(position)
         self._current = None
         self.wrote_position = self.committed_position = self.files.end()
-        self.flushed_position = min(self.flushed_position, self.wrote_position)
+        self._positions_cut()
 
     def truncate_at_consistent_point(self, position: int) -> int:
         """Controller mode, AutoSwitchHAClient.doTruncate → truncateFiles: drop every record past
@@ -300,9 +339,10 @@ class CommitLog:
             return 0
         return self._truncate(position, FAILOVER_TRUNCATED, facts=True)
 
-    def _destroyed_facts(self, position: int, fault: str) -> None:
-        """Emit every record the truncation at `position` destroys, and remember each queue's
-        offsets that will be assigned again (`reused_below`)."""
+    def _destroyed_facts(self, position: int, fault: str, error_until: int = -1) -> None:
+        """Emit every record the truncation at `position` destroys (fault `fsync_error` for one
+        starting before `error_until`, else `fault`), and remember each queue's offsets that will
+        be assigned again (`reused_below`)."""
         for mapped in self.files.files:
             if mapped.file_from_offset + self.file_size <= position:
                 continue
@@ -312,7 +352,8 @@ class CommitLog:
                 name = self.topics[topic]
                 if name == SCHEDULE_TOPIC:
                     name = mapped.props[i].get(PROPERTY_REAL_TOPIC, name)
-                self.node.trace(COMMIT_LOG_DESTROYED, msg_id, name, queue_id, queue_offset, fault, self.replicas,
+                cause = FSYNC_ERROR if phys < error_until else fault
+                self.node.trace(COMMIT_LOG_DESTROYED, msg_id, name, queue_id, queue_offset, cause, self.replicas,
                                 self.replica_has(phys, msg_id))
                 key = topic << QUEUE_ID_BITS | queue_id
                 self.reused_below[key] = max(self.reused_below.get(key, 0), queue_offset + 1)

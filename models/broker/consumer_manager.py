@@ -13,7 +13,14 @@ so a join reaches every member once from every broker it heartbeats to — two n
 fraction of a millisecond apart with two brokers, which a 5.2.0+ client answers with two rounds a
 second apart and a 4.9.8 client with two rounds at once (models/consumer/rebalance.py).
 
-Simplified: a member is its client id, not its channel, and the group's subscriptions are not kept.
+Members are keyed by channel (ConsumerGroupInfo.channelInfoTable: Channel → ClientChannelInfo),
+here the client's node name, each with the client id its heartbeats carry. `client_ids(group)`
+(GET_CONSUMER_LIST_BY_GROUP, getAllClientId) lists one id per channel, so two processes with one
+client id (the same instanceName on one address: models/client_instance.py build_mq_client_id)
+are listed twice under that id, and each allocates as the first of them. UNREGISTER_CLIENT
+removes the channel it came on.
+
+Simplified: the group's subscriptions are not kept.
 So a group whose members subscribe to different topics — which Java sees as a subscription change at
 every heartbeat of a member whose topics differ from the last one's (updateSubscription drops the
 topics a heartbeat does not name), notifying the group each time — notifies only at joins and
@@ -36,30 +43,43 @@ class ConsumerManager:
     def __init__(self, node: Any, cfg: BrokerConfig) -> None:
         self.node = node
         self.cfg = cfg
-        self.groups: dict[str, dict[str, int]] = {}  # group -> client id -> last heartbeat µs
+        self.groups: dict[str, dict[str, int]] = {}  # group -> channel (client node) -> last heartbeat µs
+        self.client_id_of: dict[str, str] = {}  # channel -> the client id its heartbeats carry, where it differs
         self.detail = node.env.tracer.detail  # trace who joins and leaves (detail kinds, sim/trace.py)
         node.on_crash(self.groups.clear)
+        node.on_crash(self.client_id_of.clear)
         node.add_service(self.scan_not_active_channels)
 
-    def heartbeat(self, client_id: str, groups: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+    def heartbeat(self, channel: str, client_id: str, groups: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+        """registerConsumer for each group of a heartbeat that came on `channel` (the client's node)."""
         now = self.node.env._now
+        if client_id != channel:
+            self.client_id_of[channel] = client_id
         for group, _topics in groups:
             members = self.groups.setdefault(group, {})
-            is_new = client_id not in members
-            members[client_id] = now
+            is_new = channel not in members
+            members[channel] = now
             if is_new:
-                self.node.env.network.watch(self.node, client_id, self.channel_closed)
+                self.node.env.network.watch(self.node, channel, self.channel_closed)
                 if self.detail:
                     self.node.trace(BROKER_CLIENT_REGISTERED, group, client_id)
                 self._changed(group, "registered")
 
     def client_ids(self, group: str) -> tuple[str, ...]:
+        """getAllClientId: the client id of each channel of the group (a shared id repeats)."""
+        members = self.groups.get(group, {})
+        if not self.client_id_of:
+            return tuple(members)
+        return tuple(self.client_id_of.get(channel, channel) for channel in members)
+
+    def channels(self, group: str) -> tuple[str, ...]:
+        """The group's channels: where the broker sends to its members."""
         return tuple(self.groups.get(group, {}))
 
-    def unregister(self, client_id: str, group: str) -> None:
-        """unregisterConsumer (UNREGISTER_CLIENT): the member leaves the group at once."""
-        if self.groups.get(group, {}).pop(client_id, None) is not None:
-            self._left(group, client_id, "unregistered")
+    def unregister(self, channel: str, group: str) -> None:
+        """unregisterConsumer (UNREGISTER_CLIENT): the member on `channel` leaves the group at once."""
+        if self.groups.get(group, {}).pop(channel, None) is not None:
+            self._left(group, channel, "unregistered")
             self._changed(group, "unregistered")
 
     def channel_closed(self, client_id: str) -> None:

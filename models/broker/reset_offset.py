@@ -63,7 +63,7 @@ class ResetOffsetService:
                 target = max(0, self.offset_by_time(topic, queue_id, timestamp_us))
                 offsets.append((broker.broker_name, queue_id, target if force or target < committed else committed))
             request = ResetConsumerClientOffset(topic, group, tuple(offsets))
-            for client_id in broker.consumers.client_ids(group):
-                self.node.send(client_id, request)
+            for channel in broker.consumers.channels(group):
+                self.node.send(channel, request)
         self.node.trace(ADMIN_OFFSET_RESET, group, topic, queues, server_side)
         return True

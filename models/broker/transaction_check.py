@@ -46,6 +46,20 @@ between events, so that spin is modelled as a wait of one clock tick (`SPIN_TICK
 such pull: the same decisions, never a loop at one simulated instant (which would never end).
 No other 4.x pass waits, so runs that never reached that state are unchanged.
 
+An exception in a round (the `service_error` fault with service `transaction_check`, e.g. the
+NPE of a null pull result while the store cannot be read): check() catches every Throwable
+around its whole per-queue loop (`log.error("Check error", e)`), and the consume offsets are
+stored only at the end of that loop, so a round that throws stores neither — 4.9.8 and 5.3.3
+alike (apache/rocketmq#9500, still open; the fix proposed in PR #9523 moves the updates into a
+`finally`). The model throws at the end of the scan, the work of the round done: its check
+requests sent, its copies written back (`txn.check_error`). The next round starts from the same
+offsets and checks each unresolved half again from its original, whose check count never grew
+(the count lives in the copies), so it is never discarded; every round adds a copy of it, and
+every copy is checked and answered, so a half that a check answers COMMIT is committed once per
+copy: duplicates (`txn_double_commit`). #9500's other consequence — with a long op backlog the
+next round cannot read to the op queue's end within MAX_PROCESS_TIME_LIMIT — needs the time each
+op pull takes, which the model does not cost (below).
+
 Simplified: processing costs no simulated time except the 1 s sleeps (5.x) and the 4.9.8 spin
 above (so the 60 s limit binds only through those); the 2..5-thread check executor sends at
 once; the `enableSlaveActingMaster` escape is not modelled (no slaves here).
@@ -82,7 +96,7 @@ from models.message import (
     record_bytes,
 )
 from models.protocol import CheckTransactionState
-from models.records import TXN_CHECKED, TXN_DISCARDED
+from models.records import TXN_CHECK_ERROR, TXN_CHECKED, TXN_DISCARDED
 from sim.env import ms
 
 MAX_PROCESS_TIME_LIMIT_US = 60_000_000  # TransactionalMessageServiceImpl.MAX_PROCESS_TIME_LIMIT
@@ -93,6 +107,7 @@ MAX_RETRY_COUNT_WHEN_HALF_NULL = 1  # TransactionalMessageServiceImpl.MAX_RETRY_
 FILE_RESERVED_TIME_US = 72 * 3_600_000_000  # MessageStoreConfig.fileReservedTime (72 h): needSkip
 TCMT_QUEUE_NUMS = 1  # TopicValidator / DefaultTransactionalMessageCheckListener: TRANS_CHECK_MAX_TIME_TOPIC queues
 GET_AVAILABLE_CHANNEL_RETRY_COUNT = 3  # ProducerManager.GET_AVAILABLE_CHANNEL_RETRY_COUNT (all channels read as active)
+BROKER_SERVICES = ("transaction_check",)  # the services a `service_error` fault can make throw (module docstring)
 SPIN_TICK_US = 1  # 4.9.8's op-pull spin lasts until the clock moves: one tick of the µs clock (module docstring)
 
 
@@ -108,11 +123,16 @@ class TransactionalMessageCheckService:
         self.timeout_us = ms(cfg.transaction_timeout_ms)
         self.check_max = cfg.transaction_check_max
         self.positive_counter = 0  # ProducerManager.positiveAtomicCounter (heap)
+        self.error_until_us = 0  # a round ending before this throws (the `service_error` fault)
         self.node.on_crash(self._lose_heap)
         self.node.add_service(self.run)
 
     def _lose_heap(self) -> None:
         self.positive_counter = 0
+
+    def throw_until(self, until_us: int) -> None:
+        """The `service_error` fault: every round that ends before `until_us` throws (0: none)."""
+        self.error_until_us = until_us
 
     def run(self) -> Generator[Any, Any, None]:
         """ServiceThread loop: wait the interval, run one round, wait again."""
@@ -188,6 +208,9 @@ class TransactionalMessageCheckService:
                     yield node.sleep_us(self.sleep_while_no_op_us)
                 continue
             new_offset = i = i + 1
+        if node.env._now < self.error_until_us:  # the Throwable check() catches: no offset is stored
+            node.trace(TXN_CHECK_ERROR, half_offset, new_offset, op_offset)
+            return
         if new_offset != half_offset:
             bridge.update_consume_offset(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID, new_offset)
         new_op_offset = _calculate_op_offset(done_op, op_offset)

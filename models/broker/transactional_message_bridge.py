@@ -30,6 +30,7 @@ from models.broker.message_store import (
 )
 from models.coverage_points import COV_TXN_HALF_LOST_POWER_LOSS
 from models.message import (
+    PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_OP_BODY,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
@@ -71,6 +72,8 @@ class TransactionalMessageBridge:
         props[PROPERTY_TRANSACTION_ID] = msg.msg_id
         props[PROPERTY_REAL_TOPIC] = msg.topic
         props[PROPERTY_REAL_QUEUE_ID] = queue_id
+        if msg.delay_level > 0:  # the DELAY property stays with the half; its commit is re-routed by it
+            props[PROPERTY_DELAY_TIME_LEVEL] = msg.delay_level  # (never from a 4.9.8 / 5.3.3 client: it clears it)
         size = record_bytes(RMQ_SYS_TRANS_HALF_TOPIC, msg.body_bytes, msg.tags, 0, props)
         return self._put_half(msg.msg_id, size, msg.body_bytes, msg.tags, props)
 

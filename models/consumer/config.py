@@ -15,9 +15,9 @@ at most `sim.limits.MAX_TIME_MS`.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from models.names import Count, GroupName, TopicName, Zone
 from sim.config import (
@@ -35,6 +35,9 @@ from sim.config import (
 )
 from sim.dist import Constant, Dist
 from sim.limits import MAX_TIME_MS
+
+# ClientConfig.clientIP: an address (IPv4, IPv6 or a host name), 1 to 64 characters
+ClientIp = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")]
 
 PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL_US = 50_000  # DefaultMQPushConsumerImpl
 BROKER_SUSPEND_MAX_TIME_US = 15_000_000  # DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS
@@ -160,6 +163,13 @@ class PushConsumerConfig(BaseModel):
         "heartbeat a broker and rebalance at once when a connection to it becomes active, e.g. after the "
         "broker restarted (enableHeartbeatChannelEventListener); null: the client version's default, true "
         "for 5.x; a 4.x client has no such listener"))
+    # ClientConfig.instanceName / clientIP: the client id is <clientIP>@<instanceName> (buildMQClientId)
+    instance_name: NodeName | None = Field(None, description=(
+        "instanceName; null: DEFAULT, which start() makes <pid>#<nanoTime>, unique per process. Set, the client id "
+        "is <client_ip>@<instance_name>: two members with the same one share a client id (models/client_instance.py)"))
+    client_ip: ClientIp | None = Field(None, description=(
+        "clientIP (with instance_name): the host address in the client id; null: this node's own"))
+
     # AllocateMessageQueueConsistentHash.virtualNodeCnt
     virtual_node_cnt: Int = Field(10, ge=0, le=10_000, description=(
         "CONSISTENT_HASH: virtual nodes per member (virtualNodeCnt)"))
@@ -239,7 +249,8 @@ class PopSpec(BaseModel):
 
 class ConsumerSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    name: NodeName = Field("consumer", description="node name and client id (with count N: <name>-1..<name>-N)")
+    name: NodeName = Field("consumer", description=(
+        "node name and client id (with count N: <name>-1..<name>-N; client.instance_name: the id differs)"))
     count: Count = Field(1, description="instances of this entry")
     zone: Zone = Field("zone-a", description="zone (machine room) of its hosts")
     group: GroupName = Field("please_rename_unique_group_name", description="consumer group (consumerGroup)")
@@ -278,6 +289,12 @@ class ConsumerSpec(BaseModel):
                                      or self.client.consume_message_batch_max_size > 1):
             problems.append("pop is modelled for CONCURRENTLY, CLUSTERING consumers without lite_pull or batch "
                             "consumption (orderly POP: pop.orderly)")
+        if self.pop is not None and self.client.instance_name is not None:
+            problems.append("client.instance_name is modelled for push and lite pull consumers (a POP consumer's "
+                            "client id is its node name)")
+        if self.client.client_ip is not None and self.client.instance_name is None:
+            problems.append("client.client_ip enters the client id only with client.instance_name (without it the "
+                            "id ends in <pid>#<nanoTime>, unique per process)")
         if self.consume_mode == "ORDERLY" and self.client.message_model is MessageModel.BROADCASTING:
             problems.append("consume_mode ORDERLY with message_model BROADCASTING is not modelled; use CLUSTERING")
         if problems:

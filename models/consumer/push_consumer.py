@@ -36,6 +36,7 @@ import cython
 
 from models.client_instance import (
     MQClientInstance,
+    build_mq_client_id,
     heartbeat_channel_listener_enabled,
     topic_route_data_to_subscribe_info,
 )
@@ -100,7 +101,8 @@ class PushConsumer:
         self.cov: list[int] = env.coverage  # rare-state counts (models/coverage_points.py)
         # bound once: reading a method off `self` makes a new bound-method object each time
         self._on_pull_bound = self._on_pull
-        self.client_id = name  # <clientIP>@<instanceName>; sorted as a string, like the real one
+        # <clientIP>@<instanceName>; sorted as a string, like the real one
+        self.client_id = build_mq_client_id(name, cfg.client_ip, cfg.instance_name)
         self.group = group
         self.cfg = cfg
         # the settings each pull reads, as plain attributes (a pydantic model's attribute read goes
@@ -112,7 +114,8 @@ class PushConsumer:
         self.client: MQClientInstance = MQClientInstance(
             node, namesrvs, cfg.poll_name_server_interval_ms, cfg.heartbeat_broker_interval_ms,
             cfg.mq_client_api_timeout_ms,
-            heartbeat_channel_listener_enabled(cfg.enable_heartbeat_channel_event_listener, client_version))
+            heartbeat_channel_listener_enabled(cfg.enable_heartbeat_channel_event_listener, client_version),
+            self.client_id)
         self.broadcasting = cfg.message_model is MessageModel.BROADCASTING
         self.subscriptions: dict[str, frozenset | None] = {topic: frozenset(tags) if tags else None}
         if not self.broadcasting:

@@ -122,7 +122,8 @@ class ProducerSpec(BaseModel):
         "timer messages (5.x): each message asks to be delivered this many ms after its send() "
         "(Message.setDeliverTimeMs(now + this)); a distribution; null: none (4.x brokers deliver at once)"))
     delay_level: Int = Field(0, ge=0, le=64, description=(
-        "DELAY property (0: none; the broker caps it at its highest level)"))
+        "DELAY property (0: none; the broker caps it at its highest level; a transactional producer's "
+        "sendMessageInTransaction clears it: the message is delivered at its commit)"))
     batch_size: Int = Field(1, gt=0, le=10_000, description="messages per send (> 1: MessageBatch)")
     start_ms: DurationMs = Field(1_000, description="ms when it starts sending")
     stop_ms: PositiveDurationMs | None = Field(None, description="ms when it stops sending (null: at duration_ms)")
@@ -133,10 +134,9 @@ class ProducerSpec(BaseModel):
     @model_validator(mode="after")
     def _send_options(self) -> ProducerSpec:
         problems = []
-        if self.transaction is not None and (self.send_mode != "SYNC" or self.selector or self.batch_size > 1
-                                             or self.delay_level):
+        if self.transaction is not None and (self.send_mode != "SYNC" or self.selector or self.batch_size > 1):
             problems.append("a transactional producer sends one message at a time with sendMessageInTransaction "
-                            "(SYNC, no selector, no batch, no delay level)")
+                            "(SYNC, no selector, no batch)")
         orderly = self.send_mode == "ORDERLY" or self.selector == "hash"
         if self.send_mode == "ORDERLY" and self.selector == "random":
             problems.append("send_mode ORDERLY selects by the sharding key's hash; drop selector: random")

@@ -8,7 +8,13 @@ instance (default 1); an arrival while all are busy waits in the application, in
 and is handed to the next free thread — its send() call, and its born time, is then. What still
 waits when the run ends was never sent (the summary's `txn.waiting_at_end`). A crash loses the
 waiting arrivals with the application's heap.
-1. The message gets TRAN_MSG=true and PGROUP=<group> (and CHECK_IMMUNITY_TIME_IN_SECONDS when
+1. A delay level the application set is cleared first (`msg.getDelayTimeLevel() != 0` →
+   clearProperty(DELAY), 4.9.8 and 5.3.3: the fix of apache/rocketmq#1540, PR #1543 in 4.7.0;
+   before it the committed message went to SCHEDULE_TOPIC_XXXX and came back as a half message,
+   looping through RMQ_SYS_TRANS_HALF_TOPIC — which ScheduleMessageService also refuses since PR
+   #1626: unreachable from a 4.9.8 / 5.3.3 client, not modelled). So the message is delivered at
+   its commit, without the delay (`producer.txn_delay_cleared` once a message).
+   The message gets TRAN_MSG=true and PGROUP=<group> (and CHECK_IMMUNITY_TIME_IN_SECONDS when
    the application sets it) and goes out on the ordinary SYNC path (producer.py: up to 3
    attempts; a timed-out attempt may leave an extra half message on a broker).
 2. The send throws (`producer.send_failed`): no local transaction, no end.
@@ -66,11 +72,12 @@ from models.protocol import (
     EndTransaction,
     UnregisterClient,
 )
-from models.records import TXN_CHECK_ANSWERED, TXN_LOCAL_DONE
+from models.records import PRODUCER_TXN_DELAY_CLEARED, TXN_CHECK_ANSWERED, TXN_LOCAL_DONE
 from sim.env import ms
 from sim.node import CONNECT_FAILED
 
 NOT_EXECUTED = "NOT_EXECUTED"
+DELAY_PROPERTY_BYTES = 7  # `DELAY` + its two separators, as the workload counts it (models/producer/workload.py)
 END_TYPE = {COMMIT_MESSAGE: TRANSACTION_COMMIT_TYPE, ROLLBACK_MESSAGE: TRANSACTION_ROLLBACK_TYPE}
 
 
@@ -130,6 +137,9 @@ class TransactionMQProducer(Producer):
             added[PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS] = self.spec.check_immunity_time_s
         extra = sum(len(name) + 2 + len(str(value)) for name, value in added.items())  # as properties_bytes counts
         props = {**msg.props, **added} if msg.props else added
+        if msg.delay_level:  # MessageAccessor.clearProperty(msg, PROPERTY_DELAY_TIME_LEVEL): its bytes go too
+            self.node.trace(PRODUCER_TXN_DELAY_CLEARED, msg.msg_id, msg.delay_level)
+            extra -= DELAY_PROPERTY_BYTES + len(str(msg.delay_level))
         self._send_sync(msg._replace(props=props, size_bytes=msg.size_bytes + extra, delay_level=0))
 
     def _on_response(self, msg: Any, info: Any, mq: Any, times: int, last: Any, steered: int, begin_us: int,

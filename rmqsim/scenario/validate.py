@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from models.broker.transaction_check import BROKER_SERVICES
 from models.consumer.allocate import java_split
 from models.consumer.allocate_setup import naming_room
 from models.message import record_bytes, retry_topic
@@ -960,8 +961,24 @@ def _check_fault_targets(data: dict, ctx: Context) -> list[str]:
                 elif kind in CLIENT_KINDS and key == "node" and ctx.nodes.kinds.get(name, "client") != "client":
                     problems.append(f"{section}[{i}].{key}: {kind} needs a producer or consumer node; "
                                     f"{name!r} is a {ctx.nodes.kinds[name]}")
+                elif kind == "service_error" and key == "node":
+                    problems += _service_problem(f"{section}[{i}]", name, ctx.read.get(model, fault, "service"),
+                                                 ctx.nodes.kinds.get(name, "broker"))
             problems += _unknown_targets(f"{section}[{i}]", unknown, ctx.nodes)
     return problems
+
+
+def _service_problem(where: str, node: str, service: Any, node_kind: str) -> list[str]:
+    """A `service_error` names a service the node runs (BROKER_SERVICES: a master broker's)."""
+    if node_kind != "broker":
+        return [f"{where}.node: service_error needs a master broker (its services: "
+                f"{', '.join(BROKER_SERVICES)}); {node!r} is a {node_kind}"]
+    if isinstance(service, str) and service not in BROKER_SERVICES:
+        hint = difflib.get_close_matches(service, BROKER_SERVICES, n=1)
+        did = f" (did you mean {hint[0]!r}?)" if hint else ""
+        return [f"{where}.service: a broker has no service {service!r} that can throw{did}; "
+                f"one of: {', '.join(BROKER_SERVICES)}"]
+    return []
 
 
 def _unknown_targets(where: str, unknown: dict[str, str], nodes: Nodes) -> list[str]:
