@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sim.config import DurationMs, Name
-from sim.env import ms
+from sim.units import ms  # not sim.env: validating a scenario loads no SimPy
 
 
 class ActionSpec(BaseModel):

@@ -248,7 +248,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for run_id in outcome.failed:
         print(f"  failed: {run_id} (error and reproduction command in {out}/runs/{run_id}.parquet)")
     if outcome.retried:
-        print(f"retried by Spark after losing an executor or Python worker: {_retried_text(outcome.retried)} "
+        print(f"retried after losing an executor or a worker process: {_retried_text(outcome.retried)} "
               "(the runs table's `attempt` column)")
     if args.report and _sweep_report(out, args, outcome.spark) != 0:
         return 2

@@ -21,7 +21,7 @@ Modules
 - rng.py         named random streams from one seed (`Rng.stream`)
 - dist.py        latency/size distributions from scenario files, sampled in whole µs
 - node.py        crashable, pausable hosts; oneway messages and RPC with timeouts
-- network.py     networkx topology of TCP-like FIFO links; partitions, latency, loss
+- network.py     TCP-like FIFO links between nodes (plain dicts); partitions, latency, loss
 - disk.py        fsync latency and bandwidth; slow-disk and fsync-stall faults
 - page_cache.py  the OS page cache of a broker's files
 - faults.py      fault kinds, scripted and random, and the injector

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sim.config import Int, IntBytes, PositiveIntMs
 from sim.dist import Constant, Dist
-from sim.env import ms
 from sim.page_cache import PageCache
+from sim.units import ms  # not sim.env: validating a scenario loads no SimPy
 
 MAX_BANDWIDTH_BYTES_PER_S = 10**12  # 1 TB/s, beyond any device
 

@@ -40,24 +40,30 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from sim.config import Float, parse_duration_ms
 from sim.limits import DRAW_CAP, MAX_DIST_VALUE, MAX_LOGNORMAL_SIGMA
+
+if TYPE_CHECKING:  # NumPy is imported where a sampler is made: validating a scenario does not load it
+    import numpy as np
 
 Z_99 = 2.3263478740408408  # standard normal quantile at 0.99
 BATCH = 1024  # values drawn per NumPy call in the batched samplers
 
 
 def _generator(stream: random.Random) -> np.random.Generator:
+    import numpy as np
+
     return np.random.Generator(np.random.PCG64(stream.getrandbits(128)))
 
 
 def _whole_reversed(draw_block: Callable[[], np.ndarray]) -> Callable[[], list[int]]:
     """Blocks of float draws → lists of whole numbers in [0, DRAW_CAP], last draw first."""
+    import numpy as np
+
     return lambda: (np.clip(draw_block()[::-1], 0.0, DRAW_CAP) + 0.5).astype(np.int64).tolist()
 
 
@@ -275,6 +281,8 @@ def zipf_index_sampler(stream: random.Random, n: int, exponent: float) -> Callab
     `n` is at most MAX_ZIPF_SUPPORT."""
     if not 1 <= n <= MAX_ZIPF_SUPPORT:
         raise ValueError(f"a skewed index sampler takes 1 to {MAX_ZIPF_SUPPORT} values, not {n}")
+    import numpy as np
+
     gen = _generator(stream)
     cdf = np.cumsum(1.0 / np.arange(1, n + 1, dtype=np.float64) ** exponent)
     cdf /= cdf[-1]

@@ -40,8 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sim import trace
 from sim.config import DurationMs, Float, Name, NodeName, PositiveDurationMs
 from sim.dist import Dist
-from sim.env import ms
 from sim.limits import MAX_FAULT_RATE_PER_HOUR, MAX_SLOW_FACTOR, MAX_TIME_MS, MIN_FAULT_RATE_PER_HOUR
+from sim.units import ms  # not sim.env: validating a scenario loads no SimPy
 
 FaultKind = Literal["process_crash", "power_loss", "restart", "partition", "heal",
                     "link_latency", "packet_loss", "disk_slow", "fsync_stall", "fsync_error", "pause", "shutdown",

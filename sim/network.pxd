@@ -37,7 +37,7 @@ cdef class Network:
     cdef public Clock clock
     cdef public object default_latency
     cdef public object env
-    cdef public object graph
+    cdef public dict link_latency
     cdef public dict links
     cdef public dict nodes
     cdef public dict zone_latency

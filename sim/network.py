@@ -1,4 +1,4 @@
-"""Network: a networkx graph of nodes and TCP-like links.
+"""Network: nodes and TCP-like links (each directed link's latency override in a plain dict).
 
 Each directed link (src, dst) is **FIFO**, as RocketMQ's remoting runs over TCP connections:
 a message is delivered at `max(now + latency, previous delivery on the link)`. Latency is drawn
@@ -44,7 +44,6 @@ from collections.abc import Callable
 from typing import Any
 
 import cython
-import networkx as nx
 from simpy.core import NORMAL
 
 from sim import trace
@@ -154,12 +153,12 @@ class Link(Owner):
 
 class Network:
     # no instance dict, which every method call on it would search when compiled (sim/compiled.py)
-    __slots__ = ("_eid", "_emit", "_queue", "_watchers", "clock", "default_latency", "env", "graph", "links",
+    __slots__ = ("_eid", "_emit", "_queue", "_watchers", "clock", "default_latency", "env", "link_latency", "links",
                  "nodes", "zone_latency")
 
     def __init__(self, env: Any, default_latency: Any = None) -> None:
         self.env = env
-        self.graph = nx.DiGraph()
+        self.link_latency: dict[tuple[str, str], Any] = {}  # (src, dst) → its latency distribution
         self.nodes: dict[str, Any] = {}
         self.default_latency = default_latency or Constant(value=0.5)
         self.zone_latency: dict[tuple[str, str], Any] = {}
@@ -174,14 +173,13 @@ class Network:
         if node.name in self.nodes:
             raise ValueError(f"node {node.name!r} added twice")
         self.nodes[node.name] = node
-        self.graph.add_node(node.name, zone=node.zone)
 
     def set_zone_latency(self, zone_a: str, zone_b: str, dist: Any) -> None:
         self.zone_latency[(zone_a, zone_b)] = dist
         self.zone_latency[(zone_b, zone_a)] = dist
 
     def set_link_latency(self, src: str, dst: str, dist: Any) -> None:
-        self.graph.add_edge(src, dst, latency=dist)
+        self.link_latency[(src, dst)] = dist
         self.link(src, dst).set_dist(dist)
 
     def link(self, src: str, dst: str) -> Link:
@@ -195,14 +193,13 @@ class Network:
             if back is not None and back.stale:
                 link.renew = True
                 link.update_blocked()
-            if not self.graph.has_edge(src, dst):
-                self.graph.add_edge(src, dst, latency=link.dist)
+            self.link_latency.setdefault(key, link.dist)
         return link
 
     def _latency_for(self, src: str, dst: str) -> Any:
-        edge = self.graph.get_edge_data(src, dst)
-        if edge and "latency" in edge:
-            return edge["latency"]
+        dist = self.link_latency.get((src, dst))
+        if dist is not None:
+            return dist
         zones = (self.nodes[src].zone, self.nodes[dst].zone)
         return self.zone_latency.get(zones, self.default_latency)
 

@@ -17,6 +17,12 @@ from sim import compiled, sources
 from tests.conftest import ROOT
 
 HEAVY = ("pandas", "pyarrow", "matplotlib", "pyspark")
+# what validating a scenario does not need either: the run's kernel (SimPy, sim/env.py), NumPy (the
+# samplers, the checkers), and the broker's store and processors (only its settings, config.py)
+NOT_AT_VALIDATE = (*HEAVY, "numpy", "simpy")
+NOT_AT_VALIDATE_MODULES = ("sim.env", "models.broker.auto_switch_ha", "models.broker.pop_message_processor",
+                           "models.broker.timer_store", "models.broker.clean_service", "models.broker.commit_log",
+                           "models.broker.consume_queue", "models.broker.mapped_file")
 _IMPORTED = """
 import json, sys
 sys.path.insert(0, {root!r})
@@ -26,19 +32,70 @@ print(json.dumps({{"code": code, "modules": sorted(sys.modules)}}))
 """
 
 
-def _imported_by(argv: list[str]) -> tuple[int, set[str]]:
-    """The exit code and the top-level packages a fresh process imported for `rmqsim ARGV`."""
+def _modules_imported_by(argv: list[str]) -> tuple[int, set[str]]:
+    """The exit code and the modules a fresh process imported for `rmqsim ARGV`."""
     done = subprocess.run([sys.executable, "-c", _IMPORTED.format(root=str(ROOT), argv=argv)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     last = json.loads(done.stdout.strip().splitlines()[-1])
-    return last["code"], {name.split(".")[0] for name in last["modules"]}
+    return last["code"], set(last["modules"])
 
 
-def test_validate_imports_no_dataframe_plotting_or_spark_package() -> None:
-    code, packages = _imported_by(["validate", str(ROOT / "scenarios" / "baseline.yaml")])
+def _imported_by(argv: list[str]) -> tuple[int, set[str]]:
+    """The exit code and the top-level packages a fresh process imported for `rmqsim ARGV`."""
+    code, modules = _modules_imported_by(argv)
+    return code, {name.split(".")[0] for name in modules}
+
+
+# baseline has no `expect:`; batch_consume_failures has one (its keys are checked against the verdict's
+# metrics: analysis/checkers/verdict.py, which imports the duplicate and order checkers for their CAUSES)
+@pytest.mark.parametrize("scenario", ["baseline", "batch_consume_failures"])
+def test_validate_imports_no_dataframe_plotting_spark_numpy_or_simpy_package(scenario: str) -> None:
+    code, modules = _modules_imported_by(["validate", str(ROOT / "scenarios" / f"{scenario}.yaml")])
+    packages = {name.split(".")[0] for name in modules}
     assert code == 0
-    assert packages.isdisjoint(HEAVY), sorted(packages & set(HEAVY))
-    assert "pydantic" in packages and "rmqsim" in packages  # it did validate
+    assert packages.isdisjoint(NOT_AT_VALIDATE), sorted(packages & set(NOT_AT_VALIDATE))
+    assert modules.isdisjoint(NOT_AT_VALIDATE_MODULES), sorted(modules & set(NOT_AT_VALIDATE_MODULES))
+    assert {"pydantic", "rmqsim"} <= packages and "models.broker.config" in modules  # it did validate
+
+
+_LAZY = """
+import json, sys
+sys.path.insert(0, {root!r})
+import models.broker.config
+light = sorted(m for m in sys.modules if m.startswith("models.broker."))
+from models.broker import TimerMessageIllegal, find_consistent_point, pop_init_offset, shrink_sync_state_set
+from models.broker import timer_slot_ms, truncate_epochs
+import models.broker as broker
+homes = [f.__module__ for f in (TimerMessageIllegal, find_consistent_point, pop_init_offset,
+                               shrink_sync_state_set, timer_slot_ms, truncate_epochs)]
+try:
+    broker.no_such_entry_point
+    missing = None
+except AttributeError as e:
+    missing = str(e)
+print(json.dumps({{"light": light, "homes": homes, "missing": missing, "dir": "truncate_epochs" in dir(broker)}}))
+"""
+
+
+def test_the_broker_packages_entry_points_are_lazy_and_still_importable() -> None:
+    """models.broker.config alone loads no processor; the issue-40 entry points still import from
+    models.broker (their modules loaded then), and an unknown name is an AttributeError."""
+    done = subprocess.run([sys.executable, "-c", _LAZY.format(root=str(ROOT))], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["light"] == ["models.broker.config"], got["light"]
+    assert got["homes"] == ["models.broker.timer_store", "models.broker.auto_switch_ha",
+                            "models.broker.pop_message_processor", "models.broker.auto_switch_ha",
+                            "models.broker.timer_store", "models.broker.auto_switch_ha"]
+    assert got["missing"] == "module 'models.broker' has no attribute 'no_such_entry_point'" and got["dir"]
+
+
+@pytest.mark.parametrize("value_ms", [0, 1, 0.0004, 0.0005, 0.0015, 2.5, 1e-3, 123.4567, 10**12])
+def test_the_light_ms_is_the_kernels(value_ms: float) -> None:
+    """sim/units.py's ms (validation's modules) converts as sim/env.py's (the run's): same µs."""
+    from sim import env, units
+
+    assert units.ms(value_ms) == env.ms(value_ms) and type(units.ms(value_ms)) is int
 
 
 def test_run_without_trace_or_report_imports_no_dataframe_plotting_or_spark_package(tmp_path: Path) -> None:

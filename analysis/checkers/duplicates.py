@@ -70,9 +70,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from typing import Any, NamedTuple
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from analysis.checkers.ledger_codes import PARKED_TWICE, SEQ_BITS, TIMER_TWICE
 from models.records import (
@@ -88,6 +86,9 @@ from models.records import (
     POP_REVIVED,
 )
 from sim.trace import NODE_CRASHED
+
+if TYPE_CHECKING:  # annotations only: importing CAUSES (verdict.py, a scenario's validation) loads no NumPy
+    import numpy as np
 
 CAUSES = ("producer_retry", "rebalance", "consumer_crash", "consumer_shutdown", "broker_offset_rollback",
           "offset_reset", "failover", "send_back", "txn_double_commit", "timer_redelivered",

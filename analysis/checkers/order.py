@@ -35,12 +35,13 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from typing import NamedTuple
-
-import numpy as np
+from typing import TYPE_CHECKING, NamedTuple
 
 from models.records import BROKER_LOCK_GRANTED
 from sim.trace import NODE_CRASHED
+
+if TYPE_CHECKING:  # NumPy is imported by order_violations: importing CAUSES (verdict.py) loads none
+    import numpy as np
 
 CAUSES = ("send_side", "retry_path", "broker_lost_locks", "lock_expired", "other")
 SEQ_BITS = 32  # message id = producer index << 32 | sequence number (models/message.py)
@@ -99,6 +100,8 @@ def order_violations(rows: list[FirstConsumed], group: str, topic: str, brokers:
     """(violations, by cause) of one orderly unit; `brokers` / `nodes`: index → name. `found`
     gets each violation as (late message id, id of the message that overtook it, the late one's
     first consumption, cause) (analysis/checkers/message_causes.py)."""
+    import numpy as np
+
     causes = empty_order_causes()
     if not rows:
         return 0, causes

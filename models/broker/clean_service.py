@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any
 
-from models.broker.config import MessageStoreConfig
+from models.broker.config import MessageStoreConfig, clamp_ratio, delete_hours  # re-exported (the lint reads config's)
 from models.broker.consume_queue import CQ_UNIT_BYTES, unpack_unit
 from models.broker.mapped_file import F_MSG_ID, F_QUEUE_ID, F_QUEUE_OFFSET, F_STORE_US, F_TOPIC, MappedFile
 from models.coverage_points import COV_COMMIT_LOG_FILE_DELETED_FORCIBLY, COV_COMMIT_LOG_FILE_EXPIRED
@@ -54,16 +54,6 @@ from sim.env import ms
 FIRST_RUN_DELAY_US = 60_000_000  # DefaultMessageStore.addScheduleTask: initialDelay 1000 * 60
 HOUR_US = 3_600_000_000
 SYSTEM_TOPIC_PREFIX = "RMQ_SYS_"  # half and op topics: judged by the transaction checker
-
-
-def clamp_ratio(percent: int, low: int, high: int) -> float:
-    """getDiskSpaceWarningLevelRatio / getDiskSpaceCleanForciblyRatio: the percent clamped, as a fraction."""
-    return min(max(percent, low), high) / 100.0
-
-
-def delete_hours(cfg: MessageStoreConfig) -> frozenset[int]:
-    """The hours of the simulated day `deleteWhen` names."""
-    return frozenset(int(h) for h in cfg.delete_when.split(";"))
 
 
 class CleanService:

@@ -180,6 +180,17 @@ class MessageStoreConfig(BaseModel):
         return spec
 
 
+def clamp_ratio(percent: int, low: int, high: int) -> float:
+    """getDiskSpaceWarningLevelRatio / getDiskSpaceCleanForciblyRatio (DefaultMessageStore.
+    CleanCommitLogService): the percent clamped to [low, high], as a fraction (clean_service.py)."""
+    return min(max(percent, low), high) / 100.0
+
+
+def delete_hours(cfg: MessageStoreConfig) -> frozenset[int]:
+    """The hours of the simulated day `deleteWhen` names (clean_service.py's isTimeToDelete)."""
+    return frozenset(int(h) for h in cfg.delete_when.split(";"))
+
+
 def delay_levels_ms(spec: str) -> list[int]:
     """`messageDelayLevel` ("1s 5s … 2h") → delay in ms per level (index 0 = level 1)."""
     tokens = spec.split()

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from models.broker.clean_service import clamp_ratio, delete_hours
+from models.broker.config import clamp_ratio, delete_hours
 from models.consumer.config import BROKER_SUSPEND_MAX_TIME_US, REBALANCE_WAIT_INTERVAL_US, MessageModel
 from models.version import V4, V5
 from rmqsim.scenario import useless_parts as useless

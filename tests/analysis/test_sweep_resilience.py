@@ -100,7 +100,7 @@ def test_killed_workers_are_retried_or_recorded_then_resumed(tmp_path):
     # Spark's task attempt that wrote each row: the run killed once was retried (1), the untouched one was
     # not (0), the one killed twice was recorded failed by its third attempt (2); the output names both retried
     assert [rows[f"p0000-s{seed}"]["attempt"] for seed in (1, 2, 3)] == [2, 1, 0]
-    assert ("retried by Spark after losing an executor or Python worker: p0000-s1 (attempt 2), p0000-s2 "
+    assert ("retried after losing an executor or a worker process: p0000-s1 (attempt 2), p0000-s2 "
             "(attempt 1) (the runs table's `attempt` column)") in first, first
     assert not [p for p in (out / store.RUNS).iterdir() if p.name.startswith(".")], "markers left behind"
 
