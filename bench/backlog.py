@@ -107,7 +107,7 @@ def cli_peak_bytes(messages: int, rate_per_s: int, producers: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "backlog.json"
         spec.write_text(json.dumps(scenario(messages, rate_per_s, producers)))
-        child = subprocess.Popen([sys.executable, "-m", "rmqsim", "run", str(spec), "--seed", "1",
+        child = subprocess.Popen([sys.executable, "-m", "rmqsim.cli", "run", str(spec), "--seed", "1",
                                   "--out", str(Path(tmp) / "out")], cwd=root, stdout=subprocess.DEVNULL)
         _pid, status, usage = os.wait4(child.pid, 0)
         if status != 0:
