@@ -13,14 +13,24 @@ else being constant. With `--consume N`, a consumer group then starts from the h
 queues (CONSUME_FROM_FIRST_OFFSET) and the run continues until it has consumed N messages,
 reading the backlog from "disk" (the 8-message / 64 KiB on-disk pull limits apply beyond 40 % of
 RAM from the CommitLog end).
+
+With `--cli`, the same scenario is also run through `rmqsim run` (a child process each, the whole
+pipeline: simulation, the end-of-run analysis, summary.json) at 2 M and at `--messages`, and the
+report gives the children's peak resident memory (ru_maxrss) and the peak slope beside the steady
+one: (peak at `--messages` − peak at 2 M) / (the difference in messages).
+
+    .venv/bin/python bench/backlog.py --messages 6000000 --cli   # issue 41's 2 M -> 6 M peak slope
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -91,13 +101,43 @@ def consume(world: runner.World, target: int, started: float) -> dict:
             "rss_bytes": rss_bytes(), "total_wall_s": round(time.perf_counter() - started, 1)}
 
 
+def cli_peak_bytes(messages: int, rate_per_s: int, producers: int) -> int:
+    """Peak resident memory (bytes) of one `rmqsim run` of the backlog scenario in a child process."""
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "backlog.json"
+        spec.write_text(json.dumps(scenario(messages, rate_per_s, producers)))
+        child = subprocess.Popen([sys.executable, "-m", "rmqsim.cli", "run", str(spec), "--seed", "1",
+                                  "--out", str(Path(tmp) / "out")], cwd=root, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        _pid, status, usage = os.wait4(child.pid, 0)
+        if not (Path(tmp) / "out" / "summary.json").exists():  # a verdict other than pass exits non-zero
+            raise SystemExit(f"rmqsim run of {messages} messages wrote no summary (status {status})")
+        return usage.ru_maxrss * 1024
+
+
+def cli_report(messages: int, rate_per_s: int, producers: int) -> dict:
+    low = 2_000_000
+    peaks = {n: cli_peak_bytes(n, rate_per_s, producers) for n in (low, messages)}
+    for n, peak in peaks.items():
+        print(json.dumps({"cli_messages": n, "cli_peak_rss_bytes": peak}), flush=True)
+    return {"cli_peak_rss_bytes": {str(n): v for n, v in peaks.items()},
+            "cli_peak_bytes_per_stored_message": round((peaks[messages] - peaks[low]) / (messages - low), 1)
+            if messages > low else None}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=10_000_000)
     ap.add_argument("--rate-per-s", type=int, default=200_000, help="all producers together")
     ap.add_argument("--producers", type=int, default=4)
     ap.add_argument("--consume", type=int, default=0, help="then consume this many from the head")
+    ap.add_argument("--cli", action="store_true", help="also the peak through `rmqsim run` at 2 M and --messages")
+    ap.add_argument("--cli-only", action="store_true", help="only the peak through `rmqsim run`")
     args = ap.parse_args()
+    if args.cli_only:
+        print(json.dumps(cli_report(args.messages, args.rate_per_s, args.producers), indent=1))
+        return 0
     started = time.perf_counter()
     sc = from_data(scenario(args.messages, args.rate_per_s, args.producers))
     world = runner.build(sc, seed=1)
@@ -117,6 +157,9 @@ def main() -> int:
     if args.consume:
         report["consume"] = consume(world, args.consume, started)
         report["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if args.cli:
+        del world, ledger
+        report |= cli_report(args.messages, args.rate_per_s, args.producers)
     print(json.dumps({k: v for k, v in report.items() if k != "checkpoints"}, indent=1))
     return 0
 

@@ -34,16 +34,29 @@ LAG_POINTS = 600  # at most this many points in a unit's lag series
 SEC_US = 1_000_000
 
 
-def lag_by_second(stored_us: np.ndarray, consumed_us: np.ndarray, end_us: int) -> list[int]:
-    """Backlog at the end of each second 0..end: stored so far − consumed so far. Sorts both
-    arrays in place (a copy each would add 16 bytes a message to the summary's peak memory)."""
-    seconds = max(1, -(-end_us // SEC_US))
-    edges = np.arange(1, seconds + 1, dtype=np.int64) * SEC_US
-    stored_us.sort()
-    consumed_us.sort()
-    stored = np.searchsorted(stored_us, edges, side="left")
-    consumed = np.searchsorted(consumed_us, edges, side="left")
-    lag = np.maximum(stored - consumed, 0)
+class SecondCounts:
+    """How many times fall in each whole second 0..seconds−1 of a run ending at `end_us`, counted
+    part by part (a producer's times at a time): the lag series needs the counts, not the times,
+    so no array of every message's time is ever built (issue 41: the summary's peak memory)."""
+
+    def __init__(self, end_us: int) -> None:
+        self.seconds = max(1, -(-end_us // SEC_US))
+        self.counts = np.zeros(self.seconds + 1, np.int64)  # the last bin: at or after the run's end
+
+    def add(self, times_us: np.ndarray) -> None:
+        if len(times_us):
+            bins = np.clip(times_us // SEC_US, 0, self.seconds)
+            self.counts += np.bincount(bins, minlength=self.seconds + 1)
+
+    def before_edges(self) -> np.ndarray:
+        """For each second k: the times before (k + 1) s."""
+        return np.cumsum(self.counts[:self.seconds])
+
+
+def lag_by_second(stored: SecondCounts, consumed: SecondCounts) -> list[int]:
+    """Backlog at the end of each second 0..end: stored so far − consumed so far (at most
+    `LAG_POINTS` points: the maximum over equal spans)."""
+    lag = np.maximum(stored.before_edges() - consumed.before_edges(), 0)
     if len(lag) > LAG_POINTS:
         span = -(-len(lag) // LAG_POINTS)
         pad = (-len(lag)) % span
@@ -91,13 +104,15 @@ def cat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
-def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: list[TimeColumn], own: dict,
+def unit_metrics(unit: Any, prods: Any, first_ok: Any, store_us: list[TimeColumn], own: dict,
                  end_us: int, broadcasting: bool, pop: bool = False, lost: dict[int, np.ndarray] | None = None,
                  read: ReadWindows | None = None) -> dict[str, Any]:
-    """`pop`: a POP group owns no queue and never rebalances: both read null (not applicable).
-    `lost`: producer → the sequence numbers of the unit's lost messages (no backlog); `read`: the
+    """`first_ok[p]`: producer p's first successful consumption times (µs, −1: none), read once
+    per producer. `pop`: a POP group owns no queue and never rebalances: both read null (not applicable).
+    `lost`: producer → a mask over its messages, true for the unit's lost ones (no backlog); `read`: the
     fault windows' read facts to fill (analysis/checkers/availability.py)."""
-    latencies, stored_all, consumed_all = [], [], []
+    latencies = []
+    stored_count, consumed_count = SecondCounts(end_us), SecondCounts(end_us)
     for p in range(prods.n):
         if prods.topics[p] != unit.topic:
             continue
@@ -105,10 +120,10 @@ def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: li
         has_store = stored.is_set(length)
         if lost and p in lost:
             has_store[lost[p]] = False
-        stored_all.append(stored.at(has_store, length))
+        stored_count.add(stored.at(has_store, length))
         done = has_store & (first >= 0)
         consumed = first[done]
-        consumed_all.append(consumed)
+        consumed_count.add(consumed)
         stored_done = stored.at(done, length)
         latency = consumed - stored_done
         if read is not None:
@@ -118,7 +133,7 @@ def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: li
             read.add(p, np.flatnonzero(done), stored_done, consumed, np.flatnonzero(waiting),
                      stored.at(waiting, length))
         latencies.append(np.maximum(latency, 0, out=latency))
-    lag = lag_by_second(cat(stored_all), cat(consumed_all), end_us)  # the parts are fresh arrays: sorted in place
+    lag = lag_by_second(stored_count, consumed_count)
     latencies_us = cat(latencies)
     group = unit.group
     if broadcasting or pop:
@@ -127,7 +142,7 @@ def unit_metrics(unit: Any, prods: Any, first_ok: list[np.ndarray], store_us: li
         open_us = sum(end_us - since for key, since in own["open"].items() if key[0] == group)
         unowned = (own["unowned_us"].get(group, 0) + open_us) / 1e6
     return {
-        "consume_latency_ms": percentiles_ms(latencies_us),
+        "consume_latency_ms": percentiles_ms(latencies_us, owned=True),  # fresh arrays, pooled later as a multiset
         "lag_max": max(lag) if lag else 0,
         "lag_by_second": lag,
         "rebalances": None if pop else own["rebalances"].get(unit.name if broadcasting else group, 0),

@@ -191,6 +191,20 @@ class _Producers:
         self.transactional = [getattr(info, "transactional", False) for info in ledger.producers]
 
 
+class _FirstOk:
+    """A unit's first successful consumption time (µs, −1: none) of each message, by producer,
+    padded to the producer's length on each read: a reader walking the producers holds one
+    producer's array at a time (a list of them all would add 8 bytes a message to the summary's
+    peak memory)."""
+
+    def __init__(self, unit: Any, length: list[int]) -> None:
+        self.unit = unit
+        self.length = length
+
+    def __getitem__(self, p: int) -> np.ndarray:
+        return _padded(self.unit.first_ok_us[p], np.int64, self.length[p], -1)
+
+
 def _padded(arr: Any, dtype: Any, length: int, fill: int) -> np.ndarray:
     view = np.frombuffer(arr, dtype=dtype)[:length]
     if len(view) == length:
@@ -223,7 +237,7 @@ def judge_units(ledger: Any, details: dict[str, Any] | None = None, stopped: boo
         result["duplicates_by_cause"] = count_causes(timed)
         result["duplicates_by_second"] = causes_by_second(timed)
         result["retries"] = unit.attempts - result["consumed_ok_distinct"] - result["duplicates"]
-        first_ok = [_padded(unit.first_ok_us[p], np.int64, prods.length[p], -1) for p in range(prods.n)]
+        first_ok = _FirstOk(unit, prods.length)  # one producer's padded copy at a time, not every producer's
         read = ReadWindows(windows_us) if windows_us else None
         result.update(unit_metrics(unit, prods, first_ok, ledger.store_us, own, ledger.last_us,
                                    unit.group in ledger.broadcasting, unit.group in ledger.pop,
@@ -253,23 +267,29 @@ def _judge_unit(ledger: Any, unit: Any, prods: _Producers, details: dict[str, An
     c = {"lost": 0, "pending_retry": 0, "dlq": 0, "duplicates": 0, "duplicated_messages": 0, "unconsumed": 0,
          "consumed_ok_distinct": 0, "producer_retry": 0, "redelivery": 0, "pending_delay": 0, "txn_double_commit": 0}
     order_rows: list[tuple[np.ndarray, ...]] = []
-    lost_by_producer: dict[int, np.ndarray] = {}  # the lost messages are no backlog (consumer_metrics.py)
+    lost_by_producer: dict[int, np.ndarray] = {}  # lost masks: the lost messages are no backlog (consumer_metrics.py)
     for p in range(prods.n):
         length = prods.length[p]
-        ok = _padded(unit.ok_count[p], np.uint16, length, 0).astype(np.int32)  # sums accumulate in int64
-        first = _padded(unit.first_ok_us[p], np.int64, length, -1)
+        ok = _padded(unit.ok_count[p], np.uint16, length, 0)  # a view where nothing is missing: sums in int64
+        # read at consumed messages only, which the unit's arrays (grown together) always cover: no padded copy
+        first = np.frombuffer(unit.first_ok_us[p], np.int64)[:length]
         retry = _padded(unit.retry[p], np.uint8, length, 0)
         consumed = ok > 0
-        extra = np.maximum(ok - 1, 0)
-        c["consumed_ok_distinct"] += int(consumed.sum())
-        c["duplicates"] += int(extra.sum())
-        c["duplicated_messages"] += int((ok > 1).sum())
+        # the deliveries beyond each message's first: ok − 1 where consumed, summed without an array of them
+        distinct = int(np.count_nonzero(consumed))
+        extra = int(ok.sum(dtype=np.int64)) - distinct
+        c["consumed_ok_distinct"] += distinct
+        c["duplicates"] += extra
+        c["duplicated_messages"] += int(np.count_nonzero(ok > 1))
         # a timer message the timer put back twice (parked once) is redelivered, not sent twice
         timer_twice = ((prods.state[p] & TIMER_TWICE) != 0) & ((prods.state[p] & PARKED_TWICE) == 0)
         stored_twice = (prods.copies[p] > 1) & ~timer_twice
+        del timer_twice
+        extra_twice = int(ok.sum(dtype=np.int64, where=stored_twice)) - int(np.count_nonzero(consumed & stored_twice))
+        del stored_twice
         # a transactional producer's real messages are written by commits: two copies = two commits
-        c["txn_double_commit" if prods.transactional[p] else "producer_retry"] += int(extra[stored_twice].sum())
-        c["redelivery"] += int(extra[~stored_twice].sum())
+        c["txn_double_commit" if prods.transactional[p] else "producer_retry"] += extra_twice
+        c["redelivery"] += extra - extra_twice
         if prods.topics[p] != unit.topic or prods.transactional[p]:
             continue  # transactional messages: judged by analysis/checkers/txn_checker.py (visible iff committed)
         acked = (prods.state[p] & ACKED) != 0
@@ -279,22 +299,23 @@ def _judge_unit(ledger: Any, unit: Any, prods: _Producers, details: dict[str, An
             parked = np.nonzero(delayed)[0]
             delayed[parked[facts.bits((np.int64(p) << SEQ_BITS) | parked.astype(np.int64)) != 0]] = False
         lost = missing & (retry == 0) & ~delayed
-        lost_causes = _causes(facts, p, np.nonzero(lost)[0])
+        lost_causes = _causes(facts, p, np.flatnonzero(lost))
         if stopped:  # the run ended early: what nothing destroyed may yet be consumed (module docstring)
-            waiting = np.nonzero(lost)[0][lost_causes == OTHER]
-            lost[waiting] = False
-            lost_causes = lost_causes[lost_causes != OTHER]
-            c["unconsumed"] += len(waiting)
+            waiting = lost_causes == OTHER
+            c["unconsumed"] += int(np.count_nonzero(waiting))
+            lost[lost] = ~waiting  # the lost messages in order, as `lost_causes` lists them
+            lost_causes = lost_causes[~waiting]
+            del waiting
         pending = np.nonzero(missing & (retry == IN_RETRY))[0]
         dead = _dead_retry(retry_facts, p, pending)  # its retry copy is gone: lost after all
         if found is not None:  # the messages behind the counts (analysis/checkers/message_causes.py)
-            found.add_lost(unit.name, p, np.nonzero(lost)[0], lost_causes)
+            found.add_lost(unit.name, p, np.flatnonzero(lost), lost_causes)
             found.add_lost(unit.name, p, pending[dead >= 0], dead[dead >= 0])
             if found.keep:
                 found.add_states(unit.name, p, pending_retry=pending[dead < 0], dlq=np.nonzero(missing & (retry == IN_DLQ))[0],
                                  pending_delay=np.nonzero(missing & delayed)[0])
         lost[pending[dead >= 0]] = True
-        lost_by_producer[p] = np.flatnonzero(lost)
+        lost_by_producer[p] = lost  # the mask itself (1 byte a message), not its indexes (8)
         causes += np.bincount(np.concatenate([lost_causes, dead[dead >= 0]]), minlength=len(LOSS_CAUSES))
         c["lost"] += int(lost.sum())
         c["pending_delay"] += int((missing & delayed).sum())
@@ -330,16 +351,26 @@ def _judge_unit(ledger: Any, unit: Any, prods: _Producers, details: dict[str, An
         "consumed_ok_distinct": c["consumed_ok_distinct"],
         "consume_attempts": unit.attempts,
         **_order(ledger, unit, order_rows, locks, found),
-        "latency_ms": percentiles_ms(unit_latencies),
+        "latency_ms": percentiles_ms(unit_latencies, owned=True),  # a fresh concatenation; only its multiset is used after
         "_lost_seqs": lost_by_producer,
     }
     return result, unit_latencies
 
 
+CAUSE_CHUNK = 1 << 20  # lost messages judged at a time: the lookups' temporaries stay a few MB
+
+
 def _causes(facts: _Facts, p: int, seqs: np.ndarray) -> np.ndarray:
-    """Cause index of each lost message `seqs` of producer `p`."""
-    ids = (np.int64(p) << SEQ_BITS) | seqs.astype(np.int64)
-    return loss_causes(facts.bits(ids), facts.reused(ids))
+    """Cause index (int8) of each lost message `seqs` of producer `p`: `other` for all without a
+    loss fact in the run, else looked up a chunk at a time (a run losing 10^8 messages would
+    otherwise hold ids, fact bits and six masks of them all at once: issue 41)."""
+    out = np.full(len(seqs), OTHER, np.int8)
+    if not len(facts.destroyed_ids) and not len(facts.reused_ids):
+        return out
+    for start in range(0, len(seqs), CAUSE_CHUNK):
+        ids = (np.int64(p) << SEQ_BITS) | seqs[start:start + CAUSE_CHUNK].astype(np.int64)
+        out[start:start + CAUSE_CHUNK] = loss_causes(facts.bits(ids), facts.reused(ids))
+    return out
 
 
 def _dead_retry(retry_facts: _Facts, p: int, seqs: np.ndarray) -> np.ndarray:
@@ -432,11 +463,11 @@ def _totals(ledger: Any, prods: _Producers, groups: dict[str, dict[str, Any]],
         "unowned_queue_s": _sum_or_none([g["unowned_queue_s"] for g in groups.values()]),
         "lag_max": max((g["lag_max"] for g in groups.values()), default=0),
         "consume_latency_ms": percentiles_ms(np.concatenate(consume_latencies) if consume_latencies
-                                             else np.zeros(0, np.int64)),
+                                             else np.zeros(0, np.int64), owned=True),
         "order_violations": sum(g["order_violations"] for g in orderly) if orderly else None,
         "order_violations_by_cause": {c: sum(g["order_violations_by_cause"][c] for g in orderly)
                                       for c in ORDER_CAUSES} if orderly else None,
-        "latency_ms": percentiles_ms(latencies),
+        "latency_ms": percentiles_ms(latencies, owned=True),  # a fresh concatenation (judge_units)
         "groups": groups,
     }
 
@@ -450,24 +481,28 @@ def send_metrics(ledger: Any) -> dict[str, Any]:
         "send_steered_away": ledger.send_steered,
         "send_status": dict(sorted(ledger.send_status.items())),
         "send_failures_by_reason": dict(sorted(ledger.send_failures.items())),
-        "send_latency_ms": percentiles_ms(_send_latencies(ledger, None)),
+        "send_latency_ms": percentiles_ms(_send_latencies(ledger, None), owned=True),
         "send_share_by_broker": _shares(ledger.sends_by_second.items()),
     }
 
 
 def _send_latencies(ledger: Any, seconds: FaultSeconds | None) -> np.ndarray:
-    """RT (µs) of every send born at or after the warm-up that returned a result; with `seconds`,
-    of those born in them."""
-    parts = []
-    for p in range(len(ledger.producers)):
-        n = ledger.top_seq[p] + 1 if ledger.top_seq[p] else 0
+    """RT (µs, uint32) of every send born at or after the warm-up that returned a result; with
+    `seconds`, of those born in them. One array, no parts to concatenate (issue 41: peak memory)."""
+    lengths = [top + 1 if top else 0 for top in ledger.top_seq]
+    out = np.empty(sum(lengths), np.uint32)  # uint32: 4 bytes a sample, filled producer by producer
+    filled = 0
+    for p, n in enumerate(lengths):
         rt = np.frombuffer(ledger.rt_us[p], np.uint32)[:n]
         born = ledger.born_us[p].view(n)
         keep = (rt != NO_RT) & (born >= ledger.warmup_us)  # warm-up: not measured, as in latency_ms
         if seconds is not None:
             keep &= seconds.holds(born // 1_000_000)
-        parts.append(rt[keep].astype(np.int64))
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        del born
+        kept = int(np.count_nonzero(keep))
+        np.compress(keep, rt, out=out[filled:filled + kept])
+        filled += kept
+    return out[:filled]
 
 
 def _shares(counts: Iterable[tuple[tuple[int, str], int]]) -> dict[str, float]:
@@ -523,4 +558,4 @@ def send_metrics_in_faults(ledger: Any, windows: list[dict[str, Any]], run_end_m
     inside = seconds.holds(np.fromiter((key[0] for key, _n in counts), np.int64, len(counts)))
     return {"send_share_by_broker_in_faults": _shares(c for c, keep in zip(counts, inside.tolist(), strict=True)
                                                       if keep),
-            "send_latency_ms_in_faults": percentiles_ms(_send_latencies(ledger, seconds))}
+            "send_latency_ms_in_faults": percentiles_ms(_send_latencies(ledger, seconds), owned=True)}
