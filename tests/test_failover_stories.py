@@ -1,5 +1,6 @@
-"""The `failover` duplicate cause (issue 12) over seeds 1-3 (seed 1 in CI, all three by scripts/test.sh --slow): a consumer offset answered by a replica
-other than the master (scenarios/failover_stale_slave_offsets.yaml). Bounds, not pinned numbers.
+"""The `failover` duplicate cause (issue 12) over seeds 1-3 (seed 1 in CI, all three by scripts/test.sh
+--slow): a consumer offset answered by a replica other than the master
+(scenarios/failover_stale_slave_offsets.yaml). Bounds, not pinned numbers.
 
 Reference: ../shared/reference/rocketmq-semantics.md 3.9 and 6.3 (SlaveSynchronize, offsets on a
 slave); duplicate causes from analysis/checkers/duplicates.py.
