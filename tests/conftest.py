@@ -21,3 +21,9 @@ def short_baseline(duration_ms: int = 20_000, settle_ms: int = 10_000, rate: int
     return scenario.load(ROOT / "scenarios" / "baseline.yaml",
                          [f"duration_ms={duration_ms}", f"settle_ms={settle_ms}",
                           f"producers[0].rate_per_s={rate}"])
+
+
+def first_seed_in_ci(seeds: tuple[int, ...]) -> tuple:
+    """A story's seeds as pytest parameters: the first runs everywhere, the others are marked `slow`
+    (scripts/test.sh --slow; CI leaves them out), with the same test ids ([1], [2], [3])."""
+    return (seeds[0], *(pytest.param(s, marks=pytest.mark.slow, id=str(s)) for s in seeds[1:]))

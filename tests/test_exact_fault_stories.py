@@ -24,7 +24,7 @@ import pytest
 
 import rmqsim
 from sim.trace import field_index
-from tests.conftest import ROOT
+from tests.conftest import ROOT, first_seed_in_ci
 
 SEEDS = (1, 2, 3)
 FLUSH_INTERVAL_COMMIT_LOG_US = 500_000  # flushIntervalCommitLog (RocketMQ default, ms): not read from the model
@@ -146,7 +146,7 @@ def handed_over(first: tuple, again: tuple, started: dict, dropped: dict) -> boo
     return own_start is not None and any(own_start <= t <= t1 and node == node1 for t, node in dropped[queue])
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", first_seed_in_ci(SEEDS))  # ~8 s a seed: 2 and 3 by scripts/test.sh --slow
 def test_every_rebalance_duplicate_has_its_hand_over_between_the_two_deliveries(seed: int) -> None:
     r = run("consumer_joins_busy_group", seed, *JOIN)
     s = r.summary

@@ -1,5 +1,6 @@
-"""The `failover` duplicate cause (issue 12) over seeds 1-3: a consumer offset answered by a replica
-other than the master (scenarios/failover_stale_slave_offsets.yaml). Bounds, not pinned numbers.
+"""The `failover` duplicate cause (issue 12) over seeds 1-3 (seed 1 in CI, all three by scripts/test.sh
+--slow): a consumer offset answered by a replica other than the master
+(scenarios/failover_stale_slave_offsets.yaml). Bounds, not pinned numbers.
 
 Reference: ../shared/reference/rocketmq-semantics.md 3.9 and 6.3 (SlaveSynchronize, offsets on a
 slave); duplicate causes from analysis/checkers/duplicates.py.
@@ -15,8 +16,9 @@ from models.records import BROKER_OFFSET_BEHIND_REPLICA, CONSUMER_CONSUMED, SLAV
 from rmqsim.runner import run_scenario
 from rmqsim.scenario import spec as scenario
 from sim.trace import field_index
+from tests.conftest import first_seed_in_ci
 
-SEEDS = (1, 2, 3)
+SEEDS = (1, 2, 3)  # 150 s scenario, ~30 s a seed: seed 1 in CI, 2 and 3 by scripts/test.sh --slow
 SEC = 1_000_000
 CRASH_US, BACK_US = 75 * SEC, 120 * SEC  # the scenario's faults: broker-a's master and c-1, master back
 PERSIST_MARGIN_US = 6 * SEC  # persistConsumerOffsetInterval (5 s) plus a pull round
@@ -27,7 +29,7 @@ def run(seed: int):
     return run_scenario(scenario.load("scenarios/failover_stale_slave_offsets.yaml"), seed=seed, keep_records=True)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", first_seed_in_ci(SEEDS))
 def test_failover_duplicates_bounded_by_what_the_slave_copy_missed(seed):
     """failover > 0 and ≤ what one replica's offsets lacked against the other's: the broker-a
     messages c-1 consumed between the slave's last copy of the master's offsets (less a persist

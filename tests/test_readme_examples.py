@@ -210,6 +210,7 @@ def test_a_changed_count_or_digest_is_caught(transcript: list[tuple[int, str]]):
     assert not matches([actual[0], ANY_LINES, "something else"], actual)
 
 
+@pytest.mark.slow  # a JVM and six runs (30-100 s): scripts/test.sh --slow, not in CI
 @pytest.mark.parametrize("example", SWEEPS, ids=[e.command for e in SWEEPS])
 def test_sweep_example_is_a_real_sweep(example: Example, tmp_path: Path):
     """The sweep on local Spark in a child process (its own process group, killed on a timeout):

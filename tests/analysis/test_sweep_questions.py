@@ -27,6 +27,9 @@ import yaml
 from rmqsim import cli
 from tests.conftest import ROOT
 
+# two whole sweeps and their reports (about 140 s): run by scripts/test.sh --slow, not in CI
+pytestmark = pytest.mark.slow
+
 INVISIBLE_MS = (10_000, 20_000, 40_000)
 
 
