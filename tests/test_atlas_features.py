@@ -181,13 +181,14 @@ def test_two_members_with_one_client_id_take_the_same_queues(seed: int) -> None:
     qid, ok = col("consumer.consumed", "queue_id"), col("consumer.consumed", "ok")
     by_node: dict[str, set[int]] = {}
     for c in recs(r, "consumer.consumed"):
-        if c[ok] and c[0] > 5_000_000:  # after the start-up rebalances
+        if c[ok] and 5_000_000 < c[0] < 12_000_000:  # after the start-up rebalances, before d stops
             by_node.setdefault(c[1], set()).add(c[qid])
     # both allocate as index 0 of cidAll [X, X]: AVG gives each the first half of the 4 queues
-    assert by_node == {"c-1": {0, 1}, "c-2": {0, 1}}
+    assert sorted(by_node.values(), key=sorted) == [{0, 1}, {0, 1}], by_node
     assert s["duplicates"] >= 100 and s["duplicates_by_cause"]["rebalance"] == s["duplicates"]
-    distinct = s["groups"]["billing"]["consumed_ok_distinct"]
-    assert distinct < s["stored"] * 0.6 and s["lag_max"] >= 500  # queues 2 and 3: nobody's
+    assert s["lag_max"] >= 500  # queues 2 and 3: nobody's while both run
+    # once d shut down, the survivor owns every queue and drains them
+    assert s["groups"]["billing"]["consumed_ok_distinct"] == s["stored"] and s["lost"] == 0
 
 
 def test_distinct_instance_names_share_the_queues() -> None:
