@@ -223,8 +223,9 @@ def build(sc: Scenario, seed: int, keep_records: bool = False, detail: bool = Fa
     _wire_network(network, sc)
     shutdowns = {name: m.shutdown if isinstance(m, PushConsumer | PopConsumer) else m.exit_gracefully
                  for name, m in world.models.items() if isinstance(m, PushConsumer | PopConsumer | Producer)}
-    service_errors = {(b.node.name, "transaction_check"): b.transaction.check_service.throw_until
-                      for b in brokers if b.transaction is not None}  # models/broker/transaction_check.py
+    service_errors: dict[tuple[str, str], Callable[[int], None]] = {
+        (b.node.name, "transaction_check"): b.transaction.check_service.throw_until
+        for b in brokers if b.transaction is not None}  # models/broker/transaction_check.py
     world.injector = FaultInjector(env, world.nodes, list(sc.faults), list(sc.random_faults), duration_us, shutdowns,
                                    service_errors)
     world.admin = MQAdmin(env, brokers, {g: e["topic"] for g, e in consumer_groups(sc).items()})

@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from analysis.sweeps import directory as sweep_dir
 
@@ -92,6 +92,8 @@ def run_tasks(pending: list[dict[str, Any]], workers: int, progress: PoolProgres
         while len(results) < len(pending) and not progress.no_space:
             pool.assign(queue, pending)
             for worker, message in pool.wait(POLL_S):
+                if worker.busy is None:  # wait() answers busy workers only
+                    continue
                 index, attempt = worker.busy
                 worker.busy = None
                 if message is None or message[0] == "error":
@@ -126,6 +128,8 @@ def _first_line(text: str) -> str:
 @dataclass
 class _Worker:
     proc: subprocess.Popen
+    stdin: IO[bytes]  # the process's pipes (never None: both are PIPE)
+    stdout: IO[bytes]
     busy: tuple[int, int] | None = None  # (task index, attempt) it runs
     buffer: bytearray = field(default_factory=bytearray)
 
@@ -140,7 +144,9 @@ class _Pool:
     def _start(self) -> _Worker:
         proc = subprocess.Popen([sys.executable, "-P", "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 env=self.env, close_fds=True)
-        return _Worker(proc)
+        if proc.stdin is None or proc.stdout is None:  # both asked as PIPE: Popen always makes them
+            raise OSError("a worker process started without its pipes")
+        return _Worker(proc, proc.stdin, proc.stdout)
 
     def replace(self, worker: _Worker) -> None:
         _reap(worker.proc)
@@ -152,13 +158,13 @@ class _Pool:
                 index, attempt = queue.popleft()
                 worker.busy = (index, attempt)
                 try:
-                    _send(worker.proc.stdin, (tasks[index], attempt))
+                    _send(worker.stdin, (tasks[index], attempt))
                 except OSError:  # died between tasks: `wait` sees its end of file
                     pass
 
     def wait(self, timeout_s: float) -> list[tuple[_Worker, Any]]:
         """(worker, message) for each busy worker that answered or died (message None) within `timeout_s`."""
-        busy = {w.proc.stdout.fileno(): w for w in self.workers if w.busy is not None}
+        busy = {w.stdout.fileno(): w for w in self.workers if w.busy is not None}
         if not busy:
             return []
         ready, _, _ = select.select(list(busy), [], [], timeout_s)
@@ -168,7 +174,7 @@ class _Pool:
         """Every task done: workers told to exit, and waited for."""
         for worker in self.workers:
             try:
-                worker.proc.stdin.close()
+                worker.stdin.close()
             except OSError:
                 pass
         for worker in self.workers:
@@ -187,7 +193,7 @@ class _Pool:
 
 def _receive(worker: _Worker) -> Any:
     """The next whole message of `worker` (reading until it is whole), None at its end of file."""
-    chunk = os.read(worker.proc.stdout.fileno(), 1 << 20)
+    chunk = os.read(worker.stdout.fileno(), 1 << 20)
     if not chunk:
         return None
     worker.buffer += chunk
@@ -198,7 +204,7 @@ def _receive(worker: _Worker) -> Any:
                 payload = bytes(worker.buffer[_HEADER.size:_HEADER.size + size])
                 del worker.buffer[:_HEADER.size + size]
                 return pickle.loads(payload)  # noqa: S301 - our own worker's frame
-        more = os.read(worker.proc.stdout.fileno(), 1 << 20)  # the rest of a frame being written
+        more = os.read(worker.stdout.fileno(), 1 << 20)  # the rest of a frame being written
         if not more:
             return None
         worker.buffer += more
@@ -228,13 +234,13 @@ def _worker_env() -> dict[str, str]:
             "PYTHONPATH": root if not path else os.pathsep.join([root, path])}
 
 
-def _send(stream: BinaryIO, message: Any) -> None:
+def _send(stream: IO[bytes], message: Any) -> None:
     payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(_HEADER.pack(len(payload)) + payload)
     stream.flush()
 
 
-def _read_exact(stream: BinaryIO, size: int) -> bytes | None:
+def _read_exact(stream: IO[bytes], size: int) -> bytes | None:
     data = stream.read(size)
     return data if data is not None and len(data) == size else None
 
