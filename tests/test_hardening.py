@@ -495,6 +495,7 @@ def test_a_report_that_fails_after_spark_starts_leaves_no_import_running(tmp_pat
 
     monkeypatch.setattr(report, "_import_figures", slow_import)
     monkeypatch.setattr(sweep, "spark_session", no_session)
+    monkeypatch.setenv(sweep.ENGINE_ENV, "spark")  # a local sweep's report reads with Arrow: no session to fail
     with pytest.raises(report.ReportError, match="no Spark here"):
         report.build_report(out, master="local[1]")
     assert not [t for t in threading.enumerate() if t.name == "rmqsim-import-figures"]
