@@ -39,6 +39,7 @@ DELAY_LEVEL_RE = re.compile(r"(\d{1,12})([smhd])")  # ScheduleMessageService.par
 DELAY_UNIT_MS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 TIMER_PRECISION_CANDIDATES_MS = (100, 200, 500, 1000)  # MessageStoreConfig.setTimerPrecisionMs's candidates
 TIMER_MAX_DELAY_SEC = 3600 * 24 * 3  # MessageStoreConfig.timerMaxDelaySec default (timer_max_delay_sec below)
+BROKER_SERVICES = ("transaction_check",)  # the services a `service_error` fault can make throw (transaction_check.py)
 
 
 class FlushDiskType(StrEnum):

@@ -107,7 +107,6 @@ MAX_RETRY_COUNT_WHEN_HALF_NULL = 1  # TransactionalMessageServiceImpl.MAX_RETRY_
 FILE_RESERVED_TIME_US = 72 * 3_600_000_000  # MessageStoreConfig.fileReservedTime (72 h): needSkip
 TCMT_QUEUE_NUMS = 1  # TopicValidator / DefaultTransactionalMessageCheckListener: TRANS_CHECK_MAX_TIME_TOPIC queues
 GET_AVAILABLE_CHANNEL_RETRY_COUNT = 3  # ProducerManager.GET_AVAILABLE_CHANNEL_RETRY_COUNT (all channels read as active)
-BROKER_SERVICES = ("transaction_check",)  # the services a `service_error` fault can make throw (module docstring)
 SPIN_TICK_US = 1  # 4.9.8's op-pull spin lasts until the clock moves: one tick of the µs clock (module docstring)
 
 

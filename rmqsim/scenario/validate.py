@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from models.broker.transaction_check import BROKER_SERVICES
+from models.broker.config import BROKER_SERVICES
 from models.consumer.allocate import java_split
 from models.consumer.allocate_setup import naming_room
 from models.message import record_bytes, retry_topic
