@@ -27,3 +27,18 @@ def first_seed_in_ci(seeds: tuple[int, ...]) -> tuple:
     """A story's seeds as pytest parameters: the first runs everywhere, the others are marked `slow`
     (scripts/test.sh --slow; CI leaves them out), with the same test ids ([1], [2], [3])."""
     return (seeds[0], *(pytest.param(s, marks=pytest.mark.slow, id=str(s)) for s in seeds[1:]))
+
+
+def traced_run_dir(base: Path, scenario: str, seed: int, sets: tuple[str, ...]) -> Path:
+    """`rmqsim run scenarios/<scenario>.yaml --seed N --trace` with `--set` overrides, in a directory
+    under `base` named by the scenario, the seed and the overrides' digest (explain stories read it)."""
+    import hashlib
+
+    from rmqsim import cli
+
+    out = base / f"{scenario}-{seed}-{hashlib.sha256(repr(sets).encode()).hexdigest()[:8]}"
+    argv = ["run", str(ROOT / "scenarios" / f"{scenario}.yaml"), "--seed", str(seed), "--out", str(out), "--trace"]
+    for item in sets:
+        argv += ["--set", item]
+    assert cli.main(argv) in (0, 1)
+    return out

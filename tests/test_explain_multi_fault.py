@@ -17,7 +17,6 @@ Over three seeds each, with the mechanism asserted to happen.
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections import Counter
 from pathlib import Path
 
@@ -27,8 +26,7 @@ import rmqsim
 from analysis.explain.answer import explain_fault, read_run
 from analysis.explain.fault import NO_FAULT, attribution
 from analysis.explain.judge import investigate
-from rmqsim import cli
-from tests.conftest import ROOT
+from tests.conftest import traced_run_dir
 
 OUT = Path("/tmp") / "rmqsim-test-explain-multi"  # replaced per session by the fixture below
 SEEDS = (1, 2, 3)
@@ -51,12 +49,7 @@ def _out(tmp_path_factory) -> None:
 @functools.cache
 def run_dir(story: tuple, seed: int) -> Path:
     scenario, sets = story
-    out = OUT / f"{scenario}-{seed}-{hashlib.sha256(repr(sets).encode()).hexdigest()[:8]}"
-    argv = ["run", str(ROOT / "scenarios" / f"{scenario}.yaml"), "--seed", str(seed), "--out", str(out), "--trace"]
-    for item in sets:
-        argv += ["--set", item]
-    assert cli.main(argv) in (0, 1)
-    return out
+    return traced_run_dir(OUT, scenario, seed, sets)
 
 
 @functools.cache

@@ -23,15 +23,13 @@ the mechanism happened.
 from __future__ import annotations
 
 import functools
-import hashlib
 from pathlib import Path
 
 import pytest
 
 import rmqsim
 from analysis.explain.answer import explain_fault, explain_message, read_run
-from rmqsim import cli
-from tests.conftest import ROOT
+from tests.conftest import traced_run_dir
 
 OUT = Path("/tmp") / "rmqsim-test-explain-5x"  # replaced per session by the fixture below
 SEEDS = (1, 2, 3)
@@ -67,12 +65,7 @@ def _out(tmp_path_factory) -> None:
 @functools.cache
 def run_dir(story: tuple, seed: int) -> Path:
     scenario, sets = story
-    out = OUT / f"{scenario}-{seed}-{hashlib.sha256(repr(sets).encode()).hexdigest()[:8]}"
-    argv = ["run", str(ROOT / "scenarios" / f"{scenario}.yaml"), "--seed", str(seed), "--out", str(out), "--trace"]
-    for item in sets:
-        argv += ["--set", item]
-    assert cli.main(argv) in (0, 1)
-    return out
+    return traced_run_dir(OUT, scenario, seed, sets)
 
 
 @functools.cache
