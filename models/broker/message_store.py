@@ -67,6 +67,16 @@ class MessageStore:
         self.memory_window_bytes = cfg.physical_memory_bytes * cfg.access_message_in_memory_max_ratio // 100
         self._overhead: dict[int, int] = {}  # topic index << 16 | tags index -> header + topic + properties
 
+    def release(self) -> None:
+        """Free the per-message tables (every CommitLog file's records, every ConsumeQueue's units)
+        at the end of a run whose analysis reads none of them (rmqsim/runner.py `release_stores`).
+        The store holds no message afterwards and is not to be used again (its positions and queue
+        ends are left as they were, without the records behind them)."""
+        for mapped in self.commit_log.files.files:
+            mapped.phys, mapped.data, mapped.props = mapped.phys[:0], bytearray(), {}
+        for cq in self.reput.queues.values():
+            cq.units = bytearray()
+
     def max_offset(self, topic: str, queue_id: int) -> int:
         cq = self.reput.queue(topic, queue_id)
         return cq.max_offset if cq is not None else 0
