@@ -17,6 +17,9 @@ cdef class ConsumeQueue:
     cdef public object hint_phys
     cdef public object hint_file
     cdef public object hint_index
+    cdef public bint narrow
+    cdef public object code
+    cdef public object width
 
 cdef class ReputMessageService:
     cdef public object _cursor

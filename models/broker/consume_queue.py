@@ -5,6 +5,13 @@ offset 8, size 4, tags code 8) in a `bytearray`; unit `i` is queue offset `min_o
 tags code is `String.hashCode` of the TAGS property (0 without tags), and for
 `SCHEDULE_TOPIC_XXXX` the delivery time (store time + level delay, here in µs).
 
+Held more compactly than on disk while that is exact: a queue whose units all carry one tags code
+(a topic without tags, or with one tag) holds that code once (`code`) and 12-byte units (physical
+offset 8, size 4); the first unit with another code widens the queue to the 20-byte units for
+good (`widen`). `SCHEDULE_TOPIC_XXXX` queues are 20-byte from the start. Every unit reads back the
+same (`unit`) either way, and `CQ_UNIT_BYTES` stays the real unit's 20 bytes where a size is
+modelled (disk usage, the units a pull scans).
+
 `ReputMessageService` builds the units from the CommitLog on a 1 ms cadence, from its
 `reput_from` position, and tells long polling about new data. Dispatch is lazy: when nothing is
 pending no event is scheduled, and a new record is dispatched at the next tick of the service's
@@ -43,20 +50,29 @@ from sim.env import Clock
 
 CQ_UNIT = struct.Struct("<qiq")  # ConsumeQueue.CQ_STORE_UNIT_SIZE = 20
 CQ_UNIT_BYTES = CQ_UNIT.size
-# CQ_UNIT's functions bound once, for the per-message paths (as mapped_file.py's for RECORD)
+SAME_CODE_UNIT = struct.Struct("<qi")  # a unit of a queue whose units share one tags code (module docstring)
+SAME_CODE_UNIT_BYTES = SAME_CODE_UNIT.size  # 12
+# the units' functions bound once, for the per-message paths (as mapped_file.py's for RECORD)
 pack_unit, unpack_unit = CQ_UNIT.pack, CQ_UNIT.unpack_from
+pack_same, unpack_same = SAME_CODE_UNIT.pack, SAME_CODE_UNIT.unpack_from
 
 
 class ConsumeQueue:
-    """One (topic, queue id)'s units."""
+    """One (topic, queue id)'s units: 12 bytes each and the shared tags code `code` while `narrow`,
+    else 20 bytes each (`width`; module docstring)."""
 
     __slots__ = ("topic", "queue_id", "key", "ident", "units", "min_offset", "max_offset", "hint_phys",
-                 "hint_file", "hint_index")
+                 "hint_file", "hint_index", "narrow", "code", "width")
 
-    def __init__(self, topic: str, queue_id: int, key: int) -> None:
+    def __init__(self, topic: str, queue_id: int, key: int, code: int | None = None) -> None:
+        """`code`: the tags code the queue's units share until one differs; None: 20-byte units from
+        the start (a delay-level queue, whose codes are delivery times)."""
         self.topic, self.queue_id, self.key = topic, queue_id, key
         self.ident = (topic, queue_id)
         self.units = bytearray()
+        self.narrow = code is not None
+        self.code = code
+        self.width = SAME_CODE_UNIT_BYTES if self.narrow else CQ_UNIT_BYTES
         self.min_offset = 0
         self.max_offset = 0  # one past the last unit (getMaxOffsetInQueue)
         # where the last unit's record lives: a caught-up consumer reads exactly that record,
@@ -65,21 +81,39 @@ class ConsumeQueue:
         self.hint_file: MappedFile | None = None
 
     def append(self, phys_offset: int, size: int, tags_code: int) -> None:
-        self.units += CQ_UNIT.pack(phys_offset, size, tags_code)
+        if self.narrow and tags_code != self.code:
+            self.widen()
+        self.units += pack_same(phys_offset, size) if self.narrow else pack_unit(phys_offset, size, tags_code)
         self.max_offset += 1
+
+    def widen(self) -> None:
+        """A unit with another tags code is coming: hold every unit with its own code (20 bytes)."""
+        if self.narrow:
+            code = self.code
+            self.units = bytearray(b"".join([pack_unit(phys, size, code)
+                                             for phys, size in SAME_CODE_UNIT.iter_unpack(self.units)]))
+            self.narrow, self.code, self.width = False, None, CQ_UNIT_BYTES
 
     def unit(self, offset: int) -> tuple[int, int, int]:
         """(physical offset, size, tags code) of queue offset `offset`."""
-        return CQ_UNIT.unpack_from(self.units, (offset - self.min_offset) * CQ_UNIT_BYTES)
+        if self.narrow:
+            phys, size = unpack_same(self.units, (offset - self.min_offset) * SAME_CODE_UNIT_BYTES)
+            return phys, size, self.code
+        return unpack_unit(self.units, (offset - self.min_offset) * CQ_UNIT_BYTES)
+
+    def drop_head(self, count: int) -> None:
+        """Drop the first `count` units (CleanConsumeQueueService: below the CommitLog's first offset)."""
+        del self.units[:count * self.width]
+        self.min_offset += count
 
     def truncate_dirty(self, phys_end: int) -> int:
         """Drop units that reference CommitLog data at or beyond `phys_end` (truncateDirtyLogicFiles);
         returns how many were dropped."""
         self.hint_phys, self.hint_file, self.hint_index = -1, None, -1
         keep = self.max_offset - self.min_offset
-        while keep and CQ_UNIT.unpack_from(self.units, (keep - 1) * CQ_UNIT_BYTES)[0] >= phys_end:
+        while keep and self.unit(self.min_offset + keep - 1)[0] >= phys_end:
             keep -= 1
-        del self.units[keep * CQ_UNIT_BYTES:]
+        del self.units[keep * self.width:]
         dropped = self.max_offset - self.min_offset - keep
         self.max_offset = self.min_offset + keep
         return dropped
@@ -184,7 +218,7 @@ class ReputMessageService:
         """Dispatch the file's records from index `i` while they end by `limit`; returns the
         index of the first record not dispatched."""
         log, queues, phys, data = self.log, self.queues, mapped.phys, mapped.data
-        codes, unpack, pack = log.tags_codes, unpack_record, pack_unit
+        codes, unpack, pack, pack_narrow = log.tags_codes, unpack_record, pack_unit, pack_same
         n = len(phys)
         while i < n:
             start = phys[i]
@@ -194,8 +228,16 @@ class ReputMessageService:
             key = topic << QUEUE_ID_BITS | queue_id
             cq = queues.get(key)
             if cq is None:
-                cq = queues[key] = ConsumeQueue(log.topics[topic], queue_id, key)
-            if cq.topic == SCHEDULE_TOPIC:
+                cq = queues[key] = self._new_queue(topic, queue_id, key, codes[tags])
+            if cq.narrow:
+                code = codes[tags]
+                if code == cq.code:
+                    cq.units += pack_narrow(start, size)
+                else:
+                    cq.widen()
+                    cq.units += pack(start, size, code)
+                cq.max_offset += 1
+            elif cq.topic == SCHEDULE_TOPIC:
                 level = mapped.props[i][PROPERTY_DELAY_TIME_LEVEL]
                 cq.units += pack(start, size, self.delivery_us(level, store_us))
                 cq.max_offset += 1  # before the listener: it arms on units below max_offset
@@ -209,6 +251,12 @@ class ReputMessageService:
             self.reput_from = start + size
             i += 1
         return i
+
+    def _new_queue(self, topic: int, queue_id: int, key: int, code: int) -> ConsumeQueue:
+        """A queue's first unit is coming: 12-byte units sharing its tags code `code`, 20-byte ones
+        for a delay-level queue (module docstring)."""
+        name = self.log.topics[topic]
+        return ConsumeQueue(name, queue_id, key, None if name == SCHEDULE_TOPIC else code)
 
     def _dispatch_replica(self, mapped: MappedFile, i: int, limit: int, touched: dict[int, ConsumeQueue]) -> int:
         """`_dispatch_file` on a slave: a record whose queue offset is below its queue's end

@@ -33,7 +33,7 @@ import cython
 
 from models.broker.commit_log import CommitLog
 from models.broker.config import MessageStoreConfig
-from models.broker.consume_queue import CQ_UNIT_BYTES, ConsumeQueue, ReputMessageService, unpack_unit
+from models.broker.consume_queue import CQ_UNIT_BYTES, ConsumeQueue, ReputMessageService, unpack_same, unpack_unit
 from models.broker.mapped_file import RECORD_BYTES, MappedFile, unpack_record
 from models.message import FIXED_RECORD_BYTES, MessageExt, new_message_ext, properties_bytes
 
@@ -101,7 +101,7 @@ class MessageStore:
                                 log.tags[tags], reconsume, body, props))
 
     @cython.ccall
-    @cython.locals(cq=ConsumeQueue, log=CommitLog, mapped=MappedFile)
+    @cython.locals(cq=ConsumeQueue, log=CommitLog, mapped=MappedFile, narrow=cython.bint)
     def get_message(self, cq: ConsumeQueue | None, offset: int, max_msg_nums: int,
                     tag_codes: frozenset | None) -> tuple[str, int, int, tuple[MessageExt, ...]]:
         """Returns (status, next_begin_offset, max_offset, messages) for queue `cq` (None: no
@@ -125,11 +125,15 @@ class MessageStore:
         log, window = self.commit_log, self.memory_window_bytes
         end, topics, tags_table, overheads = log.wrote_position, log.topics, log.tags, self._overhead
         units, base, hint_phys = cq.units, cq.min_offset, cq.hint_phys
+        narrow, code, width = cq.narrow, cq.code, cq.width  # a narrow queue's units share `code` (consume_queue.py)
         msgs: list[MessageExt] = []
         total = 0
         i = offset
         while i < stop:
-            phys, size, code = unpack_unit(units, (i - base) * CQ_UNIT_BYTES)
+            if narrow:
+                phys, size = unpack_same(units, (i - base) * width)
+            else:
+                phys, size, code = unpack_unit(units, (i - base) * width)
             if msgs:
                 if len(msgs) >= max_msg_nums:
                     break

@@ -44,8 +44,12 @@ def files_of(broker) -> list[MappedFile]:
 
 
 def units(cq) -> list[tuple[int, int, int]]:
-    """A ConsumeQueue's units decoded with the documented layout: phys (8), size (4), tags code (8)."""
+    """A ConsumeQueue's units decoded with the documented layouts: phys (8), size (4), tags code (8);
+    or, while the queue's units share one tags code (`narrow`), phys (8), size (4) and that code."""
     raw = bytes(cq.units)
+    if cq.narrow:
+        assert len(raw) % 12 == 0
+        return [(*struct.unpack_from("<qi", raw, i), cq.code) for i in range(0, len(raw), 12)]
     assert len(raw) % 20 == 0
     return [struct.unpack_from("<qiq", raw, i) for i in range(0, len(raw), 20)]
 
