@@ -34,7 +34,6 @@ re-dispatches every valid record), which yields the same queues after any crash.
 from __future__ import annotations
 
 import struct
-from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
@@ -195,7 +194,7 @@ class ReputMessageService:
                 i = self._dispatch_replica(mapped, i, limit, touched)
             else:
                 i = self._dispatch_file(mapped, i, limit, touched)
-            if i < len(mapped.phys) or mapped is files[-1]:
+            if i < len(mapped.rel) or mapped is files[-1]:
                 break
             mapped, i = files[(mapped.file_from_offset - files[0].file_from_offset) // self.log.file_size + 1], 0
         self._cursor = (mapped, i)
@@ -209,19 +208,19 @@ class ReputMessageService:
         """The file and index of the first record starting at or after `position`."""
         for mapped in files:
             if mapped.file_from_offset + self.log.file_size > position:
-                return mapped, bisect_left(mapped.phys, position)
-        return (files[-1], len(files[-1].phys)) if files else (None, 0)
+                return mapped, mapped.first_at(position)
+        return (files[-1], len(files[-1].rel)) if files else (None, 0)
 
     @cython.ccall
     @cython.locals(cq=ConsumeQueue, mapped=MappedFile)
     def _dispatch_file(self, mapped: MappedFile, i: int, limit: int, touched: dict[int, ConsumeQueue]) -> int:
         """Dispatch the file's records from index `i` while they end by `limit`; returns the
         index of the first record not dispatched."""
-        log, queues, phys, data = self.log, self.queues, mapped.phys, mapped.data
+        log, queues, rel, data, base = self.log, self.queues, mapped.rel, mapped.data, mapped.file_from_offset
         codes, unpack, pack, pack_narrow = log.tags_codes, unpack_record, pack_unit, pack_same
-        n = len(phys)
+        n = len(rel)
         while i < n:
-            start = phys[i]
+            start = base + rel[i]
             size, store_us, queue_id, _qoff, _msg_id, topic, tags, _rec, _flag = unpack(data, i * RECORD_BYTES)
             if start + size > limit:
                 break
@@ -261,18 +260,19 @@ class ReputMessageService:
     def _dispatch_replica(self, mapped: MappedFile, i: int, limit: int, touched: dict[int, ConsumeQueue]) -> int:
         """`_dispatch_file` on a slave: a record whose queue offset is below its queue's end
         gets no unit (putMessagePositionInfo: "build consume queue repeatedly")."""
-        queues, phys, data = self.queues, mapped.phys, mapped.data
-        n = len(phys)
+        queues, rel, data, base = self.queues, mapped.rel, mapped.data, mapped.file_from_offset
+        n = len(rel)
         while i < n:
             size, _t, queue_id, queue_offset, _m, topic, _tags, _rec, _flag = RECORD.unpack_from(data, i * RECORD_BYTES)
-            if phys[i] + size > limit:
+            end = base + rel[i] + size
+            if end > limit:
                 break
             cq = queues.get(topic << QUEUE_ID_BITS | queue_id)
             if cq is not None and queue_offset < cq.max_offset:
-                self.reput_from = phys[i] + size
+                self.reput_from = end
                 i += 1
                 continue
-            i = self._dispatch_file(mapped, i, min(limit, phys[i] + size), touched)
+            i = self._dispatch_file(mapped, i, min(limit, end), touched)
         return i
 
     def truncated(self) -> None:

@@ -73,7 +73,7 @@ class MessageStore:
         The store holds no message afterwards and is not to be used again (its positions and queue
         ends are left as they were, without the records behind them)."""
         for mapped in self.commit_log.files.files:
-            mapped.phys, mapped.data, mapped.props = mapped.phys[:0], bytearray(), {}
+            mapped.rel, mapped.data, mapped.props = mapped.rel[:0], bytearray(), {}
         for cq in self.reput.queues.values():
             cq.units = bytearray()
 

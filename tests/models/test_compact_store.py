@@ -76,7 +76,7 @@ def test_mapped_files_roll_over_at_the_file_size_and_no_record_spans_two():
     assert files[0].end() == FILE - BLANK_MIN_BYTES
     for f in files:
         for i in range(len(f)):
-            start, size = f.phys[i], f.record(i)[F_SIZE]
+            start, size = f.offset(i), f.record(i)[F_SIZE]
             assert f.file_from_offset <= start and start + size <= f.file_from_offset + FILE - BLANK_MIN_BYTES
         assert len(f.data) == len(f) * RECORD_BYTES  # one fixed-width record per message
     assert [size for _p, size, _q in stored(broker.commit_log)] == sizes
@@ -119,7 +119,7 @@ def test_power_loss_keeps_exactly_the_records_below_the_flushed_position(cut):
     assert log.wrote_position == kept[-1][0] + kept[-1][1]
     assert log.flushed_position == min(flushed, log.wrote_position)
     for f in files_of(broker):  # the tables were cut, not rebuilt: arrays stay parallel
-        assert len(f.data) == len(f.phys) * RECORD_BYTES
+        assert len(f.data) == len(f.rel) * RECORD_BYTES
     assert files_of(broker)[-1].file_from_offset <= kept[-1][0]
     truncated = next(broker.node.env.tracer.of_kind("commit_log.truncated"))
     assert truncated[3:] == (log.wrote_position, len(before) - len(kept))
@@ -129,11 +129,11 @@ def test_truncation_drops_the_properties_of_lost_records():
     queue = MappedFileQueue(FILE)
     mapped = queue.last(0)
     for i in range(4):
-        mapped.phys.append(i * 1_000)
+        mapped.rel.append(i * 1_000)
         mapped.data += RECORD.pack(1_000, 0, 0, i, i, 0, 0, 1, 0)
         mapped.props[i] = {PROPERTY_RETRY_TOPIC: "T"}
     assert queue.truncate_to(2_500) == 2  # records end at 1000, 2000 | 3000, 4000
-    assert list(mapped.phys) == [0, 1_000] and sorted(mapped.props) == [0, 1]
+    assert list(mapped.rel) == [0, 1_000] and sorted(mapped.props) == [0, 1]
     assert queue.end() == 2_000
 
 

@@ -100,7 +100,7 @@ def _store_sizes(result: runner.RunResult) -> tuple[int, int]:
     """(CommitLog records, ConsumeQueue unit bytes) still held by the run's brokers."""
     brokers = [m for m in result.world.models.values() if isinstance(m, runner.Broker)]
     assert brokers
-    records = sum(len(f.phys) + len(f.data) for b in brokers for f in b.store.commit_log.files.files)
+    records = sum(len(f.rel) + len(f.data) for b in brokers for f in b.store.commit_log.files.files)
     units = sum(len(cq.units) for b in brokers for cq in b.store.reput.queues.values())
     return records, units
 
