@@ -159,7 +159,7 @@ class CleanService:
                 continue  # every group that committed on this queue is past it (none committed: -1)
             count += 1
             self.node.trace(COMMIT_LOG_DESTROYED, record[F_MSG_ID], topic, queue_id, queue_offset, "expired",
-                            log.replicas, log.replica_has(mapped.phys[i], record[F_MSG_ID]))
+                            log.replicas, log.replica_has(mapped.offset(i), record[F_MSG_ID]))
         return count
 
     def correct_min_offsets(self) -> None:
