@@ -20,6 +20,8 @@ cdef class ConsumeQueue:
     cdef public bint narrow
     cdef public object code
     cdef public object width
+    cdef public object pack_full
+    cdef public object unpack_full
 
 cdef class ReputMessageService:
     cdef public object _cursor

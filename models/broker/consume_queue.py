@@ -7,10 +7,11 @@ tags code is `String.hashCode` of the TAGS property (0 without tags), and for
 
 Held more compactly than on disk while that is exact: a queue whose units all carry one tags code
 (a topic without tags, or with one tag) holds that code once (`code`) and 12-byte units (physical
-offset 8, size 4); the first unit with another code widens the queue to the 20-byte units for
-good (`widen`). `SCHEDULE_TOPIC_XXXX` queues are 20-byte from the start. Every unit reads back the
-same (`unit`) either way, and `CQ_UNIT_BYTES` stays the real unit's 20 bytes where a size is
-modelled (disk usage, the units a pull scans).
+offset 8, size 4); the first unit with another code widens the queue for good (`widen`) to 16-byte
+units whose code is 4 bytes (a tags code is Java's `String.hashCode`, an int). Only
+`SCHEDULE_TOPIC_XXXX` queues, whose codes are delivery times, hold the 20-byte unit, from the
+start. Every unit reads back the same (`unit`) whatever its queue's layout, and `CQ_UNIT_BYTES`
+stays the real unit's 20 bytes where a size is modelled (disk usage, the units a pull scans).
 
 `ReputMessageService` builds the units from the CommitLog on a 1 ms cadence, from its
 `reput_from` position, and tells long polling about new data. Dispatch is lazy: when nothing is
@@ -51,6 +52,8 @@ CQ_UNIT = struct.Struct("<qiq")  # ConsumeQueue.CQ_STORE_UNIT_SIZE = 20
 CQ_UNIT_BYTES = CQ_UNIT.size
 SAME_CODE_UNIT = struct.Struct("<qi")  # a unit of a queue whose units share one tags code (module docstring)
 SAME_CODE_UNIT_BYTES = SAME_CODE_UNIT.size  # 12
+HASH_UNIT = struct.Struct("<qii")  # a unit of a queue whose tags codes are String.hashCode ints (module docstring)
+HASH_UNIT_BYTES = HASH_UNIT.size  # 16
 # the units' functions bound once, for the per-message paths (as mapped_file.py's for RECORD)
 pack_unit, unpack_unit = CQ_UNIT.pack, CQ_UNIT.unpack_from
 pack_same, unpack_same = SAME_CODE_UNIT.pack, SAME_CODE_UNIT.unpack_from
@@ -58,20 +61,23 @@ pack_same, unpack_same = SAME_CODE_UNIT.pack, SAME_CODE_UNIT.unpack_from
 
 class ConsumeQueue:
     """One (topic, queue id)'s units: 12 bytes each and the shared tags code `code` while `narrow`,
-    else 20 bytes each (`width`; module docstring)."""
+    else `width` bytes each, packed and read by `pack_full` / `unpack_full` (module docstring)."""
 
     __slots__ = ("topic", "queue_id", "key", "ident", "units", "min_offset", "max_offset", "hint_phys",
-                 "hint_file", "hint_index", "narrow", "code", "width")
+                 "hint_file", "hint_index", "narrow", "code", "width", "pack_full", "unpack_full")
 
     def __init__(self, topic: str, queue_id: int, key: int, code: int | None = None) -> None:
-        """`code`: the tags code the queue's units share until one differs; None: 20-byte units from
-        the start (a delay-level queue, whose codes are delivery times)."""
+        """`code`: the tags code the queue's units share until one differs (then 16-byte units);
+        None: 20-byte units from the start (a delay-level queue, whose codes are delivery times)."""
         self.topic, self.queue_id, self.key = topic, queue_id, key
         self.ident = (topic, queue_id)
         self.units = bytearray()
         self.narrow = code is not None
         self.code = code
         self.width = SAME_CODE_UNIT_BYTES if self.narrow else CQ_UNIT_BYTES
+        # the layout after `widen` (a narrow queue), else the queue's own: bound once, for the per-message paths
+        full = HASH_UNIT if self.narrow else CQ_UNIT
+        self.pack_full, self.unpack_full = full.pack, full.unpack_from
         self.min_offset = 0
         self.max_offset = 0  # one past the last unit (getMaxOffsetInQueue)
         # where the last unit's record lives: a caught-up consumer reads exactly that record,
@@ -82,23 +88,23 @@ class ConsumeQueue:
     def append(self, phys_offset: int, size: int, tags_code: int) -> None:
         if self.narrow and tags_code != self.code:
             self.widen()
-        self.units += pack_same(phys_offset, size) if self.narrow else pack_unit(phys_offset, size, tags_code)
+        self.units += pack_same(phys_offset, size) if self.narrow else self.pack_full(phys_offset, size, tags_code)
         self.max_offset += 1
 
     def widen(self) -> None:
-        """A unit with another tags code is coming: hold every unit with its own code (20 bytes)."""
+        """A unit with another tags code is coming: hold every unit with its own code (16 bytes)."""
         if self.narrow:
-            code = self.code
-            self.units = bytearray(b"".join([pack_unit(phys, size, code)
+            code, pack = self.code, self.pack_full
+            self.units = bytearray(b"".join([pack(phys, size, code)
                                              for phys, size in SAME_CODE_UNIT.iter_unpack(self.units)]))
-            self.narrow, self.code, self.width = False, None, CQ_UNIT_BYTES
+            self.narrow, self.code, self.width = False, None, HASH_UNIT_BYTES
 
     def unit(self, offset: int) -> tuple[int, int, int]:
         """(physical offset, size, tags code) of queue offset `offset`."""
         if self.narrow:
             phys, size = unpack_same(self.units, (offset - self.min_offset) * SAME_CODE_UNIT_BYTES)
             return phys, size, self.code
-        return unpack_unit(self.units, (offset - self.min_offset) * CQ_UNIT_BYTES)
+        return self.unpack_full(self.units, (offset - self.min_offset) * self.width)
 
     def drop_head(self, count: int) -> None:
         """Drop the first `count` units (CleanConsumeQueueService: below the CommitLog's first offset)."""
@@ -234,7 +240,7 @@ class ReputMessageService:
                     cq.units += pack_narrow(start, size)
                 else:
                     cq.widen()
-                    cq.units += pack(start, size, code)
+                    cq.units += cq.pack_full(start, size, code)
                 cq.max_offset += 1
             elif cq.topic == SCHEDULE_TOPIC:
                 level = mapped.props[i][PROPERTY_DELAY_TIME_LEVEL]
@@ -243,7 +249,7 @@ class ReputMessageService:
                 if self.schedule_listener is not None:
                     self.schedule_listener(level)
             else:
-                cq.units += pack(start, size, codes[tags])
+                cq.units += cq.pack_full(start, size, codes[tags])
                 cq.max_offset += 1
             cq.hint_phys, cq.hint_file, cq.hint_index = start, mapped, i
             touched[key] = cq

@@ -33,7 +33,7 @@ import cython
 
 from models.broker.commit_log import CommitLog
 from models.broker.config import MessageStoreConfig
-from models.broker.consume_queue import CQ_UNIT_BYTES, ConsumeQueue, ReputMessageService, unpack_same, unpack_unit
+from models.broker.consume_queue import CQ_UNIT_BYTES, ConsumeQueue, ReputMessageService, unpack_same
 from models.broker.mapped_file import RECORD_BYTES, MappedFile, unpack_record
 from models.message import FIXED_RECORD_BYTES, MessageExt, new_message_ext, properties_bytes
 
@@ -125,7 +125,8 @@ class MessageStore:
         log, window = self.commit_log, self.memory_window_bytes
         end, topics, tags_table, overheads = log.wrote_position, log.topics, log.tags, self._overhead
         units, base, hint_phys = cq.units, cq.min_offset, cq.hint_phys
-        narrow, code, width = cq.narrow, cq.code, cq.width  # a narrow queue's units share `code` (consume_queue.py)
+        # a narrow queue's units share `code`; the others' have their own (consume_queue.py)
+        narrow, code, width, unpack_full = cq.narrow, cq.code, cq.width, cq.unpack_full
         msgs: list[MessageExt] = []
         total = 0
         i = offset
@@ -133,7 +134,7 @@ class MessageStore:
             if narrow:
                 phys, size = unpack_same(units, (i - base) * width)
             else:
-                phys, size, code = unpack_unit(units, (i - base) * width)
+                phys, size, code = unpack_full(units, (i - base) * width)
             if msgs:
                 if len(msgs) >= max_msg_nums:
                     break

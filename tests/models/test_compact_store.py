@@ -32,6 +32,7 @@ from models.broker.mapped_file import (
 from models.broker.message_store import FOUND, NO_MATCHED_MESSAGE
 from models.message import (
     PROPERTY_RETRY_TOPIC,
+    SCHEDULE_TOPIC,
     MessageExt,
     java_string_hash,
     record_bytes,
@@ -44,14 +45,17 @@ def files_of(broker) -> list[MappedFile]:
 
 
 def units(cq) -> list[tuple[int, int, int]]:
-    """A ConsumeQueue's units decoded with the documented layouts: phys (8), size (4), tags code (8);
-    or, while the queue's units share one tags code (`narrow`), phys (8), size (4) and that code."""
+    """A ConsumeQueue's units decoded with the documented layouts (consume_queue.py): phys (8), size
+    (4), tags code (8) on disk and in a delay-level queue; phys (8), size (4) and the shared code while
+    the queue's units share one (`narrow`); phys (8), size (4), tags code (4, an int) otherwise."""
     raw = bytes(cq.units)
     if cq.narrow:
         assert len(raw) % 12 == 0
         return [(*struct.unpack_from("<qi", raw, i), cq.code) for i in range(0, len(raw), 12)]
-    assert len(raw) % 20 == 0
-    return [struct.unpack_from("<qiq", raw, i) for i in range(0, len(raw), 20)]
+    layout = "<qiq" if cq.topic == SCHEDULE_TOPIC else "<qii"
+    width = struct.calcsize(layout)
+    assert cq.width == width and len(raw) % width == 0
+    return [struct.unpack_from(layout, raw, i) for i in range(0, len(raw), width)]
 
 
 def dispatched(env, broker) -> list[tuple[int, str, int, int]]:
@@ -139,7 +143,8 @@ def test_truncation_drops_the_properties_of_lost_records():
 
 # --- ConsumeQueue units ---------------------------------------------------------------------------
 
-def test_consume_queue_units_are_20_bytes_phys_size_tags_hash_code():
+def test_consume_queue_units_are_phys_size_tags_hash_code():
+    """20 bytes a unit on disk (CQ_UNIT_BYTES); held in 16 once a queue's codes differ (an int each)."""
     env, broker = make_broker()
     tags = ["TagA", None, "hello world", "polygenelubricants", "\U0001F600"]
     for tag in tags:
@@ -147,7 +152,7 @@ def test_consume_queue_units_are_20_bytes_phys_size_tags_hash_code():
     env.run(until=10_000)
     cq = broker.store.reput.queue(TOPIC, 1)
     assert CQ_UNIT_BYTES == 20 and isinstance(cq.units, bytearray)
-    assert len(cq.units) == 20 * len(tags) and cq.max_offset == len(tags)
+    assert len(cq.units) == 16 * len(tags) and cq.max_offset == len(tags)
     log_records = stored(broker.commit_log)
     # Java String.hashCode values, as the JDK computes them (UTF-16 code units, int overflow)
     java_codes = [2_598_919, 0, 1_794_106_052, -(2**31), 1_772_899]

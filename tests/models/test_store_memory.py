@@ -11,7 +11,7 @@ import struct
 
 import pytest
 
-from models.broker.consume_queue import CQ_UNIT_BYTES, SAME_CODE_UNIT_BYTES, ConsumeQueue
+from models.broker.consume_queue import CQ_UNIT_BYTES, HASH_UNIT_BYTES, SAME_CODE_UNIT_BYTES, ConsumeQueue
 from models.broker.message_store import FOUND, NO_MATCHED_MESSAGE
 from models.message import PROPERTY_DELAY_TIME_LEVEL, SCHEDULE_TOPIC, java_string_hash, record_bytes
 from rmqsim import runner
@@ -36,19 +36,20 @@ def test_untagged_queue_holds_12_byte_units_that_read_back_as_20_byte_ones():
         [(phys, size) for phys, size, _q in stored(broker.commit_log)]
 
 
-def test_a_second_tags_code_widens_the_queue_and_every_unit_keeps_its_code():
+def test_a_second_tags_code_widens_the_queue_to_16_byte_units_and_every_unit_keeps_its_code():
     env, broker = make_broker()
-    tags = ["TagA", "TagA", "TagA", "TagB", None, "TagA"]
+    tags = ["TagA", "TagA", "TagA", "TagB", None, "TagA", "polygenelubricants"]  # the last: -2^31
     for tag in tags:
         put(broker, msg(50, tag), 0)
         env.run(until=env.now + 2_000)  # each dispatched on its own: the widening happens mid-queue
     cq = broker.store.reput.queue(TOPIC, 0)
     codes = [java_string_hash(t) if t else 0 for t in tags]
-    assert not cq.narrow and cq.code is None and len(cq.units) == CQ_UNIT_BYTES * len(tags)
+    assert not cq.narrow and cq.code is None and len(cq.units) == HASH_UNIT_BYTES * len(tags)
     assert wide_units(cq) == [(phys, size, code) for (phys, size, _q), code in
                               zip(stored(broker.commit_log), codes, strict=True)]
     status, _nxt, _mx, msgs = get(broker, 0, tags={"TagA"})
     assert status == FOUND and [m.queue_offset for m in msgs] == [0, 1, 2, 5]
+    assert [m.queue_offset for m in get(broker, 0, tags={"polygenelubricants"})[3]] == [6]
 
 
 def test_a_narrow_queue_filters_by_its_shared_code():
@@ -77,12 +78,13 @@ def test_delay_level_queue_is_20_bytes_from_the_start_with_delivery_times():
     assert cq.unit(0)[:1] == (phys,) and cq.unit(0)[2] == broker.store.reput.delivery_us(3, store_us) > store_us
 
 
-@pytest.mark.parametrize("code", [0, None])
-def test_truncate_dirty_and_drop_head_in_both_layouts(code):
+@pytest.mark.parametrize("code, first_code, width", [(0, 0, 12), (0, 7, 16), (None, 0, 20)])
+def test_truncate_dirty_and_drop_head_in_every_layout(code, first_code, width):
     cq = ConsumeQueue(TOPIC, 0, 0, code)
+    codes = [first_code] + [0] * 5
     for k in range(6):
-        cq.append(1_000 * k, 900, 0)
-    assert cq.narrow is (code is not None)
+        cq.append(1_000 * k, 900, codes[k])
+    assert cq.width == width and len(cq.units) == 6 * width
     cq.drop_head(2)
     assert (cq.min_offset, cq.max_offset) == (2, 6) and len(cq.units) == 4 * cq.width
     assert wide_units(cq) == [(1_000 * k, 900, 0) for k in range(2, 6)]
