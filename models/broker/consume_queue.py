@@ -8,7 +8,8 @@ tags code is `String.hashCode` of the TAGS property (0 without tags), and for
 Held more compactly than on disk while that is exact: a queue whose units all carry one tags code
 (a topic without tags, or with one tag) holds that code once (`code`) and 12-byte units (physical
 offset 8, size 4); the first unit with another code widens the queue for good (`widen`) to 16-byte
-units whose code is 4 bytes (a tags code is Java's `String.hashCode`, an int). Only
+units whose code is 4 bytes (a tags code is `String.hashCode`, an int widened to a long:
+MessageExtBrokerInner.tagsString2tagsCode). Only
 `SCHEDULE_TOPIC_XXXX` queues, whose codes are delivery times, hold the 20-byte unit, from the
 start. Every unit reads back the same (`unit`) whatever its queue's layout, and `CQ_UNIT_BYTES`
 stays the real unit's 20 bytes where a size is modelled (disk usage, the units a pull scans).

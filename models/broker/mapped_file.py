@@ -8,8 +8,8 @@ to look a message up by its CommitLog offset, as `lookMessageByOffset` does; `of
 physical offset) and the rest as one fixed-width `RECORD` per message in a `bytearray` (size,
 store timestamp, queue id and offset, message id, topic and tags as indexes into the broker's
 intern tables, reconsume times, sysflag). That is 37 bytes a message (with the ConsumeQueue's
-unit, 49 for a queue whose messages share one tags code, 57 otherwise: consume_queue.py), so a
-broker can hold a 10^8-message backlog. The rare properties a plain message does not have
+unit, 49 in a queue whose messages share one tags code, 53 in another, 57 in a delay-level queue:
+consume_queue.py), so a broker can hold a 10^8-message backlog. The rare properties a plain message does not have
 (retry, delay, transaction) live in a per-file dict keyed by the record's index in the file.
 
 Roll-over, truncation on recovery and expiry deletion are slices of these tables: a record never
