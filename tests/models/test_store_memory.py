@@ -7,6 +7,7 @@ the runner with and without `release_store`.
 
 from __future__ import annotations
 
+import json
 import struct
 
 import pytest
@@ -137,3 +138,18 @@ def test_units_and_reads_across_files_carry_physical_offsets():
             read += [(m.phys_offset, m.size_bytes) for m in msgs]
         assert read == mine
     assert all(broker.store.look_message_by_offset(p).phys_offset == p for p, _s, _q in records)
+
+
+def test_rmqsim_run_releases_the_stores_before_its_analysis(tmp_path, monkeypatch):
+    """The CLI's run path frees the stores (its peak memory is then the simulation's), and after
+    the run's quiescence verdict: the summary it writes is the in-process run's."""
+    from rmqsim import cli
+
+    released: list[int] = []
+    real = runner.release_stores
+    monkeypatch.setattr(runner, "release_stores", lambda world: (released.append(1), real(world)))
+    out = tmp_path / "run"
+    assert cli.main(["run", "scenarios/baseline.yaml", "--seed", "3", "--set", "duration_ms=4500",
+                     "--set", "settle_ms=3000", "--out", str(out)]) == 0
+    assert released == [1]
+    assert json.loads((out / "summary.json").read_text()) == runner.run_scenario(_scenario(), seed=3).summary
