@@ -17,7 +17,9 @@ RAM from the CommitLog end).
 With `--cli`, the same scenario is also run through `rmqsim run` (a child process each, the whole
 pipeline: simulation, the end-of-run analysis, summary.json) at 2 M and at `--messages`, and the
 report gives the children's peak resident memory (ru_maxrss) and the peak slope beside the steady
-one: (peak at `--messages` − peak at 2 M) / (the difference in messages).
+one: (peak at `--messages` − peak at 2 M) / (the difference in messages). `rmqsim run` frees the
+brokers' store tables before its analysis (runner.run_scenario's `release_store`), so its peak is
+the end of the simulation's steady state (store and ledger), not that plus the analysis.
 
     .venv/bin/python bench/backlog.py --messages 6000000 --cli   # issue 41's 2 M -> 6 M peak slope
 """

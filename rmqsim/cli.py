@@ -95,7 +95,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             result = run_scenario(sc, seed=seed, trace_dir=output.trace_dir() if args.trace or args.report else None,
                                   max_wall_s=args.max_wall_s, max_events=args.max_events,
-                                  progress=progress if progress.enabled else None)
+                                  progress=progress if progress.enabled else None,
+                                  release_store=True)  # the brokers' stores are not read after the run here
         finally:
             progress.close()
         print(summary_text(result.summary))

@@ -370,7 +370,8 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
                  observers: tuple[Callable[[list[tuple]], None], ...] = (), trace_dir: str | Path | None = None,
                  max_events: int | None = None, max_wall_s: float | None = None,
                  progress: Callable[[dict[str, Any]], None] | None = None, detail: bool = False,
-                 explainer: Callable[[RunResult, int | str], dict[str, Any]] | None = None) -> RunResult:
+                 explainer: Callable[[RunResult, int | str], dict[str, Any]] | None = None,
+                 release_store: bool = False) -> RunResult:
     """Run one scenario (a path or a loaded Scenario).
 
     `details`: `RunResult.details` gets the checkers' per-message facts (latency samples and
@@ -383,6 +384,12 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
     `detail` (on for a traced run): also emit the detail kinds (sim/trace.py), outside the digest.
     `explainer`: `RunResult.explain`'s implementation, given from above (analysis/explain/answer.py's
     `explain_result`; the runner imports no explain).
+    `release_store`: free the brokers' per-message store tables (CommitLog records, ConsumeQueue
+    units: `MessageStore.release`) once the simulation is over, before the end-of-run analysis,
+    which reads none of them; the run's peak memory is then the simulation's, not the simulation's
+    plus the analysis's. `rmqsim run` (rmqsim/cli.py) releases; an in-process caller keeps the
+    store by default (`result.world`'s brokers can be inspected after the run), and with
+    `release_store=True` must not read their stores afterwards (empty).
     """
     if not isinstance(sc, Scenario):
         sc = scenario_mod.load(sc, overrides)
@@ -396,7 +403,7 @@ def run_scenario(sc: Scenario | str | Path, seed: int | None = None, overrides: 
             result = _stopped_in_setup(sc, seed, _stop_of(watchdog, exc, None, sc), bounds, keep_records)
         else:
             result = _simulate(world, seed, watchdog, bounds, (ledger, txn_ledger, timer, writer), details,
-                               progress, trace_dir)
+                               progress, trace_dir, release_store)
     result.explainer = explainer
     return result
 
@@ -440,8 +447,8 @@ def _observe(world: World, observers: tuple, trace_dir: str | Path | None,
 def _simulate(world: World, seed: int, watchdog: Watchdog, bounds: _Bounds,
               feeds: tuple[Ledger, TxnLedger, TimerChecker | None, Any],
               details: bool, progress: Callable[[dict[str, Any]], None] | None,
-              trace_dir: str | Path | None) -> RunResult:
-    """Start, run to the end or to a bound, summarize."""
+              trace_dir: str | Path | None, release_store: bool = False) -> RunResult:
+    """Start, run to the end or to a bound, summarize (after `release_stores` if `release_store`)."""
     sc, env, tracer = world.scenario, world.env, world.env.tracer
     ledger, txn_ledger, timer, writer = feeds
     wall_start = bounds.wall_start
@@ -469,6 +476,8 @@ def _simulate(world: World, seed: int, watchdog: Watchdog, bounds: _Bounds,
         sim_wall_s = time.perf_counter() - wall_start
         facts: dict[str, Any] | None = {} if details else None
         quiet = watch.verdict(env.clock.now_us, stopped=stop is not None)
+        if release_store:
+            release_stores(world)
         watchdog.watch_analysis(_analysis_rss_mb(world.scenario))
         try:
             summary = summarize(world, seed, ledger, digest, tracer.count, env.clock.now_us, stop.bound if stop else None,
@@ -486,6 +495,14 @@ def _simulate(world: World, seed: int, watchdog: Watchdog, bounds: _Bounds,
     return RunResult(summary, _meta(env, wall_start, sim_wall_s), world, tracer.records, facts or {},
                      world.injector.log if world.injector is not None else [],
                      Path(trace_dir) if trace_dir is not None else None)
+
+
+def release_stores(world: World) -> None:
+    """Free every broker's per-message store tables (`MessageStore.release`): after the
+    simulation and its quiescence verdict, before the analysis (`run_scenario`'s `release_store`)."""
+    for model in world.models.values():
+        if isinstance(model, Broker):
+            model.store.release()
 
 
 def _analysis_rss_mb(sc: Scenario) -> float | None:

@@ -185,7 +185,7 @@ def queue_ranges_past(log: CommitLog, position: int) -> dict[int, tuple[int, int
     for mapped in log.files.files:
         if mapped.file_from_offset + log.file_size <= position:
             continue
-        for i in range(mapped.count_ending_by(position), len(mapped.phys)):
+        for i in range(mapped.count_ending_by(position), len(mapped)):
             _size, _t, queue_id, queue_offset, _m, topic, _tags, _rec, _flag = mapped.record(i)
             key = topic << QUEUE_ID_BITS | queue_id
             low, high = ranges.get(key, (queue_offset, queue_offset))

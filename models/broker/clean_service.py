@@ -43,7 +43,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from models.broker.config import MessageStoreConfig, clamp_ratio, delete_hours  # re-exported (the lint reads config's)
-from models.broker.consume_queue import CQ_UNIT_BYTES, unpack_unit
+from models.broker.consume_queue import CQ_UNIT_BYTES
 from models.broker.mapped_file import F_MSG_ID, F_QUEUE_ID, F_QUEUE_OFFSET, F_STORE_US, F_TOPIC, MappedFile
 from models.coverage_points import COV_COMMIT_LOG_FILE_DELETED_FORCIBLY, COV_COMMIT_LOG_FILE_EXPIRED
 from models.message import PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC
@@ -159,7 +159,7 @@ class CleanService:
                 continue  # every group that committed on this queue is past it (none committed: -1)
             count += 1
             self.node.trace(COMMIT_LOG_DESTROYED, record[F_MSG_ID], topic, queue_id, queue_offset, "expired",
-                            log.replicas, log.replica_has(mapped.phys[i], record[F_MSG_ID]))
+                            log.replicas, log.replica_has(mapped.offset(i), record[F_MSG_ID]))
         return count
 
     def correct_min_offsets(self) -> None:
@@ -172,10 +172,9 @@ class CleanService:
             lo, hi = 0, cq.max_offset - cq.min_offset
             while lo < hi:  # units are in CommitLog order: the first at or past `first`
                 mid = (lo + hi) // 2
-                if unpack_unit(cq.units, mid * CQ_UNIT_BYTES)[0] < first:
+                if cq.unit(cq.min_offset + mid)[0] < first:
                     lo = mid + 1
                 else:
                     hi = mid
             if lo:
-                del cq.units[:lo * CQ_UNIT_BYTES]
-                cq.min_offset += lo
+                cq.drop_head(lo)

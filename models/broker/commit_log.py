@@ -42,7 +42,7 @@ the file holding the flushed/committed position, as `MappedFileQueue.flush/commi
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any
 
@@ -160,8 +160,8 @@ class CommitLog:
         queue_offset = self.queue_offsets.get(key, 0)
         self.queue_offsets[key] = queue_offset + 1
         if props:
-            mapped.props[len(mapped.phys)] = props
-        mapped.phys.append(pos)
+            mapped.props[len(mapped.rel)] = props
+        mapped.rel.append(pos - mapped.file_from_offset)
         mapped.data += pack_record(size, self.clock.now_us, queue_id, queue_offset, msg_id, topic_index,
                                    tags_index, reconsume_times, sysflag)
         self.wrote_position = pos + size
@@ -197,8 +197,8 @@ class CommitLog:
             if mapped is None or phys >= mapped.file_from_offset + self.file_size:
                 mapped = self._current = self.files.last(phys)
             if props:
-                mapped.props[len(mapped.phys)] = props
-            mapped.phys.append(phys)
+                mapped.props[len(mapped.rel)] = props
+            mapped.rel.append(phys - mapped.file_from_offset)
             mapped.data += record
             self.wrote_position = self.committed_position = phys + RECORD.unpack_from(record)[0]
 
@@ -219,20 +219,20 @@ class CommitLog:
                 return [], -1
         limit, total = self.readable_position(), 0
         out: list[tuple[int, bytes, dict | None]] = []
-        phys, data = mapped.phys, mapped.data
-        for i in range(index, len(phys)):
+        rel, data, base = mapped.rel, mapped.data, mapped.file_from_offset
+        for i in range(index, len(rel)):
             size = RECORD.unpack_from(data, i * RECORD_BYTES)[0]
-            if phys[i] + size > limit or (out and total + size > max_bytes):
+            if base + rel[i] + size > limit or (out and total + size > max_bytes):
                 break
-            out.append((phys[i], bytes(data[i * RECORD_BYTES:(i + 1) * RECORD_BYTES]), mapped.props.get(i)))
+            out.append((base + rel[i], bytes(data[i * RECORD_BYTES:(i + 1) * RECORD_BYTES]), mapped.props.get(i)))
             total += size
         return out, (out[0][0] if out else -1)
 
     def _first_after(self, position: int) -> tuple[MappedFile | None, int]:
         for mapped in self.files.files:
-            if mapped.file_from_offset + self.file_size > position and mapped.phys:
-                i = bisect_left(mapped.phys, position)
-                if i < len(mapped.phys):
+            if mapped.file_from_offset + self.file_size > position and mapped.rel:
+                i = mapped.first_at(position)
+                if i < len(mapped.rel):
                     return mapped, i
         return None, -1
 
@@ -245,10 +245,11 @@ class CommitLog:
         if not 0 <= idx < len(files) or files[idx].file_from_offset != position - position % self.file_size:
             return True
         mapped = files[idx]
-        n = bisect_right(mapped.phys, position)
-        if n == 0 or mapped.phys[n - 1] == position:
+        position -= mapped.file_from_offset
+        n = bisect_right(mapped.rel, position)
+        if n == 0 or mapped.rel[n - 1] == position:
             return True
-        return position >= mapped.phys[n - 1] + mapped.record(n - 1)[0]
+        return position >= mapped.rel[n - 1] + mapped.record(n - 1)[0]
 
     def holds(self, phys: int, msg_id: int) -> bool:
         """This log holds the record of `msg_id` at `phys` (ground truth for replica checks)."""
@@ -346,8 +347,8 @@ class CommitLog:
         for mapped in self.files.files:
             if mapped.file_from_offset + self.file_size <= position:
                 continue
-            for i in range(mapped.count_ending_by(position), len(mapped.phys)):
-                phys = mapped.phys[i]
+            for i in range(mapped.count_ending_by(position), len(mapped.rel)):
+                phys = mapped.offset(i)
                 _size, _t, queue_id, queue_offset, msg_id, topic, _tags, _rec, _flag = mapped.record(i)
                 name = self.topics[topic]
                 if name == SCHEDULE_TOPIC:

@@ -17,6 +17,11 @@ cdef class ConsumeQueue:
     cdef public object hint_phys
     cdef public object hint_file
     cdef public object hint_index
+    cdef public bint narrow
+    cdef public object code
+    cdef public object width
+    cdef public object pack_full
+    cdef public object unpack_full
 
 cdef class ReputMessageService:
     cdef public object _cursor

@@ -5,6 +5,15 @@ offset 8, size 4, tags code 8) in a `bytearray`; unit `i` is queue offset `min_o
 tags code is `String.hashCode` of the TAGS property (0 without tags), and for
 `SCHEDULE_TOPIC_XXXX` the delivery time (store time + level delay, here in µs).
 
+Held more compactly than on disk while that is exact: a queue whose units all carry one tags code
+(a topic without tags, or with one tag) holds that code once (`code`) and 12-byte units (physical
+offset 8, size 4); the first unit with another code widens the queue for good (`widen`) to 16-byte
+units whose code is 4 bytes (a tags code is `String.hashCode`, an int widened to a long:
+MessageExtBrokerInner.tagsString2tagsCode). Only
+`SCHEDULE_TOPIC_XXXX` queues, whose codes are delivery times, hold the 20-byte unit, from the
+start. Every unit reads back the same (`unit`) whatever its queue's layout, and `CQ_UNIT_BYTES`
+stays the real unit's 20 bytes where a size is modelled (disk usage, the units a pull scans).
+
 `ReputMessageService` builds the units from the CommitLog on a 1 ms cadence, from its
 `reput_from` position, and tells long polling about new data. Dispatch is lazy: when nothing is
 pending no event is scheduled, and a new record is dispatched at the next tick of the service's
@@ -27,7 +36,6 @@ re-dispatches every valid record), which yields the same queues after any crash.
 from __future__ import annotations
 
 import struct
-from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
@@ -43,20 +51,34 @@ from sim.env import Clock
 
 CQ_UNIT = struct.Struct("<qiq")  # ConsumeQueue.CQ_STORE_UNIT_SIZE = 20
 CQ_UNIT_BYTES = CQ_UNIT.size
-# CQ_UNIT's functions bound once, for the per-message paths (as mapped_file.py's for RECORD)
+SAME_CODE_UNIT = struct.Struct("<qi")  # a unit of a queue whose units share one tags code (module docstring)
+SAME_CODE_UNIT_BYTES = SAME_CODE_UNIT.size  # 12
+HASH_UNIT = struct.Struct("<qii")  # a unit of a queue whose tags codes are String.hashCode ints (module docstring)
+HASH_UNIT_BYTES = HASH_UNIT.size  # 16
+# the units' functions bound once, for the per-message paths (as mapped_file.py's for RECORD)
 pack_unit, unpack_unit = CQ_UNIT.pack, CQ_UNIT.unpack_from
+pack_same, unpack_same = SAME_CODE_UNIT.pack, SAME_CODE_UNIT.unpack_from
 
 
 class ConsumeQueue:
-    """One (topic, queue id)'s units."""
+    """One (topic, queue id)'s units: 12 bytes each and the shared tags code `code` while `narrow`,
+    else `width` bytes each, packed and read by `pack_full` / `unpack_full` (module docstring)."""
 
     __slots__ = ("topic", "queue_id", "key", "ident", "units", "min_offset", "max_offset", "hint_phys",
-                 "hint_file", "hint_index")
+                 "hint_file", "hint_index", "narrow", "code", "width", "pack_full", "unpack_full")
 
-    def __init__(self, topic: str, queue_id: int, key: int) -> None:
+    def __init__(self, topic: str, queue_id: int, key: int, code: int | None = None) -> None:
+        """`code`: the tags code the queue's units share until one differs (then 16-byte units);
+        None: 20-byte units from the start (a delay-level queue, whose codes are delivery times)."""
         self.topic, self.queue_id, self.key = topic, queue_id, key
         self.ident = (topic, queue_id)
         self.units = bytearray()
+        self.narrow = code is not None
+        self.code = code
+        self.width = SAME_CODE_UNIT_BYTES if self.narrow else CQ_UNIT_BYTES
+        # the layout after `widen` (a narrow queue), else the queue's own: bound once, for the per-message paths
+        full = HASH_UNIT if self.narrow else CQ_UNIT
+        self.pack_full, self.unpack_full = full.pack, full.unpack_from
         self.min_offset = 0
         self.max_offset = 0  # one past the last unit (getMaxOffsetInQueue)
         # where the last unit's record lives: a caught-up consumer reads exactly that record,
@@ -65,21 +87,39 @@ class ConsumeQueue:
         self.hint_file: MappedFile | None = None
 
     def append(self, phys_offset: int, size: int, tags_code: int) -> None:
-        self.units += CQ_UNIT.pack(phys_offset, size, tags_code)
+        if self.narrow and tags_code != self.code:
+            self.widen()
+        self.units += pack_same(phys_offset, size) if self.narrow else self.pack_full(phys_offset, size, tags_code)
         self.max_offset += 1
+
+    def widen(self) -> None:
+        """A unit with another tags code is coming: hold every unit with its own code (16 bytes)."""
+        if self.narrow:
+            code, pack = self.code, self.pack_full
+            self.units = bytearray(b"".join([pack(phys, size, code)
+                                             for phys, size in SAME_CODE_UNIT.iter_unpack(self.units)]))
+            self.narrow, self.code, self.width = False, None, HASH_UNIT_BYTES
 
     def unit(self, offset: int) -> tuple[int, int, int]:
         """(physical offset, size, tags code) of queue offset `offset`."""
-        return CQ_UNIT.unpack_from(self.units, (offset - self.min_offset) * CQ_UNIT_BYTES)
+        if self.narrow:
+            phys, size = unpack_same(self.units, (offset - self.min_offset) * SAME_CODE_UNIT_BYTES)
+            return phys, size, self.code
+        return self.unpack_full(self.units, (offset - self.min_offset) * self.width)
+
+    def drop_head(self, count: int) -> None:
+        """Drop the first `count` units (CleanConsumeQueueService: below the CommitLog's first offset)."""
+        del self.units[:count * self.width]
+        self.min_offset += count
 
     def truncate_dirty(self, phys_end: int) -> int:
         """Drop units that reference CommitLog data at or beyond `phys_end` (truncateDirtyLogicFiles);
         returns how many were dropped."""
         self.hint_phys, self.hint_file, self.hint_index = -1, None, -1
         keep = self.max_offset - self.min_offset
-        while keep and CQ_UNIT.unpack_from(self.units, (keep - 1) * CQ_UNIT_BYTES)[0] >= phys_end:
+        while keep and self.unit(self.min_offset + keep - 1)[0] >= phys_end:
             keep -= 1
-        del self.units[keep * CQ_UNIT_BYTES:]
+        del self.units[keep * self.width:]
         dropped = self.max_offset - self.min_offset - keep
         self.max_offset = self.min_offset + keep
         return dropped
@@ -161,7 +201,7 @@ class ReputMessageService:
                 i = self._dispatch_replica(mapped, i, limit, touched)
             else:
                 i = self._dispatch_file(mapped, i, limit, touched)
-            if i < len(mapped.phys) or mapped is files[-1]:
+            if i < len(mapped.rel) or mapped is files[-1]:
                 break
             mapped, i = files[(mapped.file_from_offset - files[0].file_from_offset) // self.log.file_size + 1], 0
         self._cursor = (mapped, i)
@@ -175,34 +215,42 @@ class ReputMessageService:
         """The file and index of the first record starting at or after `position`."""
         for mapped in files:
             if mapped.file_from_offset + self.log.file_size > position:
-                return mapped, bisect_left(mapped.phys, position)
-        return (files[-1], len(files[-1].phys)) if files else (None, 0)
+                return mapped, mapped.first_at(position)
+        return (files[-1], len(files[-1].rel)) if files else (None, 0)
 
     @cython.ccall
     @cython.locals(cq=ConsumeQueue, mapped=MappedFile)
     def _dispatch_file(self, mapped: MappedFile, i: int, limit: int, touched: dict[int, ConsumeQueue]) -> int:
         """Dispatch the file's records from index `i` while they end by `limit`; returns the
         index of the first record not dispatched."""
-        log, queues, phys, data = self.log, self.queues, mapped.phys, mapped.data
-        codes, unpack, pack = log.tags_codes, unpack_record, pack_unit
-        n = len(phys)
+        log, queues, rel, data, base = self.log, self.queues, mapped.rel, mapped.data, mapped.file_from_offset
+        codes, unpack, pack, pack_narrow = log.tags_codes, unpack_record, pack_unit, pack_same
+        n = len(rel)
         while i < n:
-            start = phys[i]
+            start = base + rel[i]
             size, store_us, queue_id, _qoff, _msg_id, topic, tags, _rec, _flag = unpack(data, i * RECORD_BYTES)
             if start + size > limit:
                 break
             key = topic << QUEUE_ID_BITS | queue_id
             cq = queues.get(key)
             if cq is None:
-                cq = queues[key] = ConsumeQueue(log.topics[topic], queue_id, key)
-            if cq.topic == SCHEDULE_TOPIC:
+                cq = queues[key] = self._new_queue(topic, queue_id, key, codes[tags])
+            if cq.narrow:
+                code = codes[tags]
+                if code == cq.code:
+                    cq.units += pack_narrow(start, size)
+                else:
+                    cq.widen()
+                    cq.units += cq.pack_full(start, size, code)
+                cq.max_offset += 1
+            elif cq.topic == SCHEDULE_TOPIC:
                 level = mapped.props[i][PROPERTY_DELAY_TIME_LEVEL]
                 cq.units += pack(start, size, self.delivery_us(level, store_us))
                 cq.max_offset += 1  # before the listener: it arms on units below max_offset
                 if self.schedule_listener is not None:
                     self.schedule_listener(level)
             else:
-                cq.units += pack(start, size, codes[tags])
+                cq.units += cq.pack_full(start, size, codes[tags])
                 cq.max_offset += 1
             cq.hint_phys, cq.hint_file, cq.hint_index = start, mapped, i
             touched[key] = cq
@@ -210,21 +258,28 @@ class ReputMessageService:
             i += 1
         return i
 
+    def _new_queue(self, topic: int, queue_id: int, key: int, code: int) -> ConsumeQueue:
+        """A queue's first unit is coming: 12-byte units sharing its tags code `code`, 20-byte ones
+        for a delay-level queue (module docstring)."""
+        name = self.log.topics[topic]
+        return ConsumeQueue(name, queue_id, key, None if name == SCHEDULE_TOPIC else code)
+
     def _dispatch_replica(self, mapped: MappedFile, i: int, limit: int, touched: dict[int, ConsumeQueue]) -> int:
         """`_dispatch_file` on a slave: a record whose queue offset is below its queue's end
         gets no unit (putMessagePositionInfo: "build consume queue repeatedly")."""
-        queues, phys, data = self.queues, mapped.phys, mapped.data
-        n = len(phys)
+        queues, rel, data, base = self.queues, mapped.rel, mapped.data, mapped.file_from_offset
+        n = len(rel)
         while i < n:
             size, _t, queue_id, queue_offset, _m, topic, _tags, _rec, _flag = RECORD.unpack_from(data, i * RECORD_BYTES)
-            if phys[i] + size > limit:
+            end = base + rel[i] + size
+            if end > limit:
                 break
             cq = queues.get(topic << QUEUE_ID_BITS | queue_id)
             if cq is not None and queue_offset < cq.max_offset:
-                self.reput_from = phys[i] + size
+                self.reput_from = end
                 i += 1
                 continue
-            i = self._dispatch_file(mapped, i, min(limit, phys[i] + size), touched)
+            i = self._dispatch_file(mapped, i, min(limit, end), touched)
         return i
 
     def truncated(self) -> None:

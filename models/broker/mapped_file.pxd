@@ -5,7 +5,7 @@
 
 cdef class MappedFile:
     cdef public object file_from_offset
-    cdef public object phys
+    cdef public object rel
     cdef public object data
     cdef public dict props
 

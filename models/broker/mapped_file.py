@@ -1,12 +1,15 @@
 """store.MappedFileQueue / DefaultMappedFile: the CommitLog's records as compact per-file tables.
 
 A `MappedFile` stands for one CommitLog file (`mappedFileSizeCommitLog`, 1 GiB by default) and
-holds the metadata of the records written into it, not their bytes: the physical offset of each
-record in an `array('q')` (searched with bisect to look a message up by its CommitLog offset, as
-`lookMessageByOffset` does) and the rest as one fixed-width `RECORD` per message in a
-`bytearray` (size, store timestamp, queue id and offset, message id, topic and tags as indexes
-into the broker's intern tables, reconsume times, sysflag). That is 41 bytes a message (with the
-ConsumeQueue's 20-byte unit, 61), so a broker can hold a 10^8-message backlog. The rare properties a plain message does not have
+holds the metadata of the records written into it, not their bytes: the offset of each record
+from the file's start (`file_from_offset`) in an `array('I')` `rel` (a file is smaller than 2^31
+bytes: the scenario bounds `mapped_file_size_commit_log_bytes` at Java's int; searched with bisect
+to look a message up by its CommitLog offset, as `lookMessageByOffset` does; `offset(i)` is the
+physical offset) and the rest as one fixed-width `RECORD` per message in a `bytearray` (size,
+store timestamp, queue id and offset, message id, topic and tags as indexes into the broker's
+intern tables, reconsume times, sysflag). That is 37 bytes a message (with the ConsumeQueue's
+unit, 49 in a queue whose messages share one tags code, 53 in another, 57 in a delay-level queue:
+consume_queue.py), so a broker can hold a 10^8-message backlog. The rare properties a plain message does not have
 (retry, delay, transaction) live in a per-file dict keyed by the record's index in the file.
 
 Roll-over, truncation on recovery and expiry deletion are slices of these tables: a record never
@@ -26,7 +29,7 @@ from typing import Any
 # size, store_us, queue_id, queue_offset (< 2^32 a queue), msg_id, topic index, tags index,
 # reconsume times, sysflag
 RECORD = struct.Struct("<iqHIqHHHB")
-RECORD_BYTES = RECORD.size  # 33 (+ 8 for the physical offset = 41 bytes a message)
+RECORD_BYTES = RECORD.size  # 33 (+ 4 for the offset in the file = 37 bytes a message)
 # RECORD's functions bound once, for the per-message paths: reading a method off a Struct makes a
 # bound-method object per call
 pack_record, unpack_record = RECORD.pack, RECORD.unpack_from
@@ -38,16 +41,20 @@ pack_record, unpack_record = RECORD.pack, RECORD.unpack_from
 class MappedFile:
     """One CommitLog file's records (see module docstring)."""
 
-    __slots__ = ("file_from_offset", "phys", "data", "props")
+    __slots__ = ("file_from_offset", "rel", "data", "props")
 
     def __init__(self, file_from_offset: int) -> None:
         self.file_from_offset = file_from_offset
-        self.phys = array("q")
+        self.rel = array("I")  # each record's offset from file_from_offset
         self.data = bytearray()
         self.props: dict[int, dict[str, Any]] = {}
 
     def __len__(self) -> int:
-        return len(self.phys)
+        return len(self.rel)
+
+    def offset(self, index: int) -> int:
+        """The physical (CommitLog) offset of record `index`."""
+        return self.file_from_offset + self.rel[index]
 
     def record(self, index: int) -> tuple:
         """The fixed-width fields of record `index` (F_* positions)."""
@@ -55,32 +62,40 @@ class MappedFile:
 
     def index_of(self, phys_offset: int) -> int:
         """Index of the record starting at `phys_offset`, or -1."""
-        phys = self.phys
-        i = bisect_left(phys, phys_offset)
-        return i if i < len(phys) and phys[i] == phys_offset else -1
+        rel, position = self.rel, phys_offset - self.file_from_offset
+        i = bisect_left(rel, position)
+        return i if i < len(rel) and rel[i] == position else -1
+
+    def first_at(self, phys_offset: int) -> int:
+        """Index of the first record starting at or after `phys_offset` (`len(self)` if none)."""
+        position = phys_offset - self.file_from_offset
+        return bisect_left(self.rel, position) if position > 0 else 0
 
     def end(self) -> int:
         """Physical offset just past the last record (the file start if empty)."""
-        if not self.phys:
+        if not self.rel:
             return self.file_from_offset
-        return self.phys[-1] + RECORD.unpack_from(self.data, (len(self.phys) - 1) * RECORD_BYTES)[F_SIZE]
+        return self.file_from_offset + self.rel[-1] + RECORD.unpack_from(self.data, (len(self.rel) - 1) * RECORD_BYTES)[F_SIZE]
 
     def truncate(self, keep: int) -> int:
         """Keep the first `keep` records; returns how many were dropped."""
-        dropped = len(self.phys) - keep
+        dropped = len(self.rel) - keep
         if dropped > 0:
-            del self.phys[keep:]
+            del self.rel[keep:]
             del self.data[keep * RECORD_BYTES:]
             for index in [i for i in self.props if i >= keep]:
                 del self.props[index]
         return max(0, dropped)
 
     def count_ending_by(self, position: int) -> int:
-        """How many leading records end at or before `position`."""
+        """How many leading records end at or before physical offset `position`."""
         # records are contiguous except for a blank tail, so the record starting before `position`
         # either ends by it or straddles it
-        n = bisect_right(self.phys, position - 1)
-        if n and self.phys[n - 1] + self.record(n - 1)[F_SIZE] > position:
+        position -= self.file_from_offset
+        if position <= 0:
+            return 0
+        n = bisect_right(self.rel, position - 1)
+        if n and self.rel[n - 1] + self.record(n - 1)[F_SIZE] > position:
             n -= 1
         return n
 
@@ -131,7 +146,7 @@ class MappedFileQueue:
     def end(self) -> int:
         """Physical offset just past the last record."""
         for mapped in reversed(self.files):
-            if mapped.phys:
+            if mapped.rel:
                 return mapped.end()
         return 0
 

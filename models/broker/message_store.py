@@ -33,7 +33,7 @@ import cython
 
 from models.broker.commit_log import CommitLog
 from models.broker.config import MessageStoreConfig
-from models.broker.consume_queue import CQ_UNIT_BYTES, ConsumeQueue, ReputMessageService, unpack_unit
+from models.broker.consume_queue import CQ_UNIT_BYTES, ConsumeQueue, ReputMessageService, unpack_same
 from models.broker.mapped_file import RECORD_BYTES, MappedFile, unpack_record
 from models.message import FIXED_RECORD_BYTES, MessageExt, new_message_ext, properties_bytes
 
@@ -67,6 +67,16 @@ class MessageStore:
         self.memory_window_bytes = cfg.physical_memory_bytes * cfg.access_message_in_memory_max_ratio // 100
         self._overhead: dict[int, int] = {}  # topic index << 16 | tags index -> header + topic + properties
 
+    def release(self) -> None:
+        """Free the per-message tables (every CommitLog file's records, every ConsumeQueue's units)
+        at the end of a run whose analysis reads none of them (rmqsim/runner.py `release_stores`).
+        The store holds no message afterwards and is not to be used again (its positions and queue
+        ends are left as they were, without the records behind them)."""
+        for mapped in self.commit_log.files.files:
+            mapped.rel, mapped.data, mapped.props = mapped.rel[:0], bytearray(), {}
+        for cq in self.reput.queues.values():
+            cq.units = bytearray()
+
     def max_offset(self, topic: str, queue_id: int) -> int:
         cq = self.reput.queue(topic, queue_id)
         return cq.max_offset if cq is not None else 0
@@ -91,7 +101,7 @@ class MessageStore:
                                 log.tags[tags], reconsume, body, props))
 
     @cython.ccall
-    @cython.locals(cq=ConsumeQueue, log=CommitLog, mapped=MappedFile)
+    @cython.locals(cq=ConsumeQueue, log=CommitLog, mapped=MappedFile, narrow=cython.bint)
     def get_message(self, cq: ConsumeQueue | None, offset: int, max_msg_nums: int,
                     tag_codes: frozenset | None) -> tuple[str, int, int, tuple[MessageExt, ...]]:
         """Returns (status, next_begin_offset, max_offset, messages) for queue `cq` (None: no
@@ -115,11 +125,16 @@ class MessageStore:
         log, window = self.commit_log, self.memory_window_bytes
         end, topics, tags_table, overheads = log.wrote_position, log.topics, log.tags, self._overhead
         units, base, hint_phys = cq.units, cq.min_offset, cq.hint_phys
+        # a narrow queue's units share `code`; the others' have their own (consume_queue.py)
+        narrow, code, width, unpack_full = cq.narrow, cq.code, cq.width, cq.unpack_full
         msgs: list[MessageExt] = []
         total = 0
         i = offset
         while i < stop:
-            phys, size, code = unpack_unit(units, (i - base) * CQ_UNIT_BYTES)
+            if narrow:
+                phys, size = unpack_same(units, (i - base) * width)
+            else:
+                phys, size, code = unpack_full(units, (i - base) * width)
             if msgs:
                 if len(msgs) >= max_msg_nums:
                     break

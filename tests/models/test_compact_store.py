@@ -32,6 +32,7 @@ from models.broker.mapped_file import (
 from models.broker.message_store import FOUND, NO_MATCHED_MESSAGE
 from models.message import (
     PROPERTY_RETRY_TOPIC,
+    SCHEDULE_TOPIC,
     MessageExt,
     java_string_hash,
     record_bytes,
@@ -44,10 +45,17 @@ def files_of(broker) -> list[MappedFile]:
 
 
 def units(cq) -> list[tuple[int, int, int]]:
-    """A ConsumeQueue's units decoded with the documented layout: phys (8), size (4), tags code (8)."""
+    """A ConsumeQueue's units decoded with the documented layouts (consume_queue.py): phys (8), size
+    (4), tags code (8) on disk and in a delay-level queue; phys (8), size (4) and the shared code while
+    the queue's units share one (`narrow`); phys (8), size (4), tags code (4, an int) otherwise."""
     raw = bytes(cq.units)
-    assert len(raw) % 20 == 0
-    return [struct.unpack_from("<qiq", raw, i) for i in range(0, len(raw), 20)]
+    if cq.narrow:
+        assert len(raw) % 12 == 0
+        return [(*struct.unpack_from("<qi", raw, i), cq.code) for i in range(0, len(raw), 12)]
+    layout = "<qiq" if cq.topic == SCHEDULE_TOPIC else "<qii"
+    width = struct.calcsize(layout)
+    assert cq.width == width and len(raw) % width == 0
+    return [struct.unpack_from(layout, raw, i) for i in range(0, len(raw), width)]
 
 
 def dispatched(env, broker) -> list[tuple[int, str, int, int]]:
@@ -72,7 +80,7 @@ def test_mapped_files_roll_over_at_the_file_size_and_no_record_spans_two():
     assert files[0].end() == FILE - BLANK_MIN_BYTES
     for f in files:
         for i in range(len(f)):
-            start, size = f.phys[i], f.record(i)[F_SIZE]
+            start, size = f.offset(i), f.record(i)[F_SIZE]
             assert f.file_from_offset <= start and start + size <= f.file_from_offset + FILE - BLANK_MIN_BYTES
         assert len(f.data) == len(f) * RECORD_BYTES  # one fixed-width record per message
     assert [size for _p, size, _q in stored(broker.commit_log)] == sizes
@@ -115,7 +123,7 @@ def test_power_loss_keeps_exactly_the_records_below_the_flushed_position(cut):
     assert log.wrote_position == kept[-1][0] + kept[-1][1]
     assert log.flushed_position == min(flushed, log.wrote_position)
     for f in files_of(broker):  # the tables were cut, not rebuilt: arrays stay parallel
-        assert len(f.data) == len(f.phys) * RECORD_BYTES
+        assert len(f.data) == len(f.rel) * RECORD_BYTES
     assert files_of(broker)[-1].file_from_offset <= kept[-1][0]
     truncated = next(broker.node.env.tracer.of_kind("commit_log.truncated"))
     assert truncated[3:] == (log.wrote_position, len(before) - len(kept))
@@ -125,17 +133,18 @@ def test_truncation_drops_the_properties_of_lost_records():
     queue = MappedFileQueue(FILE)
     mapped = queue.last(0)
     for i in range(4):
-        mapped.phys.append(i * 1_000)
+        mapped.rel.append(i * 1_000)
         mapped.data += RECORD.pack(1_000, 0, 0, i, i, 0, 0, 1, 0)
         mapped.props[i] = {PROPERTY_RETRY_TOPIC: "T"}
     assert queue.truncate_to(2_500) == 2  # records end at 1000, 2000 | 3000, 4000
-    assert list(mapped.phys) == [0, 1_000] and sorted(mapped.props) == [0, 1]
+    assert list(mapped.rel) == [0, 1_000] and sorted(mapped.props) == [0, 1]
     assert queue.end() == 2_000
 
 
 # --- ConsumeQueue units ---------------------------------------------------------------------------
 
-def test_consume_queue_units_are_20_bytes_phys_size_tags_hash_code():
+def test_consume_queue_units_are_phys_size_tags_hash_code():
+    """20 bytes a unit on disk (CQ_UNIT_BYTES); held in 16 once a queue's codes differ (an int each)."""
     env, broker = make_broker()
     tags = ["TagA", None, "hello world", "polygenelubricants", "\U0001F600"]
     for tag in tags:
@@ -143,7 +152,7 @@ def test_consume_queue_units_are_20_bytes_phys_size_tags_hash_code():
     env.run(until=10_000)
     cq = broker.store.reput.queue(TOPIC, 1)
     assert CQ_UNIT_BYTES == 20 and isinstance(cq.units, bytearray)
-    assert len(cq.units) == 20 * len(tags) and cq.max_offset == len(tags)
+    assert len(cq.units) == 16 * len(tags) and cq.max_offset == len(tags)
     log_records = stored(broker.commit_log)
     # Java String.hashCode values, as the JDK computes them (UTF-16 code units, int overflow)
     java_codes = [2_598_919, 0, 1_794_106_052, -(2**31), 1_772_899]

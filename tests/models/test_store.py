@@ -83,7 +83,7 @@ def put_end(broker: Broker, m: Message, queue_id: int) -> int:
 
 def stored(log: CommitLog) -> list[tuple[int, int, int]]:
     """Every CommitLog record as (physical offset, size, queue offset), in offset order."""
-    return [(f.phys[i], f.record(i)[F_SIZE], f.record(i)[F_QUEUE_OFFSET])
+    return [(f.offset(i), f.record(i)[F_SIZE], f.record(i)[F_QUEUE_OFFSET])
             for f in log.files.files for i in range(len(f))]
 
 
