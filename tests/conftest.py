@@ -9,6 +9,36 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test parametrized over seeds runs its first seed everywhere; its other seeds are marked
+    `slow` (CI leaves them out; `scripts/test.sh --slow` runs them), as `first_seed_in_ci` does by
+    hand. A story's bound is still checked over all its seeds, by the slow run. A `serial` test (a
+    standalone Spark cluster of its own) is `slow` too: scripts/test.sh --slow runs it, alone."""
+    for item in items:
+        if item.get_closest_marker("serial") is not None:
+            item.add_marker(pytest.mark.slow)
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or "seed" not in callspec.params:
+            continue
+        first = _first_seed(item)
+        if first is not None and callspec.params["seed"] != first:
+            item.add_marker(pytest.mark.slow)
+
+
+def _first_seed(item: pytest.Item) -> object | None:
+    """The first `seed` value of the item's parametrization (None when it cannot be told)."""
+    for mark in item.iter_markers("parametrize"):
+        names = mark.args[0] if isinstance(mark.args[0], (list, tuple)) else \
+            [n.strip() for n in str(mark.args[0]).split(",")]
+        if "seed" not in names or not mark.args[1]:
+            continue
+        first = mark.args[1][0]
+        values = first.values if hasattr(first, "values") and not isinstance(first, dict) else \
+            (first if len(names) > 1 else (first,))
+        return values[list(names).index("seed")]
+    return None
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -34,6 +34,7 @@ def run_dir(out: Path, scenario: str, trace: bool) -> Path:
     return RUNS[key]
 
 
+@pytest.mark.slow  # over 7 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
 def test_explain_without_a_trace_says_what_it_says_with_one(out: Path) -> None:
     traced, replayed = read_run(run_dir(out, "orderly_broker_failure", True)), \
         read_run(run_dir(out, "orderly_broker_failure", False))

@@ -118,6 +118,7 @@ def test_progress_line_max_and_average_rt_match_the_send_records(monkeypatch: py
     assert max(rts) > 2 * (sum(rts) / len(rts))  # the two figures differ: a test that can fail
 
 
+@pytest.mark.slow  # over 7 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
 def test_example_notebook_runs_end_to_end() -> None:
     import nbformat
     from nbclient import NotebookClient

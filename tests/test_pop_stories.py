@@ -109,6 +109,7 @@ def test_the_same_fault_gives_push_crash_causes_and_pop_only_pop_causes(seed: in
     assert pop["lost"] == 0 and push["lost"] == 0
 
 
+@pytest.mark.slow  # over 7 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
 def test_the_killed_pop_member_held_unacked_messages_on_some_seed() -> None:
     """The POP half of the story happens: over the seeds, the killed member's un-acked messages are
     revived (after the 60 s invisible time) in at least one run; a run where it held none at its

@@ -127,6 +127,7 @@ def test_an_unresolvable_host_is_refused_within_the_timeout():
     assert time.monotonic() - started < 10
 
 
+@pytest.mark.slow  # a JVM cluster, over 20 s: scripts/test.sh --slow (issue 41: the suite in CI)
 @pytest.mark.serial  # a standalone master of its own (tests/analysis/test_spark_standalone.py)
 def test_a_cluster_without_workers_stops_the_sweep(sweep_file, tmp_path):
     from tests.analysis.test_spark_standalone import JVM_QUICK, SCRIPT, _free_port, _sigkill

@@ -36,7 +36,7 @@ from tests.analysis.test_sweep import (
 )
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.serial
+pytestmark = [pytest.mark.serial, pytest.mark.slow]
 
 TIMEOUT_S = 150
 

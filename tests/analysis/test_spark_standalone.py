@@ -36,7 +36,7 @@ from tests.analysis.test_sweep import (
 )
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.serial  # alone, after the parallel part (scripts/test.sh): its daemons' timing
+pytestmark = [pytest.mark.serial, pytest.mark.slow]  # alone, after the parallel part (scripts/test.sh): its daemons' timing
 
 SCRIPT = "scripts/spark_standalone.sh"  # as the README runs it, from the checkout
 SCRIPT_TIMEOUT_S = 150  # the script's own bound on start-up is 90 s per daemon
