@@ -151,7 +151,7 @@ if ! RMQSIM_PURE_BUILD=1 UV_PYTHON_DOWNLOADS=never shown_with_heartbeat .venv/uv
   echo "installing the locked dependencies failed (uv's output above)" >&2
   exit 1
 fi
-.venv/bin/python -c 'import simpy, networkx, pydantic, yaml, pyspark, matplotlib, pytest' \
+.venv/bin/python -c 'import simpy, pydantic, yaml, pyspark, matplotlib, pytest' \
   || { echo "dependency installation failed: a locked package does not import (uv's output above)" >&2; exit 1; }
 step_done
 # compiles what is not built from its current source, a line per module (sim/compiled.py: main)

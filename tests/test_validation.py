@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import cli_in_process
 
 # (id, file text, key path expected in stderr, reason fragment expected in stderr)
 CASES = [
@@ -83,8 +82,8 @@ CASES = [
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rmqsim.cli", *args], cwd=str(REPO), capture_output=True,
-                          text=True, timeout=60)
+    """`rmqsim ARGS` in this process (tests/conftest.py cli_in_process; the repository is the cwd)."""
+    return cli_in_process(*args)
 
 
 def assert_rejected(res: subprocess.CompletedProcess, path: Path, *fragments: str) -> None:
