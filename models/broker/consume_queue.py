@@ -74,7 +74,7 @@ class ConsumeQueue:
         self.ident = (topic, queue_id)
         self.units = bytearray()
         self.narrow = code is not None
-        self.code = code
+        self.code = 0 if code is None else code  # read only while `narrow`
         self.width = SAME_CODE_UNIT_BYTES if self.narrow else CQ_UNIT_BYTES
         # the layout after `widen` (a narrow queue), else the queue's own: bound once, for the per-message paths
         full = HASH_UNIT if self.narrow else CQ_UNIT
@@ -98,7 +98,7 @@ class ConsumeQueue:
             code, pack = self.code, self.pack_full
             self.units = bytearray(b"".join([pack(phys, size, code)
                                              for phys, size in SAME_CODE_UNIT.iter_unpack(self.units)]))
-            self.narrow, self.code, self.width = False, None, HASH_UNIT_BYTES
+            self.narrow, self.code, self.width = False, 0, HASH_UNIT_BYTES
 
     def unit(self, offset: int) -> tuple[int, int, int]:
         """(physical offset, size, tags code) of queue offset `offset`."""

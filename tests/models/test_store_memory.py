@@ -45,7 +45,7 @@ def test_a_second_tags_code_widens_the_queue_to_16_byte_units_and_every_unit_kee
         env.run(until=env.now + 2_000)  # each dispatched on its own: the widening happens mid-queue
     cq = broker.store.reput.queue(TOPIC, 0)
     codes = [java_string_hash(t) if t else 0 for t in tags]
-    assert not cq.narrow and cq.code is None and len(cq.units) == HASH_UNIT_BYTES * len(tags)
+    assert not cq.narrow and cq.code == 0 and len(cq.units) == HASH_UNIT_BYTES * len(tags)
     assert wide_units(cq) == [(phys, size, code) for (phys, size, _q), code in
                               zip(stored(broker.commit_log), codes, strict=True)]
     status, _nxt, _mx, msgs = get(broker, 0, tags={"TagA"})
