@@ -307,14 +307,14 @@ def _rebuild(stale: list[str]) -> list[str]:
 
 
 # --- the build, saying what it does (scripts/setup.sh; a rebuild on import) ------------------------------
-CPU_S_PER_MODULE = 3.0  # Cython's translation and gcc -O1 -g0 of one module, on a quiet core (setup's estimate)
+CPU_S_PER_MODULE = 4.0  # Cython's translation and gcc -O3 -g0 of one module (-O1 for setup.py's COLD_MODULES), on a quiet core (setup's estimate)
 HEARTBEAT_S = 10.0  # never silent longer than this while it builds
 _BUILDING = re.compile(r"building '([\w.]+)' extension")
 
 
 def build_env() -> dict[str, str]:
-    """The build's environment: unless the user set CFLAGS, the interpreter's own CFLAGS (setup.py
-    puts its -O1 after them) and `-g0` last (setuptools' compiler takes CFLAGS from the environment instead of the
+    """The build's environment: unless the user set CFLAGS, the interpreter's own CFLAGS (-O3; setup.py
+    puts -O1 after them for its COLD_MODULES) and `-g0` last (setuptools' compiler takes CFLAGS from the environment instead of the
     interpreter's, so they are given whole): no debug information in the binaries, about a third of
     gcc's time; the code is the same, and a traceback's compiled frames keep their lines (Cython
     records them itself)."""
