@@ -11,14 +11,28 @@ if [[ "${1:-}" == "--slow" ]]; then slow=1; shift; fi
 bash scripts/setup.sh --test
 .venv/bin/ruff check .
 .venv/bin/lint-imports --no-cache   # the floors (pyproject.toml [tool.importlinter]; sim/__init__.py)
-.venv/bin/python scripts/typecheck.py   # mypy: none in sim/ and models/, no new one elsewhere
+# mypy (none in sim/ and models/, no new one elsewhere) runs beside the tests: one core for about 20 s,
+# which alone it would leave idle; its verdict is waited for at the end and fails the script as before
+typecheck_log="$(mktemp)"
+.venv/bin/python scripts/typecheck.py >"$typecheck_log" 2>&1 &
+typecheck_pid=$!
+typecheck_done() {
+  local code=0
+  wait "$typecheck_pid" || code=$?
+  cat "$typecheck_log"
+  rm -f "$typecheck_log"
+  return "$code"
+}
+trap 'kill "$typecheck_pid" 2>/dev/null || true; rm -f "$typecheck_log"' EXIT
 if (( slow )); then
   # the `slow` tests (pyproject.toml markers): whole sweeps, long scenarios over several seeds; then the
   # `serial` ones alone (standalone Spark clusters whose start and stop are timed)
   .venv/bin/python -m pytest -q -n auto --dist loadfile -m "slow and not serial" "$@"
+  typecheck_done   # before the serial tests, which time their clusters
   .venv/bin/python -m pytest -q -m "slow and serial" "$@"
   exit 0
 fi
 # one pytest worker per core (pytest-xdist), each test file on one worker: module fixtures run once;
 # a `serial` test is also `slow` (run by --slow, alone)
 .venv/bin/python -m pytest -q -n auto --dist loadfile -m "not serial and not slow" "$@"
+typecheck_done

@@ -249,7 +249,7 @@ def shown_in(shown: list[str], printed: list[str]) -> bool:
     return free or at == len(printed)
 
 
-@pytest.mark.parametrize("page", ["lint.md", "coverage.md"])
+@pytest.mark.parametrize("page", ["lint.md", pytest.param("coverage.md", marks=pytest.mark.slow)])  # 12 s: --slow
 def test_the_page_examples_run_as_written(tmp_path, page) -> None:
     (tmp_path / "scenarios").symlink_to(ROOT / "scenarios")
     found = examples(ROOT / "docs" / page)

@@ -140,6 +140,7 @@ def test_t_quantiles() -> None:
     assert 2.000 > t975(80) > 1.980 and 1.980 > t975(10_000) > 1.960
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
 def test_report_renders_in_headless_chromium(swept: Path, spark, tmp_path: Path) -> None:
     from analysis.reports.sweep_report import build_report
 

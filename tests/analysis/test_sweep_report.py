@@ -128,6 +128,7 @@ def test_coverage_table_and_unquiet_runs(swept: Path, spark, tmp_path: Path) -> 
     assert "runs ended unquiet</th>" in page  # a per-point column only when some run ended unquiet
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
 def test_declared_and_cli_focus_and_stale_figures(swept: Path, spark, tmp_path: Path) -> None:
     """`--focus duplicates` on a sweep without duplicates: the page opens with their bound, draws
     none; `--focus latency`: the p99 heatmap first; the loss heatmap of the earlier report goes."""

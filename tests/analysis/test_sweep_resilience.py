@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from analysis.sweeps import directory as sweep_dir
 from analysis.sweeps import results_store as store
@@ -73,6 +74,7 @@ def _marker_pid(path: Path) -> int | None:
     return None
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
 def test_killed_workers_are_retried_or_recorded_then_resumed(tmp_path):
     path = write_sweep(tmp_path, "resilient", set={"duration_ms": "20s", "settle_ms": "3s", "faults": []},
                        grid={"rate": {"key": "producers[0].rate_per_s", "values": [250]}}, seeds=3)

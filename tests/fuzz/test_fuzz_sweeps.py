@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -98,6 +99,7 @@ def test_every_bundled_sweep_is_a_fuzz_seed():
     assert len(SWEEPS) >= 2 and len(DOCS) == 2 * len(SWEEPS)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
 @budget(300)
 @given(case=sweep_mutations())
 def test_mutated_sweeps_load_or_fail_cleanly(tmp_path_factory, case):
