@@ -27,6 +27,8 @@ from analysis.reports import run_data as rd
 from analysis.reports import timeline_data as td
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # two runs with figures, about 25 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
+
 # broker-a's master loses power at about 20 s and its node stays down 40 s: the controllers elect
 # broker-a-s1 at about 32 s, long before the old node is back (about 60 s) — a figure that followed
 # the node would call broker-a's queues unavailable until then

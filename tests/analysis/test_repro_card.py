@@ -24,6 +24,8 @@ from tests.analysis.test_run_report import CRASH_STORY, cli
 from tests.analysis.test_sweep import CRASH, SHORT, spark, write_sweep  # noqa: F401 - the Spark fixture
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # a sweep and its report, about 20 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
+
 SHORT_SET = ("--set", "duration_ms=4s", "--set", "settle_ms=3s")
 
 

@@ -92,6 +92,7 @@ def test_local_workers_write_the_runs_table_and_files_spark_writes(both) -> None
             assert path.read_bytes() == (both["spark"] / table / path.name).read_bytes(), path
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
 def test_the_local_report_reads_what_spark_reads(both, spark, tmp_path) -> None:  # noqa: F811
     """The report's tables without a JVM equal Spark's: every column, maps as dicts, failing-run
     columns only on failing rows, merged histograms, the timeline run; and the pages agree."""

@@ -183,6 +183,7 @@ def runnable_scenarios(draw: Any) -> tuple[str, mutations.Mutation]:
     return name, mutations.Mutation("fault_schedule", text.encode(), note=f"{form}: {plan!r}"[:400])
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
 def test_fault_schedules_run_past_their_faults_to_consistent_summaries(tmp_path_factory):
     """Property 2 (module docstring): accepted by construction, run, checked, and counted."""
     from rmqsim.runner import run_scenario
