@@ -39,6 +39,15 @@ def col(kind: str, field: str) -> int:
     return field_index(kind, field)
 
 
+def refusal(tmp_path, text: str) -> str:
+    """The ConfigError a scenario file of `text` is refused with (it must be refused)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load(path)
+    return str(err.value)
+
+
 def fault_window_us(result, kind: str) -> tuple[int, int]:
     start = next(r[0] for r in recs(result, "fault.injected") if r[3] == kind)
     detail = next(r[5] for r in recs(result, "fault.injected") if r[3] == kind)
@@ -92,13 +101,9 @@ def test_failed_fsync_then_process_crash_loses_nothing() -> None:
 
 
 def test_fsync_error_needs_a_broker_and_a_duration(tmp_path) -> None:
-    path = tmp_path / "s.yaml"
-    path.write_text("consumers: [{name: c, group: g, topic: TopicTest}]\n"
-                    "faults:\n  - {at_ms: 1s, kind: fsync_error, node: c, duration_ms: 1s}\n"
-                    "  - {at_ms: 1s, kind: fsync_error, node: broker-a}\n")
-    with pytest.raises(ConfigError) as err:
-        load(path)
-    text = str(err.value)
+    text = refusal(tmp_path, "consumers: [{name: c, group: g, topic: TopicTest}]\n"
+                             "faults:\n  - {at_ms: 1s, kind: fsync_error, node: c, duration_ms: 1s}\n"
+                             "  - {at_ms: 1s, kind: fsync_error, node: broker-a}\n")
     assert "faults[0].node: fsync_error needs a node with a disk (a broker)" in text
     assert "kind 'fsync_error' needs duration_ms" in text
 
@@ -146,11 +151,7 @@ def test_without_the_exception_each_unknown_half_commits_once() -> None:
     ("{at_ms: 1s, kind: service_error, node: broker-a, duration_ms: 1s}", "needs service"),
 ])
 def test_service_error_is_validated(tmp_path, fault: str, problem: str) -> None:
-    path = tmp_path / "s.yaml"
-    path.write_text(f"consumers: [{{name: c, group: g, topic: TopicTest}}]\nfaults:\n  - {fault}\n")
-    with pytest.raises(ConfigError) as err:
-        load(path)
-    assert problem in str(err.value)
+    assert problem in refusal(tmp_path, f"consumers: [{{name: c, group: g, topic: TopicTest}}]\nfaults:\n  - {fault}\n")
 
 
 # --- a delay level on a transactional message -----------------------------------------------------
@@ -209,8 +210,4 @@ def test_client_id_is_client_ip_at_instance_name() -> None:
     ("{client_ip: 'bad ip', instance_name: app}", "client_ip"),
 ])
 def test_client_id_fields_are_validated(tmp_path, client: str, problem: str) -> None:
-    path = tmp_path / "s.yaml"
-    path.write_text(f"consumers: [{{name: c, group: g, topic: TopicTest, client: {client}}}]\n")
-    with pytest.raises(ConfigError) as err:
-        load(path)
-    assert problem in str(err.value)
+    assert problem in refusal(tmp_path, f"consumers: [{{name: c, group: g, topic: TopicTest, client: {client}}}]\n")

@@ -24,7 +24,6 @@ of broker-a then a power loss of broker-b (truncated_on_recovery + unflushed_at_
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections import Counter
 from pathlib import Path
 
@@ -34,8 +33,7 @@ import rmqsim
 from analysis.explain.answer import explain_cause, explain_fault, explain_message, read_run
 from analysis.explain.judge import investigate
 from analysis.explain.reasons import message_verdicts
-from rmqsim import cli
-from tests.conftest import ROOT
+from tests.conftest import traced_run_dir
 
 OUT = Path("/tmp") / "rmqsim-test-explain-oracle"  # replaced per session by the fixture below
 SAMPLE = 10
@@ -60,12 +58,7 @@ def _out(tmp_path_factory) -> None:
 @functools.cache
 def run_dir(story: str, seed: int) -> Path:
     scenario, sets = STORIES[story]
-    out = OUT / f"{story}-{seed}-{hashlib.sha256(repr(sets).encode()).hexdigest()[:8]}"
-    argv = ["run", str(ROOT / "scenarios" / f"{scenario}.yaml"), "--seed", str(seed), "--out", str(out), "--trace"]
-    for item in sets:
-        argv += ["--set", item]
-    assert cli.main(argv) in (0, 1)
-    return out
+    return traced_run_dir(OUT, scenario, seed, sets)
 
 
 class Oracle:
