@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up (with headless Chromium for the report test), lint (ruff, the import floors, mypy), run the test suite
 # but its `slow` tests. `scripts/test.sh --slow` runs only the `slow` tests (after the same set-up and lint):
-# the seeds after the first of every seed-parametrized test (tests/conftest.py), the tests over about 7 s,
+# the seeds after the first of every seed-parametrized test (tests/conftest.py), the tests over about 5 s (or whose module fixture takes over 20 s),
 # and the standalone Spark cluster tests (`serial`: alone, after the others).
 # Other arguments go to pytest (.ci/run passes --durations=30).
 set -euo pipefail
