@@ -56,6 +56,29 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # to let pydantic look for them again.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
+
+def _plugins_disabled() -> None:
+    """With plugins disabled, pydantic's loader (pydantic/plugin/_loader.py, imported by
+    plugin/_schema_validator.py when it builds the first validator) would still import
+    importlib.metadata, with email and zipfile, only to return no plugins: about 5 % of `rmqsim
+    validate`'s instructions. A stand-in that answers what that loader answers then, no plugins,
+    takes its place: only when the variable disables them all (pydantic's own test: "__all__", "1",
+    "true") and pydantic has not loaded its loader yet. tests/test_cli_startup.py checks the seam
+    against the installed pydantic."""
+    import sys
+
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in ("__all__", "1", "true"):
+        return
+    if "pydantic.plugin._loader" not in sys.modules:
+        import types
+
+        stand_in = types.ModuleType("pydantic.plugin._loader", "rmqsim's stand-in: pydantic plugins are disabled")
+        stand_in.get_plugins = lambda: ()  # type: ignore[attr-defined]
+        sys.modules["pydantic.plugin._loader"] = stand_in
+
+
+_plugins_disabled()
+
 from sim import compiled  # noqa: E402
 
 compiled.check_build()  # before any compiled module is imported (sim/compiled.py)

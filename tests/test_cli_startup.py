@@ -22,7 +22,8 @@ HEAVY = ("pandas", "pyarrow", "matplotlib", "pyspark")
 NOT_AT_VALIDATE = (*HEAVY, "numpy", "simpy")
 NOT_AT_VALIDATE_MODULES = ("sim.env", "models.broker.auto_switch_ha", "models.broker.pop_message_processor",
                            "models.broker.timer_store", "models.broker.clean_service", "models.broker.commit_log",
-                           "models.broker.consume_queue", "models.broker.mapped_file")
+                           "models.broker.consume_queue", "models.broker.mapped_file",
+                           "importlib.metadata")  # pydantic's plugin loader's: sim/__init__.py's stand-in
 _IMPORTED = """
 import json, sys
 sys.path.insert(0, {root!r})
@@ -56,6 +57,51 @@ def test_validate_imports_no_dataframe_plotting_spark_numpy_or_simpy_package(sce
     assert packages.isdisjoint(NOT_AT_VALIDATE), sorted(packages & set(NOT_AT_VALIDATE))
     assert modules.isdisjoint(NOT_AT_VALIDATE_MODULES), sorted(modules & set(NOT_AT_VALIDATE_MODULES))
     assert {"pydantic", "rmqsim"} <= packages and "models.broker.config" in modules  # it did validate
+
+
+_PLUGINS = """
+import json, os, sys
+sys.path.insert(0, {root!r})
+import sim
+loader = sys.modules.get("pydantic.plugin._loader")
+calls = []
+if loader is not None and not hasattr(loader, "__file__"):  # the stand-in: count pydantic's calls
+    answer = loader.get_plugins
+    loader.get_plugins = lambda: calls.append(1) or answer()
+import pydantic
+class A(pydantic.BaseModel):
+    x: int
+class B(pydantic.BaseModel):
+    y: A
+loader = sys.modules["pydantic.plugin._loader"]
+print(json.dumps({{"file": getattr(loader, "__file__", None), "calls": len(calls), "b": B(y={{"x": 1}}).y.x,
+                  "metadata": "importlib.metadata" in sys.modules}}))
+"""
+
+
+def _plugin_loader(variable: str | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if variable is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = variable
+    done = subprocess.run([sys.executable, "-c", _PLUGINS.format(root=str(ROOT))], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("variable", [None, "__all__", "1", "true"])
+def test_with_plugins_disabled_pydantic_asks_the_stand_in_loader(variable: str | None) -> None:
+    """Unset (sim/__init__.py disables plugins) or disabling them all: pydantic builds each model's
+    validator asking sim's stand-in for plugins (the seam: pydantic/plugin/_schema_validator.py), and
+    importlib.metadata is never imported."""
+    got = _plugin_loader(variable)
+    assert got["file"] is None and got["calls"] == 2 and got["b"] == 1 and not got["metadata"], got
+
+
+@pytest.mark.parametrize("variable", ["", "logfire"])
+def test_plugins_asked_for_are_looked_up_by_pydantic_itself(variable: str) -> None:
+    """"" (look for plugins again) or some names disabled: pydantic's own loader, untouched."""
+    got = _plugin_loader(variable)
+    assert got["file"].endswith("pydantic/plugin/_loader.py") and got["calls"] == 0 and got["metadata"], got
 
 
 _LAZY = """
