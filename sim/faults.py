@@ -37,7 +37,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sim import trace
 from sim.config import DurationMs, Float, Name, NodeName, PositiveDurationMs
 from sim.dist import Dist
 from sim.limits import MAX_FAULT_RATE_PER_HOUR, MAX_SLOW_FACTOR, MAX_TIME_MS, MIN_FAULT_RATE_PER_HOUR
@@ -184,6 +183,8 @@ class FaultInjector:
     def inject(self, spec: FaultSpec, index: int = -1) -> None:
         if not self.active:
             return
+        from sim import trace  # here, and in the heals: validating a scenario (its fault specs) loads no tracer
+
         target, detail = self._apply(spec)
         self._emit(trace.FAULT_INJECTED, spec.kind, target, detail, index)
         if spec.duration_ms is not None and spec.kind not in SELF_HEALING:
@@ -251,6 +252,8 @@ class FaultInjector:
             self.nodes[spec.node].disk.slow_factor = 1.0  # type: ignore[index]  # set (FaultSpec._required)
         target = spec.node or (f"{spec.src}->{spec.dst}" if spec.src else
                                "|".join(",".join(g) for g in spec.groups or []))
+        from sim import trace
+
         self._emit(trace.FAULT_HEALED, kind, target, "", index)
 
     def _random_loop(self, index: int, spec: RandomFaultSpec) -> Any:
@@ -310,4 +313,6 @@ class FaultInjector:
                 node.disk.heal()
             if not node.up and not node.stopped:  # a shut-down consumer stays down
                 node.restart()
+        from sim import trace
+
         self._emit(trace.FAULT_HEALED, "all", "cluster", "end of fault phase")

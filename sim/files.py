@@ -45,9 +45,10 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sim.readback import DocumentError, Shape, parse_json, shape_problem
+if TYPE_CHECKING:  # sim/readback.py is imported where a file is read back: validating a scenario reads none
+    from sim.readback import Shape
 
 _TEMPORARY_RE = re.compile(r"\.(?P<name>.+)\.tmp-[0-9]+")
 MANIFEST = ".rmqsim-manifest.json"
@@ -214,6 +215,8 @@ def read_json(path: Path, limit: int, error: Callable[[str], Exception], damaged
     `shape`, when given, checks the fields of the parsed value). `error(text)` is raised: "cannot read PATH: WHY"
     (not a regular file, too large, unreadable), "PATH DAMAGED: WHY" (not UTF-8, too deep, not
     JSON: the parser's reason), "PATH: KEY PATH: expected ..., got ..." (not of `shape`)."""
+    from sim.readback import DocumentError, parse_json, shape_problem
+
     try:
         raw = read_bounded(path, limit)
     except (UnsafeFile, OSError) as exc:
@@ -276,6 +279,8 @@ def _relative(text: Any) -> bool:
 def read_manifest(directory: Path) -> dict[str, Any] | None:
     """`directory`'s manifest, None if it has none; UnsafeFile if it is not one rmqsim wrote
     (a link, not a regular file, too large, damaged JSON, the wrong shape)."""
+    from sim.readback import DocumentError, parse_json
+
     path = directory / MANIFEST
     if lstat_kind(path) is None:
         return None
