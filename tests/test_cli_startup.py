@@ -23,6 +23,7 @@ NOT_AT_VALIDATE = (*HEAVY, "numpy", "simpy")
 NOT_AT_VALIDATE_MODULES = ("sim.env", "models.broker.auto_switch_ha", "models.broker.pop_message_processor",
                            "models.broker.timer_store", "models.broker.clean_service", "models.broker.commit_log",
                            "models.broker.consume_queue", "models.broker.mapped_file",
+                           "sim.readback", "sim.trace",  # read back and emitted only where a file is read, a fault fires
                            "importlib.metadata")  # pydantic's plugin loader's: sim/__init__.py's stand-in
 _IMPORTED = """
 import json, sys
