@@ -23,7 +23,7 @@ NOT_AT_VALIDATE = (*HEAVY, "numpy", "simpy")
 NOT_AT_VALIDATE_MODULES = ("sim.env", "models.broker.auto_switch_ha", "models.broker.pop_message_processor",
                            "models.broker.timer_store", "models.broker.clean_service", "models.broker.commit_log",
                            "models.broker.consume_queue", "models.broker.mapped_file",
-                           "sim.readback", "sim.trace",  # read back and emitted only where a file is read, a fault fires
+                           "sim.readback",  # where a file rmqsim wrote is read back
                            "importlib.metadata")  # pydantic's plugin loader's: sim/__init__.py's stand-in
 _IMPORTED = """
 import json, sys
@@ -58,6 +58,8 @@ def test_validate_imports_no_dataframe_plotting_spark_numpy_or_simpy_package(sce
     assert packages.isdisjoint(NOT_AT_VALIDATE), sorted(packages & set(NOT_AT_VALIDATE))
     assert modules.isdisjoint(NOT_AT_VALIDATE_MODULES), sorted(modules & set(NOT_AT_VALIDATE_MODULES))
     assert {"pydantic", "rmqsim"} <= packages and "models.broker.config" in modules  # it did validate
+    if scenario == "baseline":  # no `expect:`: no checker; its faults' specs read, no record emitted
+        assert "sim.trace" not in modules
 
 
 _PLUGINS = """
