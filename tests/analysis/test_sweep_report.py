@@ -83,13 +83,6 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return fabricated_sweep(tmp_path_factory.mktemp("fabricated"))
 
 
-@pytest.fixture(scope="module")
-def spark(swept: Path):
-    from analysis.sweeps.sweep import spark_session
-
-    return spark_session("local[1]", None, app="sweep-report-test", purpose="report")
-
-
 def figure_ids(page: str) -> list[str]:
     return re.findall(r'<figure id="([^"]+)"', page)
 
