@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -120,6 +122,18 @@ def cli_in_process(*args: str) -> subprocess.CompletedProcess[str]:
         except SystemExit as exc:  # argparse's usage errors
             code = exc.code if isinstance(exc.code, int) else 1
     return subprocess.CompletedProcess(["rmqsim", *args], code, out.getvalue(), err.getvalue())
+
+
+@functools.cache
+def golden_script() -> ModuleType:
+    """scripts/golden_digests.py as a module: the golden runs, their recorded digests
+    (tests/data/golden_digests.json) and the message a changed digest fails with."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("golden_digests", ROOT / "scripts" / "golden_digests.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def traced_run_dir(base: Path, scenario: str, seed: int, sets: tuple[str, ...]) -> Path:
