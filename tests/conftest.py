@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -45,6 +47,50 @@ def root() -> Path:
     return ROOT
 
 
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory):
+    """The one local[2] SparkSession of this test process (an xdist worker runs several modules),
+    for every module that reads through Spark (a sweep's tables, the sweep report) or runs a sweep
+    the Spark way: the code reuses a running session whatever it was started for
+    (analysis/sweeps/sweep.py spark_session), so one JVM serves them all instead of one per module.
+    Started with a report's JVM options (sweep.py REPORT_JAVA_OPTIONS: about a quarter of the CPU
+    time of a sweep's JVM to start on two cores), `local[2,F]` as a sweep's own session, the JVM's
+    scratch files under a temporary folder (a killed JVM runs no shutdown hook); stopped, JVM
+    included, when the session ends, so nothing is left."""
+    import tempfile
+
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    from analysis.sweeps.sweep import local_master, spark_session
+
+    scratch = tmp_path_factory.mktemp("spark-scratch")
+    with pytest.MonkeyPatch.context() as mp:  # only while the JVM starts: it and its Python workers keep them
+        mp.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+        mp.setenv("TMPDIR", str(scratch))
+        mp.setenv("JAVA_TOOL_OPTIONS", f"-Djava.io.tmpdir={scratch} -XX:-UsePerfData")
+        mp.setattr(tempfile, "tempdir", str(scratch))
+        session = spark_session("local[2]", 2, app="rmqsim-tests", purpose="report")
+    assert session.sparkContext.master == local_master("local[2]", 2)  # not a session another test left running
+    try:
+        yield session
+    finally:
+        gateway = SparkContext._gateway
+        session.stop()
+        if gateway is not None:  # the py4j JVM outlives sc.stop(); end it so nothing is left
+            proc = getattr(gateway, "proc", None)
+            gateway.shutdown()
+            SparkContext._gateway = SparkContext._jvm = None
+            if proc is not None:
+                proc.stdin.close()
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
+        assert SparkSession.getActiveSession() is None
+
+
 def short_baseline(duration_ms: int = 20_000, settle_ms: int = 10_000, rate: int = 500):
     """The bundled baseline, shortened (same topology) for tests that run it many times."""
     from rmqsim.scenario import spec as scenario
@@ -76,6 +122,18 @@ def cli_in_process(*args: str) -> subprocess.CompletedProcess[str]:
         except SystemExit as exc:  # argparse's usage errors
             code = exc.code if isinstance(exc.code, int) else 1
     return subprocess.CompletedProcess(["rmqsim", *args], code, out.getvalue(), err.getvalue())
+
+
+@functools.cache
+def golden_script() -> ModuleType:
+    """scripts/golden_digests.py as a module: the golden runs, their recorded digests
+    (tests/data/golden_digests.json) and the message a changed digest fails with."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("golden_digests", ROOT / "scripts" / "golden_digests.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def traced_run_dir(base: Path, scenario: str, seed: int, sets: tuple[str, ...]) -> Path:

@@ -9,9 +9,6 @@ and losses come from").
 from __future__ import annotations
 
 import functools
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -22,6 +19,7 @@ import rmqsim
 from rmqsim.runner import run_scenario
 from rmqsim.scenario.spec import from_data, load
 from sim.trace import field_index
+from tests.conftest import cli_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = {
@@ -96,15 +94,9 @@ def first_consumed_us(name: str) -> dict[int, int]:
 # --- every scenario --------------------------------------------------------------------------
 
 
-def _rmqsim() -> list[str]:
-    exe = Path(sys.executable).with_name("rmqsim")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "rmqsim.cli"]
-
-
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_validates(name: str) -> None:
-    proc = subprocess.run([*_rmqsim(), "validate", str(path(name))], cwd=ROOT, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    proc = cli_in_process("validate", str(path(name)))  # `rmqsim validate`, without an interpreter's start-up
     assert proc.returncode == 0, proc.stderr
 
 

@@ -53,13 +53,6 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def spark(swept: Path):
-    from analysis.sweeps.sweep import spark_session
-
-    return spark_session("local[2]", None, app="report-test")
-
-
-@pytest.fixture(scope="module")
 def data(swept: Path, spark):
     """The sweep as the report reads it (analysis/sweeps/aggregate.py: through Spark)."""
     from analysis.reports.sweep_report import check_tables

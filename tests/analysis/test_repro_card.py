@@ -21,7 +21,7 @@ from analysis.sweeps.spec import load_sweep
 from analysis.sweeps.sweep import manifest, run_sweep, tasks
 from analysis.sweeps.task import execute
 from tests.analysis.test_run_report import CRASH_STORY, cli
-from tests.analysis.test_sweep import CRASH, SHORT, spark, write_sweep  # noqa: F401 - the Spark fixture
+from tests.analysis.test_sweep import CRASH, SHORT, write_sweep
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow  # a sweep and its report, about 20 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
@@ -153,7 +153,7 @@ def test_sweep_task_writes_and_lists_cards_of_failing_runs(tmp_path: Path) -> No
     assert not (out / "repro").exists() and not (out / store.RUNS).exists()
 
 
-def test_sweep_report_links_failing_rows_to_their_cards(spark, tmp_path: Path) -> None:  # noqa: F811
+def test_sweep_report_links_failing_rows_to_their_cards(spark, tmp_path: Path) -> None:
     from analysis.reports.sweep_report import build_report
 
     path = _sweep(tmp_path)

@@ -19,7 +19,7 @@ import pytest
 from analysis.reports import run_figures, timeline_figures, txn_figures
 from analysis.reports.run_report import FIGURES
 from tests.analysis.test_report import _assert_figures_visible, _chromium
-from tests.conftest import ROOT
+from tests.conftest import ROOT, cli_in_process
 
 SCENARIO = """
 name: report_run
@@ -39,26 +39,41 @@ faults:
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`rmqsim ARGS` in a process of its own, in `cwd` (this module runs the CLI in-process:
+    tests/conftest.py cli_in_process, the same code path without an interpreter's start-up)."""
     return subprocess.run([sys.executable, "-m", "rmqsim.cli", *args], capture_output=True, text=True, cwd=str(cwd),
                           timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A traced run of SCENARIO, then its report by `rmqsim report RUN_DIR --out` into a folder of its
+    own (`again`, beside the run): the report of a finished run directory, the page the tests render.
+    `rmqsim run --report` writes crash_story's and reported_txn's."""
     folder = tmp_path_factory.mktemp("run_report")
     (folder / "s.yaml").write_text(SCENARIO)
-    done = cli("run", "s.yaml", "--report", "--out", "out", cwd=folder)
-    assert done.returncode in (0, 1), done.stderr  # the report is written whatever the verdict
-    assert f"report: {folder / 'out' / 'report' / 'index.html'}" in done.stdout or "report: out/report/index.html" in done.stdout
+    done = cli_in_process("run", str(folder / "s.yaml"), "--trace", "--out", str(folder / "out"))
+    assert done.returncode in (0, 1), done.stderr  # valid or not: reported either way
+    assert not (folder / "out" / "report").exists()  # drawn only by `rmqsim report` below
+    again = cli_in_process("report", str(folder / "out"), "--out", str(folder / "again"))
+    assert again.returncode == 0, again.stderr
+    assert f"report: {folder / 'again' / 'index.html'}" in again.stdout
     return folder / "out"
+
+
+def report_of(run: Path) -> Path:
+    """The folder holding `run`'s report: `rmqsim run --report`'s, else `reported`'s own folder."""
+    return run / "report" if (run / "report").is_dir() else run.parent / "again"
 
 
 @pytest.fixture(scope="module")
 def reported_txn(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A transactional run (scenarios/txn_producers_down.yaml): the transaction panel is drawn."""
     folder = tmp_path_factory.mktemp("run_report_txn")
-    done = cli("run", str(ROOT / "scenarios" / "txn_producers_down.yaml"), "--report", "--out", "out", cwd=folder)
-    assert done.returncode in (0, 1), done.stderr
+    done = cli_in_process("run", str(ROOT / "scenarios" / "txn_producers_down.yaml"), "--report",
+                          "--out", str(folder / "out"))
+    assert done.returncode in (0, 1), done.stderr  # the report is written whatever the verdict
+    assert f"report: {folder / 'out' / 'report' / 'index.html'}" in done.stdout
     return folder / "out"
 
 
@@ -89,7 +104,7 @@ def _assert_renders(run: Path, captions: tuple[str, ...], tmp_path: Path) -> str
     """Headless Chromium loads every figure of the run's report, with each title and `captions`;
     each figure the run cannot draw is listed with its reason. Returns the page's DOM."""
     drawn, missing = _expected(run)
-    report = run / "report"
+    report = report_of(run)
     for stem, _title in drawn:
         assert (report / f"{stem}.png").stat().st_size > 5_000, stem
         assert (report / f"{stem}.svg").read_text().lstrip().startswith(("<?xml", "<svg")), stem
@@ -149,17 +164,18 @@ def test_run_report_transaction_panel_renders(reported_txn: Path, tmp_path: Path
     assert f"<th>transactions: discarded</th><td>{txn['discarded']:,}</td>" in dom and txn["discarded"] > 0
 
 
-def test_report_of_a_finished_run_directory(reported: Path, tmp_path: Path) -> None:
-    done = cli("report", str(reported), "--out", str(tmp_path / "again"), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+def test_report_of_a_finished_run_directory(reported: Path) -> None:
+    """`rmqsim report RUN_DIR --out DIR` of a traced run (fixture `reported`: exit 0) draws every
+    figure the run can draw, in DIR."""
     drawn, _missing = _expected(reported)
-    assert sorted(p.name for p in (tmp_path / "again").glob("*.svg")) == sorted(f"{s}.svg" for s, _t in drawn)
+    assert report_of(reported) == reported.parent / "again"
+    assert sorted(p.name for p in report_of(reported).glob("*.svg")) == sorted(f"{s}.svg" for s, _t in drawn)
 
 
 def test_report_of_a_run_without_trace_is_refused_clearly(tmp_path: Path) -> None:
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "summary.json").write_text("{}")
-    done = cli("report", str(tmp_path / "run"), cwd=tmp_path)
+    done = cli_in_process("report", str(tmp_path / "run"))  # an exception let through fails here
     assert done.returncode == 2 and "has no trace: rerun with --trace" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -188,8 +204,8 @@ def test_lock_events_figure_of_an_orderly_run(tmp_path: Path) -> None:
     restart its locks granted anew; a run without orderly groups has none (said missing above)."""
     from analysis.reports import run_data
 
-    done = cli("run", str(ROOT / "scenarios" / "orderly_broker_failure.yaml"), "--trace", "--out", "out",
-               "--set", "duration_ms=45s", "--set", "settle_ms=20s", cwd=tmp_path)
+    done = cli_in_process("run", str(ROOT / "scenarios" / "orderly_broker_failure.yaml"), "--trace",
+                          "--out", str(tmp_path / "out"), "--set", "duration_ms=45s", "--set", "settle_ms=20s")
     assert done.returncode in (0, 1), done.stderr
     run_dir = next(p.parent for p in (tmp_path / "out").rglob("summary.json"))
     data = run_data.load_run(run_dir)
@@ -229,8 +245,9 @@ BROKER_A_DOWN = (6.0, 12.0)
 def crash_story(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("crash_story")
     (folder / "s.yaml").write_text(CRASH_STORY)
-    done = cli("run", "s.yaml", "--report", "--out", "out", cwd=folder)
+    done = cli_in_process("run", str(folder / "s.yaml"), "--report", "--out", str(folder / "out"))
     assert done.returncode == 1, done.stdout + done.stderr  # invalid: duplicates above the expectation
+    assert f"report: {folder / 'out' / 'report' / 'index.html'}" in done.stdout  # written whatever the verdict
     return folder / "out"
 
 

@@ -3,8 +3,8 @@ determinism re-checks (analysis/sweeps/spec.py, sweep.py, sweep_task.py, results
 
 Every sweep here is built on the bundled restart_consumer scenario shortened to a few simulated
 seconds, so a run costs ~0.1 s of wall time (the crash/resume test uses ~0.5 s runs on purpose).
-One local[2] Spark session serves the whole module (fixture `spark`) and is stopped, JVM
-included, at the end; the CLI tests start `rmqsim sweep` in their own process group and kill
+A sweep on a local master runs in local worker processes, without a JVM (fixture `scratch`: the
+module's temporary files); the CLI tests start `rmqsim sweep` in their own process group and kill
 every process they started (found by a marker in the environment) before they return.
 """
 
@@ -37,7 +37,7 @@ from analysis.checkers.run_rows import CAUSES, LATENCY_KEYS, MAP_PREFIXES, SUMMA
 from analysis.sweeps import directory as sweep_dir
 from analysis.sweeps import results_store as store
 from analysis.sweeps.spec import load_sweep, run_id
-from analysis.sweeps.sweep import run_sweep, spark_session, tasks
+from analysis.sweeps.sweep import run_sweep, tasks
 from analysis.sweeps.task import execute
 from rmqsim.scenario import spec as scenario_mod
 from sim import compiled
@@ -195,39 +195,22 @@ def stamp(path: Path) -> tuple[int, int]:
 # ---------------------------------------------------------------- fixtures
 
 @pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    """One local[2] session for the module; stopped, and its JVM ended, at the end."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    scratch = tmp_path_factory.mktemp("spark-scratch")
+def scratch(tmp_path_factory):
+    """The module's temporary files (Python's, and any child's) under a folder of its own, loopback
+    Spark, as the module's sweeps always had. A sweep on a local master runs in local worker
+    processes without a JVM (analysis/sweeps/local_pool.py), so no SparkSession is started here;
+    the modules that read through Spark share tests/conftest.py's `spark`."""
+    folder = tmp_path_factory.mktemp("spark-scratch")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPARK_LOCAL_IP", "127.0.0.1")
-        for name, value in scratch_env(scratch).items():
+        for name, value in scratch_env(folder).items():
             mp.setenv(name, value)
-        mp.setattr(tempfile, "tempdir", str(scratch))
-        session = spark_session("local[2]", 2, app="rmqsim-test-sweep")
-        try:
-            yield session
-        finally:
-            gateway = SparkContext._gateway
-            session.stop()
-            if gateway is not None:  # the py4j JVM outlives sc.stop(); end it so nothing is left
-                proc = getattr(gateway, "proc", None)
-                gateway.shutdown()
-                SparkContext._gateway = SparkContext._jvm = None
-                if proc is not None:
-                    proc.stdin.close()
-                    try:
-                        proc.wait(timeout=20)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait(timeout=10)
-            assert SparkSession.getActiveSession() is None
+        mp.setattr(tempfile, "tempdir", str(folder))
+        yield folder
 
 
 @pytest.fixture(scope="module")
-def quick(spark, tmp_path_factory):
+def quick(scratch, tmp_path_factory):
     """2 points × 2 seeds with both per-message tables, run once on local[2]."""
     folder = tmp_path_factory.mktemp("quick")
     path = write_sweep(folder, "quick_test", set={**SHORT, "faults": CRASH},
@@ -373,7 +356,7 @@ def test_verify_determinism_detects_a_wrong_digest(quick, tmp_path):
 
 # ---------------------------------------------------------------- (d) failed runs are rows
 
-def test_failed_run_is_recorded_and_retried(spark, tmp_path):
+def test_failed_run_is_recorded_and_retried(scratch, tmp_path):
     """Point 1 is valid but over the sweep's per-run wall budget (40,000 msg/s for 6 s takes
     seconds; the budget is 0.3 s), so it fails at run time: a row with the error and a repro
     line, the CLI exits 1, and a rerun retries only that run."""

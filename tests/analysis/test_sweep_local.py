@@ -3,8 +3,8 @@ and its report reads the runs table with Arrow (analysis/sweeps/aggregate.py `lo
 same runs table, files and report as the Spark path gives; retries and aborts as Spark's
 `local[N,F]`; workers that die with their driver, and a resume after that.
 
-One local[2] Spark session (tests/analysis/test_sweep.py's fixture) runs the same sweep the Spark
-way, for the comparison; nothing else here starts a JVM.
+One local[2] Spark session (tests/conftest.py's `spark`, shared by the modules of a test process) runs
+the same sweep the Spark way, for the comparison; nothing else here starts a JVM.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from analysis.sweeps import results_store as store
 from analysis.sweeps import sweep as sweep_mod
 from analysis.sweeps.spec import load_sweep
 from analysis.sweeps.sweep import ENGINE_ENV, run_sweep, tasks, uses_spark
-from tests.analysis.test_sweep import (  # noqa: F401 - `spark`: the module's one local[2] session
+from tests.analysis.test_sweep import (
     CRASH,
     SHORT,
     child_env,
@@ -37,7 +37,6 @@ from tests.analysis.test_sweep import (  # noqa: F401 - `spark`: the module's on
     read_runs,
     rmqsim_cmd,
     run_rmqsim,
-    spark,
     tagged_pids,
     visible,
     write_sweep,
@@ -53,7 +52,7 @@ def _no_spark(*_args: Any, **_kwargs: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def both(spark, tmp_path_factory):  # noqa: F811 - the imported fixture
+def both(spark, tmp_path_factory):
     """The same sweep run by the local workers (no session allowed) and by Spark (local[2])."""
     folder = tmp_path_factory.mktemp("both")
     path = write_sweep(folder, "both", set={**SHORT, "faults": CRASH},
@@ -93,7 +92,7 @@ def test_local_workers_write_the_runs_table_and_files_spark_writes(both) -> None
 
 
 @pytest.mark.slow  # over 5 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
-def test_the_local_report_reads_what_spark_reads(both, spark, tmp_path) -> None:  # noqa: F811
+def test_the_local_report_reads_what_spark_reads(both, spark, tmp_path) -> None:
     """The report's tables without a JVM equal Spark's: every column, maps as dicts, failing-run
     columns only on failing rows, merged histograms, the timeline run; and the pages agree."""
     from analysis.reports.sweep_report import build_report, check_tables
@@ -122,7 +121,7 @@ def test_the_local_report_reads_what_spark_reads(both, spark, tmp_path) -> None:
     assert (tmp_path / "arrow" / "points.json").read_text() == (tmp_path / "spark" / "points.json").read_text()
 
 
-def test_rows_of_several_shapes_read_alike(spark, tmp_path) -> None:  # noqa: F811
+def test_rows_of_several_shapes_read_alike(spark, tmp_path) -> None:
     """Older rows without the end-state columns beside newer ones, and a map column (`coverage`):
     Arrow's unified read equals Spark's."""
     from analysis.reports.sweep_report import check_tables

@@ -84,20 +84,19 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def spark(swept: Path):
-    from analysis.sweeps.sweep import spark_session
+def reported(swept: Path, spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page of the fabricated sweep's report (read by several tests, written by none)."""
+    from analysis.reports.sweep_report import build_report
 
-    return spark_session("local[1]", None, app="sweep-report-test", purpose="report")
+    return build_report(swept, tmp_path_factory.mktemp("fabricated-report") / "report", spark=spark)
 
 
 def figure_ids(page: str) -> list[str]:
     return re.findall(r'<figure id="([^"]+)"', page)
 
 
-def test_loss_sweep_opens_with_loss_and_draws_no_zero_metric(swept: Path, spark, tmp_path: Path) -> None:
-    from analysis.reports.sweep_report import build_report
-
-    page = build_report(swept, tmp_path / "report", spark=spark).read_text()
+def test_loss_sweep_opens_with_loss_and_draws_no_zero_metric(reported: Path) -> None:
+    page = reported.read_text()
     assert figure_ids(page)[:2] == ["loss_heatmap", "loss_by_cause"]  # the focus first
     assert not [f for f in figure_ids(page) if f.startswith(("duplicates", "order", "transactions"))]
     assert page.index('id="focus"') < page.index("Per point") < page.index('id="latency"')
@@ -107,15 +106,13 @@ def test_loss_sweep_opens_with_loss_and_draws_no_zero_metric(swept: Path, spark,
     assert "Loss rate [95 % t over runs] (events)" in page and "Loss rate: per-message [95 % Wilson]" in page
     assert "Duplicate-delivery rate" not in page  # no all-zero column
     assert "Latency over simulated time, run p0001-s2" in page  # the sweep's timeline run
-    points = json.loads((tmp_path / "report" / "points.json").read_text())
+    points = json.loads((reported.parent / "points.json").read_text())
     assert points[0]["loss"]["events"] == sum(30 + s for s in (1, 2, 3)) and points[2]["loss"]["events"] == 0
     assert points[0]["loss"]["causes"]["unflushed_at_power_loss"] == points[0]["loss"]["events"]
 
 
-def test_coverage_table_and_unquiet_runs(swept: Path, spark, tmp_path: Path) -> None:
-    from analysis.reports.sweep_report import build_report
-
-    page = build_report(swept, tmp_path / "report", spark=spark).read_text()
+def test_coverage_table_and_unquiet_runs(reported: Path) -> None:
+    page = reported.read_text()
     coverage = page[page.index('id="coverage"'):]
     assert "2 of 3 points reached by at least one of 12 runs." in coverage
     assert re.search(r"<code>power_loss_unflushed_tail</code></td><td[^>]*>[^<]*</td><td>6 of 12</td><td>6</td>",
