@@ -175,7 +175,8 @@ def _assert_figures_visible(shot: Path) -> None:
     assert sum(1 for c in colorful if c > 0.005) >= 6, colorful  # coloured plot marks, not just text
 
 
-def test_spark_sql_reads_the_documented_flat_columns(swept: Path, spark) -> None:
+def test_spark_sql_reads_the_documented_flat_columns(swept: Path, spark, data) -> None:
+    # `data` registered this sweep's `runs` view (aggregate.load) on the session the test process shares
     rows = spark.sql("SELECT latency_ms_p99, duplicate_causes_redelivery, acked_deliveries, warmup_ms "
                      "FROM runs WHERE status = 'ok'").collect()
     assert len(rows) == 8 and all(r["latency_ms_p99"] > 0 and r["acked_deliveries"] > 0 for r in rows)
