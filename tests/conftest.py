@@ -47,6 +47,13 @@ def root() -> Path:
     return ROOT
 
 
+def scratch_env(tmp: Path) -> dict[str, str]:
+    """Temporary files of Python and of every JVM (Spark's block managers, native libraries) under
+    `tmp`: a killed JVM runs no shutdown hook, and would leave them in /tmp."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    return {"TMPDIR": str(tmp), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={tmp} -XX:-UsePerfData"}
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory):
     """The one local[2] SparkSession of this test process (an xdist worker runs several modules),
@@ -67,8 +74,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     scratch = tmp_path_factory.mktemp("spark-scratch")
     with pytest.MonkeyPatch.context() as mp:  # only while the JVM starts: it and its Python workers keep them
         mp.setenv("SPARK_LOCAL_IP", "127.0.0.1")
-        mp.setenv("TMPDIR", str(scratch))
-        mp.setenv("JAVA_TOOL_OPTIONS", f"-Djava.io.tmpdir={scratch} -XX:-UsePerfData")
+        for name, value in scratch_env(scratch).items():
+            mp.setenv(name, value)
         mp.setattr(tempfile, "tempdir", str(scratch))
         session = spark_session("local[2]", 2, app="rmqsim-tests", purpose="report")
     assert session.sparkContext.master == local_master("local[2]", 2)  # not a session another test left running

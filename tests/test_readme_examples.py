@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, scratch_env
 
 README = ROOT / "README.md"
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
@@ -217,12 +217,9 @@ def test_sweep_example_is_a_real_sweep(example: Example, tmp_path: Path):
     rmqsim's messages on stdout and stderr together in order (the child points sys.stderr at
     stdout), the JVM's own start-up lines on the child's real stderr, not compared."""
     write_inputs(tmp_path)
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
     child = ("import sys\nsys.stderr = sys.stdout\nimport rmqsim.cli\n"
              f"sys.exit(rmqsim.cli.main({example.argv[1:]!r}))\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), SPARK_LOCAL_IP="127.0.0.1", TMPDIR=str(scratch),
-               JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={scratch} -XX:-UsePerfData")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), SPARK_LOCAL_IP="127.0.0.1", **scratch_env(tmp_path / "tmp"))
     proc = subprocess.Popen([sys.executable, "-c", child], cwd=tmp_path, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:

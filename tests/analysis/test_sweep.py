@@ -42,7 +42,7 @@ from analysis.sweeps.task import execute
 from rmqsim.scenario import spec as scenario_mod
 from sim import compiled
 from sim.config import ConfigError
-from tests.conftest import ROOT
+from tests.conftest import ROOT, scratch_env
 
 BASE = ROOT / "scenarios" / "restart_consumer.yaml"
 SHORT = {"duration_ms": "6s", "settle_ms": "4s"}
@@ -67,13 +67,6 @@ def write_sweep(folder: Path, name: str, **body: Any) -> Path:
 def rmqsim_cmd() -> list[str]:
     script = Path(sys.executable).parent / "rmqsim"
     return [str(script)] if script.exists() else [sys.executable, "-m", "rmqsim.cli"]
-
-
-def scratch_env(tmp: Path) -> dict[str, str]:
-    """Temporary files of Python and of every JVM (Spark's block managers, native libraries) under
-    `tmp`: a killed JVM runs no shutdown hook, and would leave them in /tmp."""
-    tmp.mkdir(parents=True, exist_ok=True)
-    return {"TMPDIR": str(tmp), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={tmp} -XX:-UsePerfData"}
 
 
 def child_env(tag: str, tmp: Path, **extra: str) -> dict[str, str]:
