@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -20,13 +23,19 @@ from analysis.sweeps import results_store as store
 from analysis.sweeps.spec import load_sweep
 from analysis.sweeps.sweep import manifest, run_sweep, tasks
 from analysis.sweeps.task import execute
-from tests.analysis.test_run_report import CRASH_STORY, cli
+from tests.analysis.test_run_report import CRASH_STORY
 from tests.analysis.test_sweep import CRASH, SHORT, write_sweep
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow  # a sweep and its report, about 20 s on 2 cores: scripts/test.sh --slow (issue 41: the suite in CI)
 
 SHORT_SET = ("--set", "duration_ms=4s", "--set", "settle_ms=3s")
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`rmqsim ARGS` in a process of its own, in `cwd` (a card is written by the command as users run it)."""
+    return subprocess.run([sys.executable, "-m", "rmqsim.cli", *args], capture_output=True, text=True, cwd=str(cwd),
+                          timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ import html
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,13 +35,6 @@ faults:
   - {at_ms: 7s, kind: process_crash, node: c-2}
   - {at_ms: 9s, kind: restart, node: c-2}
 """
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """`rmqsim ARGS` in a process of its own, in `cwd` (this module runs the CLI in-process:
-    tests/conftest.py cli_in_process, the same code path without an interpreter's start-up)."""
-    return subprocess.run([sys.executable, "-m", "rmqsim.cli", *args], capture_output=True, text=True, cwd=str(cwd),
-                          timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 @pytest.fixture(scope="module")
